@@ -1,0 +1,75 @@
+import {Command, Interfaces} from '@oclif/core'
+
+import {GymError, isGymError} from '../errors.js'
+
+export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
+export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>
+
+/**
+ * Shared behaviour of every gymrecipe command: --json, error mapping to stable
+ * codes and exit statuses, and output helpers that stay quiet under --json.
+ */
+export abstract class BaseCommand<T extends typeof Command> extends Command {
+  static override enableJsonFlag = true
+
+  static override baseFlags = {}
+
+  protected flags!: BaseFlags<T>
+  protected args!: BaseArgs<T>
+
+  public override async init(): Promise<void> {
+    await super.init()
+    const {args, flags} = await this.parse({
+      args: this.ctor.args,
+      baseFlags: (super.ctor as typeof BaseCommand).baseFlags,
+      enableJsonFlag: this.ctor.enableJsonFlag,
+      flags: this.ctor.flags,
+      strict: this.ctor.strict,
+    })
+    this.flags = flags as BaseFlags<T>
+    this.args = args as BaseArgs<T>
+  }
+
+  /** Print a line for people; silent under --json. */
+  protected say(message = ''): void {
+    if (!this.jsonEnabled()) this.log(message)
+  }
+
+  /** Print a line to stderr for people; silent under --json. */
+  protected warnLine(message: string): void {
+    if (!this.jsonEnabled()) this.logToStderr(message)
+  }
+
+  /**
+   * Return a result (printed as JSON under --json) while still exiting with a
+   * non-zero status, e.g. a report whose checks failed.
+   */
+  protected withExitCode<R>(result: R, exitCode: number): R {
+    if (exitCode !== 0) process.exitCode = exitCode
+    return result
+  }
+
+  protected override async catch(error: Error & {exitCode?: number}): Promise<any> {
+    if (isGymError(error)) return this.failWith(error)
+    return super.catch(error)
+  }
+
+  private failWith(error: GymError): void {
+    const suggestions = error.hint ? [error.hint] : undefined
+    if (this.jsonEnabled()) {
+      this.logJson({
+        error: {
+          code: error.code,
+          exit: error.exit,
+          message: error.message,
+          hint: error.hint ?? null,
+          location: error.location ?? null,
+          details: error.details ?? null,
+        },
+      })
+      process.exitCode = error.exit
+      return
+    }
+    this.error(error.located, {code: error.code, exit: error.exit, suggestions})
+  }
+}

@@ -1,0 +1,2 @@
+export {run} from '@oclif/core'
+export * from './errors.js'

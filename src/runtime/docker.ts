@@ -1,0 +1,48 @@
+import Docker from 'dockerode'
+
+import {ExitCode, GymError} from '../errors.js'
+
+/** The label every gymrecipe-managed Gym container carries; the value is the recipe id. */
+export const OWNERSHIP_LABEL = 'ai.relax.recipe'
+
+export interface DockerTarget {
+  /** Unix socket path, from DOCKER_HOST=unix://... or the default socket. */
+  socketPath: string
+}
+
+export function dockerTarget(env: NodeJS.ProcessEnv = process.env): DockerTarget {
+  const host = env.DOCKER_HOST
+  if (host && host.startsWith('unix://')) return {socketPath: host.slice('unix://'.length)}
+  return {socketPath: '/var/run/docker.sock'}
+}
+
+export function dockerClient(target: DockerTarget = dockerTarget()): Docker {
+  return new Docker({socketPath: target.socketPath})
+}
+
+export const dockerUnreachableHint =
+  'Start the Docker daemon (or set DOCKER_HOST=unix:///path/to/docker.sock) and check with `gymrecipe doctor`.'
+
+/** Ping the daemon; throws a precondition GymError (exit 3) when it cannot be reached. */
+export async function requireDocker(target: DockerTarget = dockerTarget()): Promise<Docker> {
+  const docker = dockerClient(target)
+  try {
+    await docker.ping()
+  } catch (error: any) {
+    throw new GymError(`Docker daemon is not reachable at ${target.socketPath} (${error?.code ?? error?.message ?? 'no answer'})`, {
+      code: 'E_DOCKER_UNREACHABLE',
+      exit: ExitCode.precondition,
+      hint: dockerUnreachableHint,
+    })
+  }
+  return docker
+}
+
+/** Like requireDocker but returns undefined instead of throwing. */
+export async function tryDocker(target: DockerTarget = dockerTarget()): Promise<Docker | undefined> {
+  try {
+    return await requireDocker(target)
+  } catch {
+    return undefined
+  }
+}

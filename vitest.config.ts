@@ -1,0 +1,13 @@
+import {defineConfig} from 'vitest/config'
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    disableConsoleIntercept: true,
+    testTimeout: 60_000,
+    hookTimeout: 300_000,
+    // Docker-backed suites share one daemon; files run in parallel, tests inside a file in order.
+    fileParallelism: true,
+    maxWorkers: 2,
+  },
+})
