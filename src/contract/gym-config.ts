@@ -1,0 +1,135 @@
+/**
+ * NeMo Gym config reader: loads a config (and everything it includes), applies Gym's merge and
+ * directive semantics, and returns the server graph. Every name comes from the YAML keys; none
+ * is inferred from a directory name.
+ */
+import {applyDirectives} from './gym-config/directives.js'
+import {gymConfigError} from './gym-config/errors.js'
+import {extractGraph, missingValueProblems} from './gym-config/graph.js'
+import {loadIncludeTree} from './gym-config/includes.js'
+import {resolveInterpolations} from './gym-config/interpolation.js'
+import {mergeAll} from './gym-config/merge.js'
+import {type GymConfigFs, nodeGymConfigFs, resolveGymRoot} from './gym-config/paths.js'
+import {Provenance} from './gym-config/provenance.js'
+import {setKey} from './gym-config/tree.js'
+
+export {GYM_CONFIG_ERROR} from './gym-config/errors.js'
+export {RESERVED_TOP_LEVEL_KEYS, SERVER_KINDS} from './gym-config/graph.js'
+export type {GymConfigFs} from './gym-config/paths.js'
+export {redactSecrets} from './gym-config/redact.js'
+
+export type DatasetSource =
+  | {type: 'huggingface'; repoId: string; artifactFpath: string | null; form: 'source' | 'huggingface_identifier'}
+  | {type: 'gitlab'; datasetName: string; version: string; artifactFpath: string | null; form: 'source' | 'gitlab_identifier'}
+
+export interface GymDataset {
+  name: string
+  /** train | validation | example | benchmark (as written) */
+  type: string
+  jsonlFpath: string | null
+  license: string | null
+  numRepeats: number | null
+  /** All forms present, primary first (`source:`; else gitlab before HF when both legacy ids exist). */
+  sources: DatasetSource[]
+  promptConfig: string | null
+  prepareScript: string | null
+}
+
+export type GymServerKind = 'resources_servers' | 'responses_api_agents' | 'responses_api_models'
+
+export interface GymServer {
+  /** Instance id: the top-level key. */
+  id: string
+  kind: GymServerKind
+  /** The implementation key under the server type (e.g. simple_agent, calendar). */
+  implementation: string
+  /** The implementation's fields, merged, directives applied, interpolations resolved where possible. */
+  fields: Record<string, unknown>
+}
+
+export interface GymAgent extends GymServer {
+  kind: 'responses_api_agents'
+  resourcesServer: string | null
+  modelServer: string | null
+  maxSteps: number | null
+  datasets: GymDataset[]
+}
+
+export interface GymProblem {
+  severity: 'error' | 'warning'
+  message: string
+  /** JSON pointer into `merged`. */
+  pointer: string
+  /** Where the value was written (relative to the Gym root), when known. */
+  file?: string
+  line?: number
+}
+
+export interface GymGraph {
+  /** Config files loaded, relative to the Gym root, in merge order. */
+  files: string[]
+  resourcesServers: GymServer[]
+  agents: GymAgent[]
+  models: GymServer[]
+  /** Dangling references, `???` values, malformed dataset entries, ... The graph is still usable. */
+  problems: GymProblem[]
+  /** The fully merged config (for debugging / `--json`). May hold secrets: see redactSecrets. */
+  merged: Record<string, unknown>
+}
+
+export interface LoadGymGraphOptions {
+  /** Filesystem access; defaults to the real one. */
+  fs?: GymConfigFs
+}
+
+/**
+ * Load configs the way `gym env start --config a --config b` does: `configPaths` (relative to the
+ * Gym root) are merged left to right, each after the files its `config_paths` pulls in.
+ * Bad input (unreadable or invalid YAML, paths leaving the root, include or inherit cycles,
+ * malformed server blocks) throws a GymError with code E_GYM_CONFIG and exit status 2.
+ */
+export async function loadGymGraph(gymRoot: string, configPaths: string[], options: LoadGymGraphOptions = {}): Promise<GymGraph> {
+  const fs = options.fs ?? nodeGymConfigFs
+  const root = await resolveGymRoot(gymRoot, fs)
+  if (configPaths.length === 0) throw gymConfigError('not-found', 'no Gym config given', {}, 'Pass at least one --gym-config, e.g. environments/calendar/config.yaml.')
+
+  const tree = await loadIncludeTree(root, configPaths, fs)
+  const provenance = new Provenance(tree.files)
+  const locate = provenance.locate.bind(provenance)
+
+  const merged = mergeAll(tree.files.map((file) => file.data))
+  // Gym records the full include list in the merged config before applying directives.
+  setKey(merged, 'config_paths', tree.discovered)
+  const directives = applyDirectives(merged, locate)
+  provenance.recordMoves(directives.moves)
+  const config = directives.data
+
+  const interpolationProblems = resolveInterpolations(config, locate)
+  const graph = extractGraph(config, locate)
+  const problems = [
+    ...tree.problems,
+    ...directives.problems,
+    ...interpolationProblems,
+    ...missingValueProblems(config, locate),
+    ...graph.problems,
+  ]
+  return {
+    files: tree.files.map((file) => file.file),
+    resourcesServers: graph.resourcesServers,
+    agents: graph.agents,
+    models: graph.models,
+    problems: uniqueProblems(problems),
+    merged: config,
+  }
+}
+
+/** A source resolved for several targets reports the same problem more than once. */
+function uniqueProblems(problems: GymProblem[]): GymProblem[] {
+  const seen = new Set<string>()
+  return problems.filter((problem) => {
+    const key = `${problem.severity}\u0000${problem.pointer}\u0000${problem.message}`
+    if (seen.has(key)) return false
+    seen.add(key)
+    return true
+  })
+}
