@@ -1,0 +1,412 @@
+import {Ajv, type ErrorObject} from 'ajv'
+import addFormats from 'ajv-formats'
+import {LosslessNumber} from 'lossless-json'
+import {promises as fsp} from 'node:fs'
+import {isMap, isScalar, isSeq, LineCounter, parseDocument} from 'yaml'
+
+import {ExitCode, GymError} from '../../errors.js'
+import {isDotPath} from './paths.js'
+import type {CallConfig, CallKind, SessionConfig, SessionStepConfig} from './types.js'
+
+/** Defaults for what the contract leaves open (documented in the README). */
+export const CALL_DEFAULTS = {
+  harnessRoute: '/v1/responses',
+  maxParallelRequests: 4,
+  timeoutSeconds: 60,
+  cleanupTimeoutSeconds: 30,
+} as const
+
+const FORBIDDEN_SESSION_HEADERS = new Set(['host', 'content-length', 'content-type', 'cookie', 'connection', 'transfer-encoding', 'authorization'])
+
+const dotPath = {type: 'string', format: 'dot-path'}
+const envName = {type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$'}
+const route = {type: 'string', pattern: '^/'}
+const seconds = {type: 'number', exclusiveMinimum: 0}
+
+function stepSchema(withHeaders: boolean): Record<string, unknown> {
+  const properties: Record<string, unknown> = {
+    endpoint: {type: 'string', format: 'http-url'},
+    route,
+    request_column: dotPath,
+    bearer_token_env: envName,
+  }
+  if (withHeaders) {
+    properties.response_headers = {
+      type: 'object',
+      propertyNames: {pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"},
+      additionalProperties: dotPath,
+    }
+  }
+  return {type: 'object', additionalProperties: false, required: ['route'], properties}
+}
+
+/** The JSON Schema of a call config; `kind` adds the resource- or harness-only fields. */
+export function callConfigSchema(kind: CallKind): Record<string, unknown> {
+  const properties: Record<string, unknown> = {
+    name: {type: 'string', minLength: 1},
+    endpoint: {type: 'string', format: 'http-url'},
+    route,
+    row_id_column: dotPath,
+    request_columns: {type: 'object', propertyNames: {minLength: 1}, additionalProperties: dotPath},
+    request_values: {type: 'object', propertyNames: {minLength: 1}},
+    request_column: dotPath,
+    provenance_columns: {type: 'array', items: dotPath, uniqueItems: true},
+    max_parallel_requests: {type: 'integer', minimum: 1, maximum: 1024},
+    timeout: seconds,
+    queue_timeout: {anyOf: [seconds, {type: 'null'}]},
+    session: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        initialize: {type: 'array', items: stepSchema(true)},
+        cleanup: {type: 'array', items: stepSchema(false)},
+        cleanup_timeout: seconds,
+      },
+    },
+    bearer_token_env: envName,
+    response_fields: {type: 'object', propertyNames: {minLength: 1}, additionalProperties: dotPath},
+  }
+  const required = ['name', 'endpoint']
+  if (kind === 'resource') {
+    properties.response_protocol = {enum: ['gym-episode']}
+    required.push('route')
+  } else {
+    properties.evidence_column = {type: 'string', minLength: 1}
+    required.push('evidence_column')
+  }
+  return {
+    $id: `gymrecipe/call-${kind}.json`,
+    type: 'object',
+    additionalProperties: false,
+    required,
+    properties,
+  }
+}
+
+let ajvInstance: Ajv | undefined
+function ajv(): Ajv {
+  if (ajvInstance) return ajvInstance
+  const instance = new Ajv({allErrors: true, strict: true, allowUnionTypes: true})
+  addFormats.default(instance)
+  instance.addFormat('dot-path', {type: 'string', validate: isDotPath})
+  instance.addFormat('http-url', {
+    type: 'string',
+    validate: (value: string) => {
+      try {
+        const url = new URL(value)
+        return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '' && url.search === '' && url.hash === ''
+      } catch {
+        return false
+      }
+    },
+  })
+  ajvInstance = instance
+  return instance
+}
+
+/** One config problem, located by JSON pointer and, when known, line. */
+export interface ConfigProblem {
+  pointer: string
+  line?: number
+  expected: string
+  hint: string
+}
+
+const FIELD_HINTS: Record<string, string> = {
+  name: 'name is the output column that receives the envelope, e.g. `name: execution`',
+  endpoint: 'endpoint is the service base URL, e.g. `endpoint: http://127.0.0.1:8000` (no credentials, query or fragment)',
+  route: 'route is the HTTP path called for each row, e.g. `route: /execute`',
+  evidence_column: 'call harness writes the answer to `name` and the evidence envelope to `evidence_column`, e.g. `evidence_column: harness_evidence`',
+  response_protocol: 'the only protocol is `gym-episode`; omit it for a plain resource response',
+  bearer_token_env: 'give the NAME of an environment variable holding the token, never the token itself',
+  timeout: 'seconds for initialize plus execute of one row, e.g. `timeout: 60`',
+  queue_timeout: 'seconds a row may wait for a free slot before it fails with admission_timeout',
+  cleanup_timeout: 'seconds for each cleanup step, e.g. `cleanup_timeout: 30`',
+  max_parallel_requests: 'how many row lifecycles (initialize, execute, cleanup) run at once, 1 to 1024',
+}
+
+function hintFor(pointer: string): string {
+  const parts = pointer.split('/').filter(Boolean)
+  for (let i = parts.length - 1; i >= 0; i--) {
+    const hint = FIELD_HINTS[parts[i]]
+    if (hint) return hint
+  }
+  if (pointer.includes('/session')) return 'session has `initialize` and `cleanup` step lists (each step: endpoint, route, request_column, response_headers, bearer_token_env) and `cleanup_timeout`'
+  if (/request_columns|response_fields|provenance_columns|row_id_column|request_column/u.test(pointer)) return 'paths are dot-separated names such as `candidate.sql`'
+  return 'see `gymrecipe call resource --help` and the README section "Calling Gym services"'
+}
+
+function describeAjvError(error: ErrorObject): {pointer: string; expected: string} {
+  const base = error.instancePath
+  switch (error.keyword) {
+    case 'required':
+      return {pointer: `${base}/${(error.params as any).missingProperty}`, expected: 'is required'}
+    case 'additionalProperties':
+      return {pointer: `${base}/${(error.params as any).additionalProperty}`, expected: 'is not a known field here'}
+    case 'format': {
+      const format = (error.params as any).format
+      if (format === 'dot-path') return {pointer: base, expected: 'must be a dot path like `candidate.sql` (non-empty parts, no surrounding spaces)'}
+      if (format === 'http-url') return {pointer: base, expected: 'must be an http:// or https:// URL without credentials, query or fragment'}
+      return {pointer: base, expected: `must be a ${format}`}
+    }
+    case 'pattern':
+      if (base.endsWith('/route')) return {pointer: base, expected: 'must be an HTTP path starting with "/"'}
+      if (base.endsWith('bearer_token_env')) return {pointer: base, expected: 'must be an environment variable name (letters, digits, underscore)'}
+      return {pointer: base, expected: `must match ${(error.params as any).pattern}`}
+    case 'propertyNames':
+      return {pointer: `${base}/${(error.params as any).propertyName}`, expected: 'is not a valid name here'}
+    case 'enum':
+      return {pointer: base, expected: `must be one of ${(error.params as any).allowedValues.map((v: unknown) => JSON.stringify(v)).join(', ')}`}
+    case 'exclusiveMinimum':
+      return {pointer: base, expected: 'must be a number of seconds greater than 0'}
+    case 'anyOf':
+      return {pointer: base, expected: 'must be a number of seconds greater than 0, or null'}
+    default:
+      return {pointer: base, expected: error.message ?? 'is invalid'}
+  }
+}
+
+/** Convert YAML bigints: inside request_values they become lossless numbers; elsewhere plain numbers. */
+function normalizeNumbers(value: unknown, lossless: boolean): unknown {
+  if (typeof value === 'bigint') return lossless ? new LosslessNumber(value.toString()) : Number(value)
+  if (Array.isArray(value)) return value.map((v) => normalizeNumbers(v, lossless))
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {}
+    for (const [k, v] of Object.entries(value)) out[k] = normalizeNumbers(v, lossless || k === 'request_values')
+    return out
+  }
+  return value
+}
+
+/** Reads and validates a call config file; throws a GymError (exit 2) naming file, pointer, line and hint. */
+export async function loadCallConfig(file: string, kind: CallKind): Promise<CallConfig> {
+  let text: string
+  try {
+    text = await fsp.readFile(file, 'utf8')
+  } catch (error: any) {
+    throw new GymError(`cannot read config ${file}: ${error?.code ?? error?.message}`, {
+      code: 'E_CALL_CONFIG_UNREADABLE',
+      exit: ExitCode.usage,
+      hint: 'pass --config with the path of a YAML file',
+      location: {file},
+    })
+  }
+  return parseCallConfig(text, kind, file)
+}
+
+/** Validate config text (YAML or JSON). */
+export function parseCallConfig(text: string, kind: CallKind, file = '<config>'): CallConfig {
+  const lineCounter = new LineCounter()
+  const doc = parseDocument(text, {lineCounter, intAsBigInt: true, uniqueKeys: true, prettyErrors: false})
+  if (doc.errors.length > 0) {
+    const first = doc.errors[0]
+    const line = first.linePos?.[0]?.line
+    throw new GymError(`${file}: not valid YAML: ${first.message.split('\n')[0]}`, {
+      code: 'E_CALL_CONFIG_INVALID',
+      exit: ExitCode.usage,
+      hint: 'fix the YAML syntax (duplicate keys are rejected)',
+      location: {file, line},
+    })
+  }
+  const raw = normalizeNumbers(doc.toJS(), false)
+  const lineOf = (pointer: string): number | undefined => {
+    const path = pointer.split('/').filter(Boolean).map((p) => p.replace(/~1/gu, '/').replace(/~0/gu, '~'))
+    for (let n = path.length; n >= 0; n--) {
+      const node: any = n === 0 ? doc.contents : doc.getIn(path.slice(0, n).map((p) => (/^\d+$/u.test(p) ? Number(p) : p)), true)
+      if (node && (isScalar(node) || isMap(node) || isSeq(node)) && node.range) return lineCounter.linePos(node.range[0]).line
+      // a missing key: locate the parent map's key instead
+      if (n === path.length && n > 0) {
+        const parent: any = n === 1 ? doc.contents : doc.getIn(path.slice(0, n - 1).map((p) => (/^\d+$/u.test(p) ? Number(p) : p)), true)
+        if (isMap(parent)) {
+          const pair: any = parent.items.find((item: any) => isScalar(item.key) && String(item.key.value) === path[n - 1])
+          if (pair?.key?.range) return lineCounter.linePos(pair.key.range[0]).line
+        }
+      }
+    }
+    return undefined
+  }
+
+  const problems: ConfigProblem[] = []
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    problems.push({pointer: '', expected: 'must be a mapping of config fields', hint: 'start from the example in the README section "Calling Gym services"'})
+  } else {
+    const validate = ajv().getSchema(`gymrecipe/call-${kind}.json`) ?? ajv().compile(callConfigSchema(kind))
+    if (!validate(raw)) {
+      const seen = new Set<string>()
+      for (const error of validate.errors ?? []) {
+        if (error.keyword === 'anyOf' || seen.has(error.instancePath + error.keyword)) continue
+        seen.add(error.instancePath + error.keyword)
+        const {pointer, expected} = describeAjvError(error)
+        problems.push({pointer, expected, hint: otherKindHint(kind, pointer) ?? hintFor(pointer)})
+      }
+      // anyOf errors only when nothing more precise was reported for that path
+      for (const error of validate.errors ?? []) {
+        if (error.keyword !== 'anyOf') continue
+        if (problems.some((p) => p.pointer === error.instancePath)) continue
+        const {pointer, expected} = describeAjvError(error)
+        problems.push({pointer, expected, hint: hintFor(pointer)})
+      }
+    }
+    if (problems.length === 0) problems.push(...semanticProblems(raw as Record<string, unknown>, kind))
+  }
+  if (problems.length > 0) {
+    for (const p of problems) p.line = lineOf(p.pointer)
+    const first = problems[0]
+    const lines = problems.slice(0, 8).map((p) => `  ${p.pointer || '/'}${p.line === undefined ? '' : ` (line ${p.line})`}: ${p.expected}`)
+    throw new GymError(`${file}: invalid call ${kind} config:\n${lines.join('\n')}`, {
+      code: 'E_CALL_CONFIG_INVALID',
+      exit: ExitCode.usage,
+      hint: first.hint,
+      location: {file, line: first.line, pointer: first.pointer || '/'},
+      details: {problems},
+    })
+  }
+  return normalizeConfig(raw as Record<string, any>, kind)
+}
+
+function otherKindHint(kind: CallKind, pointer: string): string | undefined {
+  if (kind === 'resource' && pointer === '/evidence_column') return 'evidence_column belongs to `call harness` configs; `call resource` writes one envelope column'
+  if (kind === 'harness' && pointer === '/response_protocol') return 'response_protocol: gym-episode belongs to `call resource` (a whole-episode endpoint is a resource call)'
+  return undefined
+}
+
+function semanticProblems(raw: Record<string, any>, kind: CallKind): ConfigProblem[] {
+  const problems: ConfigProblem[] = []
+  const columns = Object.keys(raw.request_columns ?? {})
+  const values = Object.keys(raw.request_values ?? {})
+  if (raw.request_column !== undefined && columns.length > 0) {
+    problems.push({
+      pointer: '/request_columns',
+      expected: 'cannot be combined with request_column',
+      hint: 'use request_column for a preassembled request object, or request_columns to build one field by field (request_values may add literal fields to either)',
+    })
+  }
+  const both = columns.filter((c) => values.includes(c))
+  if (both.length > 0) {
+    problems.push({
+      pointer: `/request_values/${both[0]}`,
+      expected: `request fields cannot have both a column and a value: ${both.sort().join(', ')}`,
+      hint: 'keep each request field in either request_columns or request_values',
+    })
+  }
+  if (raw.request_column === undefined && columns.length === 0 && values.length === 0) {
+    problems.push({
+      pointer: '/request_columns',
+      expected: 'one of request_columns, request_column or request_values is required',
+      hint: 'say where the request body comes from, e.g. `request_columns: {sql: candidate.sql}`',
+    })
+  }
+  const session = raw.session
+  if (session) {
+    const init = session.initialize ?? []
+    const cleanup = session.cleanup ?? []
+    if (init.length > 0 && cleanup.length === 0) {
+      problems.push({
+        pointer: '/session/cleanup',
+        expected: 'is required when session.initialize is set (stateful initialization requires cleanup)',
+        hint: 'add the route that releases the session, e.g. `cleanup: [{route: /cleanup}]`; stateless calls omit `session`',
+      })
+    }
+    init.forEach((step: any, i: number) => {
+      for (const header of Object.keys(step.response_headers ?? {})) {
+        if (FORBIDDEN_SESSION_HEADERS.has(header.toLowerCase())) {
+          problems.push({
+            pointer: `/session/initialize/${i}/response_headers/${header}`,
+            expected: `cannot set the ${header} header`,
+            hint: 'map the token to a custom header such as X-Session-Token; cookies are kept automatically and bearer tokens come from bearer_token_env',
+          })
+        }
+      }
+    })
+  }
+  if (kind === 'harness' && raw.evidence_column === raw.name) {
+    problems.push({pointer: '/evidence_column', expected: 'must differ from name', hint: FIELD_HINTS.evidence_column})
+  }
+  return problems
+}
+
+function trimSlash(url: string): string {
+  return url.endsWith('/') ? url.slice(0, -1) : url
+}
+
+function normalizeConfig(raw: Record<string, any>, kind: CallKind): CallConfig {
+  const endpoint = trimSlash(raw.endpoint)
+  const step = (s: any): SessionStepConfig => ({
+    endpoint: s.endpoint === undefined ? endpoint : trimSlash(s.endpoint),
+    route: s.route,
+    ...(s.request_column === undefined ? {} : {request_column: s.request_column}),
+    ...(s.response_headers === undefined ? {} : {response_headers: s.response_headers}),
+    ...(s.bearer_token_env === undefined ? {} : {bearer_token_env: s.bearer_token_env}),
+  })
+  let session: SessionConfig | undefined
+  if (raw.session && ((raw.session.initialize ?? []).length > 0 || (raw.session.cleanup ?? []).length > 0)) {
+    session = {
+      initialize: (raw.session.initialize ?? []).map(step),
+      cleanup: (raw.session.cleanup ?? []).map(step),
+      cleanup_timeout: raw.session.cleanup_timeout ?? CALL_DEFAULTS.cleanupTimeoutSeconds,
+    }
+  }
+  return {
+    kind,
+    name: raw.name,
+    endpoint,
+    route: raw.route ?? CALL_DEFAULTS.harnessRoute,
+    ...(raw.row_id_column === undefined ? {} : {row_id_column: raw.row_id_column}),
+    request_columns: raw.request_columns ?? {},
+    request_values: raw.request_values ?? {},
+    ...(raw.request_column === undefined ? {} : {request_column: raw.request_column}),
+    provenance_columns: raw.provenance_columns ?? [],
+    max_parallel_requests: raw.max_parallel_requests ?? CALL_DEFAULTS.maxParallelRequests,
+    timeout: raw.timeout ?? CALL_DEFAULTS.timeoutSeconds,
+    ...(raw.queue_timeout === undefined || raw.queue_timeout === null ? {} : {queue_timeout: raw.queue_timeout}),
+    ...(session ? {session} : {}),
+    ...(raw.bearer_token_env === undefined ? {} : {bearer_token_env: raw.bearer_token_env}),
+    ...(raw.response_protocol === undefined ? {} : {response_protocol: raw.response_protocol}),
+    ...(raw.response_fields === undefined ? {} : {response_fields: raw.response_fields}),
+    ...(raw.evidence_column === undefined ? {} : {evidence_column: raw.evidence_column}),
+  }
+}
+
+/**
+ * Bearer tokens are read once at start-up. Each token is bound to the endpoint
+ * that declared it: the column's token goes only to `endpoint`, a step's token
+ * only to that step's endpoint. A missing variable is a usage error; the
+ * message names the variable, never a value.
+ */
+export function readBearerTokens(config: CallConfig, env: NodeJS.ProcessEnv = process.env): Map<string, string> {
+  const tokens = new Map<string, string>()
+  const bind = (endpoint: string, name: string | undefined, pointer: string) => {
+    if (!name) return
+    const value = env[name]
+    if (value === undefined || value === '') {
+      throw new GymError(`environment variable ${name} (${pointer}) is not set or empty`, {
+        code: 'E_CALL_TOKEN_MISSING',
+        exit: ExitCode.usage,
+        hint: `export ${name}=<token> before running; the token is read once at start-up and sent only to ${endpoint}`,
+        location: {pointer},
+      })
+    }
+    const existing = tokens.get(endpoint)
+    if (existing !== undefined && existing !== value) {
+      throw new GymError(`two different bearer tokens are configured for ${endpoint}`, {
+        code: 'E_CALL_CONFIG_INVALID',
+        exit: ExitCode.usage,
+        hint: 'declare one bearer_token_env per endpoint',
+        location: {pointer},
+      })
+    }
+    tokens.set(endpoint, value)
+  }
+  bind(config.endpoint, config.bearer_token_env, '/bearer_token_env')
+  config.session?.initialize.forEach((s, i) => bind(s.endpoint, s.bearer_token_env, `/session/initialize/${i}/bearer_token_env`))
+  config.session?.cleanup.forEach((s, i) => bind(s.endpoint, s.bearer_token_env, `/session/cleanup/${i}/bearer_token_env`))
+  return tokens
+}
+
+/** The configured services: the only origins a row's cookies and session headers are sent to. */
+export function configuredEndpoints(config: CallConfig): string[] {
+  const set = new Set<string>([config.endpoint])
+  for (const s of config.session?.initialize ?? []) set.add(s.endpoint)
+  for (const s of config.session?.cleanup ?? []) set.add(s.endpoint)
+  return [...set]
+}

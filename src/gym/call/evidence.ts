@@ -1,0 +1,213 @@
+import {constants, promises as fsp} from 'node:fs'
+import path from 'node:path'
+
+import {ExitCode, GymError} from '../../errors.js'
+import {writeFileAtomic} from '../../runtime/fs.js'
+import type {AttemptWriter} from './lifecycle.js'
+
+export const JOURNAL_FILE = 'journal.jsonl'
+export const ATTEMPTS_DIR = 'attempts'
+export const SUMMARY_FILE = 'summary.json'
+export const JOURNAL_SCHEMA = 'gymrecipe.call.journal/1'
+
+export interface JournalHeader {
+  journal: typeof JOURNAL_SCHEMA
+  command: string
+  column: string
+  config_sha256: string
+  input_sha256: string
+  rows: number
+  started_at: string
+}
+
+/** A finished row recorded by an earlier run: its input index and the serialized output columns. */
+export interface JournalEntry {
+  index: number
+  columnsText: string
+}
+
+/**
+ * The evidence directory of one run:
+ *   attempts/<attempt_id>.json  one artifact per attempt (native request/response, lifecycle)
+ *   journal.jsonl               header + one line per finished row, appended as rows finish
+ *   summary.json                the run summary (no secrets)
+ * The journal is what `--resume` reads; it is synced to disk every second and at the end.
+ */
+export class EvidenceDir implements AttemptWriter {
+  private journal?: fsp.FileHandle
+  private pending: Promise<void> = Promise.resolve()
+  private buffer: string[] = []
+  private syncTimer?: NodeJS.Timeout
+  private dirty = false
+  private failure?: Error
+  private attemptsReady: Promise<void>
+
+  private constructor(
+    readonly dir: string,
+    private readonly attemptsDir: string,
+  ) {
+    this.attemptsReady = fsp.mkdir(attemptsDir, {recursive: true}).then(() => undefined)
+    // A failed mkdir is reported per attempt (artifact storage failure), not as a crash.
+    this.attemptsReady.catch(() => undefined)
+  }
+
+  /**
+   * Prepare the directory. A fresh run refuses a directory that already holds a
+   * journal with finished rows; `resume` reads it back after checking that the
+   * command, column, config and input are the same.
+   */
+  static async open(dir: string, header: JournalHeader, resume: boolean): Promise<{evidence: EvidenceDir; previous: Map<number, JournalEntry>; resumedFromJournal: boolean}> {
+    try {
+      await fsp.mkdir(dir, {recursive: true})
+      await fsp.access(dir, constants.W_OK)
+    } catch (error: any) {
+      throw new GymError(`evidence directory ${dir} cannot be created or written (${error?.code ?? error?.message})`, {
+        code: 'E_CALL_EVIDENCE_UNWRITABLE',
+        exit: ExitCode.usage,
+        hint: 'pass an --evidence-dir on a writable filesystem',
+        location: {file: dir},
+      })
+    }
+    const journalPath = path.join(dir, JOURNAL_FILE)
+    let previous = new Map<number, JournalEntry>()
+    let existing: string | undefined
+    try {
+      existing = await fsp.readFile(journalPath, 'utf8')
+    } catch (error: any) {
+      if (error?.code !== 'ENOENT') throw journalError(journalPath, error)
+    }
+    let resumedFromJournal = false
+    if (existing !== undefined && existing.trim() !== '') {
+      if (!resume) {
+        throw new GymError(`evidence directory ${dir} already holds a call journal`, {
+          code: 'E_CALL_EVIDENCE_EXISTS',
+          exit: ExitCode.usage,
+          hint: 'add --resume to continue that run (finished rows are not called again), or pass a fresh --evidence-dir',
+          location: {file: journalPath},
+        })
+      }
+      previous = readJournal(journalPath, existing, header)
+      resumedFromJournal = true
+    }
+    const evidence = new EvidenceDir(dir, path.join(dir, ATTEMPTS_DIR))
+    try {
+      evidence.journal = await fsp.open(journalPath, 'a')
+      if (!resumedFromJournal) {
+        await evidence.journal.write(`${JSON.stringify(header)}\n`)
+        await evidence.journal.sync()
+      }
+    } catch (error) {
+      await evidence.journal?.close().catch(() => undefined)
+      throw journalError(journalPath, error)
+    }
+    evidence.syncTimer = setInterval(() => evidence.sync(), 1000)
+    evidence.syncTimer.unref()
+    return {evidence, previous, resumedFromJournal}
+  }
+
+  async writeAttempt(attemptId: string, text: string): Promise<string> {
+    await this.attemptsReady
+    const rel = `${ATTEMPTS_DIR}/${attemptId}.json`
+    await fsp.writeFile(path.join(this.dir, rel), text, {flag: 'wx'})
+    return rel
+  }
+
+  /** Record a finished row; writes are batched and kept in order. */
+  recordFinished(index: number, line: number, attemptId: string | undefined, columnsText: string): void {
+    this.buffer.push(`{"i":${index},"line":${line},"attempt_id":${JSON.stringify(attemptId ?? null)},"columns":${columnsText}}\n`)
+    if (this.buffer.length === 1) this.pending = this.pending.then(() => this.drain())
+  }
+
+  /** The first journal write error, if any (the run stops on it). */
+  get error(): Error | undefined {
+    return this.failure
+  }
+
+  async close(): Promise<void> {
+    if (this.syncTimer) clearInterval(this.syncTimer)
+    await this.pending
+    if (this.buffer.length > 0) await this.drain()
+    if (this.journal) {
+      await this.journal.sync().catch(() => undefined)
+      await this.journal.close()
+      this.journal = undefined
+    }
+    if (this.failure) throw journalError(path.join(this.dir, JOURNAL_FILE), this.failure)
+  }
+
+  async writeSummary(summary: unknown): Promise<void> {
+    await writeFileAtomic(path.join(this.dir, SUMMARY_FILE), `${JSON.stringify(summary, null, 2)}\n`)
+  }
+
+  private async drain(): Promise<void> {
+    const text = this.buffer.join('')
+    this.buffer = []
+    if (!this.journal || text === '' || this.failure) return
+    try {
+      await this.journal.write(text)
+      this.dirty = true
+    } catch (error) {
+      this.failure = error as Error
+    }
+  }
+
+  private sync(): void {
+    if (!this.dirty || !this.journal) return
+    this.dirty = false
+    const handle = this.journal
+    this.pending = this.pending.then(() => handle.sync().catch(() => undefined))
+  }
+}
+
+function journalError(file: string, error: any): GymError {
+  return new GymError(`cannot write the call journal ${file} (${error?.code ?? error?.message})`, {
+    code: 'E_CALL_EVIDENCE_UNWRITABLE',
+    exit: ExitCode.failure,
+    hint: 'check free space and permissions of the evidence directory; finished rows recorded so far are kept for --resume',
+    location: {file},
+  })
+}
+
+function readJournal(file: string, text: string, expected: JournalHeader): Map<number, JournalEntry> {
+  const lines = text.split('\n')
+  let header: JournalHeader
+  try {
+    header = JSON.parse(lines[0])
+  } catch {
+    throw new GymError(`${file}: the first line is not a journal header`, {code: 'E_CALL_JOURNAL_INVALID', exit: ExitCode.usage, hint: 'pass a fresh --evidence-dir', location: {file, line: 1}})
+  }
+  const mismatch = (['journal', 'command', 'column', 'config_sha256', 'input_sha256', 'rows'] as const).find((k) => header[k] !== expected[k])
+  if (mismatch) {
+    const what: Record<string, string> = {
+      journal: 'journal format',
+      command: 'command (call resource vs call harness)',
+      column: 'column name',
+      config_sha256: 'config (request, session, response fields)',
+      input_sha256: 'input rows file',
+      rows: 'number of input rows',
+    }
+    throw new GymError(`cannot resume: the ${what[mismatch]} differs from the interrupted run recorded in ${file}`, {
+      code: 'E_CALL_RESUME_MISMATCH',
+      exit: ExitCode.usage,
+      hint: 'resume with the same rows file and config (only max_parallel_requests, timeout, queue_timeout and cleanup_timeout may change), or pass a fresh --evidence-dir',
+      location: {file, line: 1},
+      details: {field: mismatch},
+    })
+  }
+  const entries = new Map<number, JournalEntry>()
+  for (let n = 1; n < lines.length; n++) {
+    const line = lines[n]
+    if (line.trim() === '') continue
+    // A line cut short by a killed process is ignored: that row runs again.
+    const prefix = /^\{"i":(\d+),"line":\d+,"attempt_id":(?:null|"[^"]*"),"columns":/u.exec(line)
+    if (!prefix || !line.endsWith('}')) continue
+    const columnsText = line.slice(prefix[0].length, -1)
+    try {
+      JSON.parse(columnsText)
+    } catch {
+      continue
+    }
+    entries.set(Number(prefix[1]), {index: Number(prefix[1]), columnsText})
+  }
+  return entries
+}

@@ -1,0 +1,28 @@
+/**
+ * Evidence-keeping calls to Gym services, as a library:
+ *
+ *   const config = await loadCallConfig('execution.yaml', 'resource')
+ *   const summary = await runCall({config, input: 'rows.jsonl', output: 'executed.jsonl', evidenceDir: 'runs/exec'})
+ *
+ * `callRow` runs one row's lifecycle against any HttpTransport.
+ */
+export {CALL_DEFAULTS, callConfigSchema, configuredEndpoints, loadCallConfig, parseCallConfig, readBearerTokens} from './config.js'
+export type {ConfigProblem} from './config.js'
+export {EMPTY_EPISODE, episodeOutcome} from './episode.js'
+export type {EpisodeOutcome} from './episode.js'
+export {ATTEMPTS_DIR, EvidenceDir, JOURNAL_FILE, SUMMARY_FILE} from './evidence.js'
+export {harnessOutcome} from './harness.js'
+export type {HarnessOutcome} from './harness.js'
+export {parseLossless, stringifyLossless} from './json.js'
+export {callRow, CANCEL_REASON} from './lifecycle.js'
+export type {AttemptWriter, RowCallContext, RowInput, RowOutcome} from './lifecycle.js'
+export {Limiter} from './limiter.js'
+export {isDotPath, PathError, projectFields, resolvePath} from './paths.js'
+export {buildRowPlan, rowIdOf} from './request.js'
+export type {RowPlan, RowPlanResult} from './request.js'
+export {configFingerprint, readRows, runCall} from './run.js'
+export type {CallProgress, CallSummary, InvalidRequest, RunCallOptions} from './run.js'
+export {RowSession} from './session.js'
+export {AbortedError, nodeHttpTransport, TransportError} from './transport.js'
+export type {HttpRequest, HttpResponse, HttpTransport, NodeHttpTransportOptions, RowHttpClient} from './transport.js'
+export * from './types.js'

@@ -1,0 +1,369 @@
+import {isLosslessNumber} from 'lossless-json'
+import {randomUUID} from 'node:crypto'
+
+import {EMPTY_EPISODE, episodeOutcome} from './episode.js'
+import {harnessOutcome} from './harness.js'
+import {clip, parseLossless, stringifyLossless} from './json.js'
+import type {Limiter} from './limiter.js'
+import {PathError, projectFields, resolvePath} from './paths.js'
+import {buildRowPlan} from './request.js'
+import {RowSession} from './session.js'
+import {AbortedError, type HttpTransport, TransportError} from './transport.js'
+import type {CallConfig, CallEnvelope, EpisodeFields, FailureKind, FailureStage, HarnessEvidence, ResourceEnvelope, RowColumns} from './types.js'
+
+/** Writes one attempt artifact; returns its path relative to the evidence directory. */
+export interface AttemptWriter {
+  writeAttempt(attemptId: string, text: string): Promise<string>
+}
+
+export interface RowCallContext {
+  config: CallConfig
+  transport: HttpTransport
+  /** endpoint -> bearer token, read at start-up. */
+  bearerTokens: ReadonlyMap<string, string>
+  limiter: Limiter
+  /** Aborted when the run is interrupted (Ctrl+C / SIGTERM). */
+  cancel: AbortSignal
+  evidence: AttemptWriter
+  /** Epoch ms after which a waiting row fails admission (queue_timeout); undefined for none. */
+  queueDeadline?: number
+}
+
+export interface RowInput {
+  /** 0-based index among the input rows. */
+  index: number
+  /** 1-based line in the input file. */
+  line: number
+  row: Record<string, unknown>
+}
+
+export interface RowOutcome {
+  /** finished: the row has its final columns; cancelled: interrupted in flight (evidence written); not_started: interrupted while queued. */
+  state: 'finished' | 'cancelled' | 'not_started'
+  columns?: RowColumns
+  status?: 'completed' | 'failed'
+  failureKind?: FailureKind | null
+  episodeStatus?: 'completed' | 'failed' | null
+  answered?: boolean
+  attemptId?: string
+}
+
+interface Failure {
+  kind: FailureKind
+  stage: FailureStage
+  route: string | null
+  reason: string
+}
+
+interface CleanupError {
+  step: number
+  endpoint: string
+  route: string
+  kind: 'timeout' | 'http_rejected' | 'server_failed' | 'transport_failed'
+  http_status: number | null
+  reason: string
+}
+
+interface LifecycleEntry {
+  stage: 'initialize' | 'execute' | 'cleanup'
+  step?: number
+  endpoint: string
+  route: string
+  http_status: number | null
+  duration_ms: number
+  error?: string
+}
+
+export const CANCEL_REASON = 'gymrecipe-call-cancelled'
+
+function httpFailure(status: number, route: string, body: string, stage: FailureStage, scrub: (t: string) => string): Failure {
+  const kind: FailureKind = status >= 500 ? 'server_failed' : 'http_rejected'
+  const snippet = body.trim() === '' ? '' : `: ${clip(scrub(body.trim()), 300)}`
+  const note = status >= 300 && status < 400 ? ' (redirects are not followed)' : ''
+  return {kind, stage, route, reason: `POST ${route} answered HTTP ${status}${note}${snippet}`}
+}
+
+function ms(start: number): number {
+  return Math.round((performance.now() - start) * 10) / 10
+}
+
+/**
+ * One row's whole lifecycle: build requests, wait for admission, initialize,
+ * execute, clean up, write the attempt artifact. Never throws for row-level
+ * problems; they become the envelope's failure fields.
+ */
+export async function callRow(ctx: RowCallContext, input: RowInput): Promise<RowOutcome> {
+  const {config} = ctx
+  const attemptId = randomUUID()
+  const startedAt = new Date().toISOString()
+  const planned = buildRowPlan(config, input.row, input.line)
+  const rowId = planned.ok ? planned.plan.rowId : planned.rowId
+  const provenance = planned.ok ? planned.plan.provenance : planned.provenance
+
+  let failure: Failure | undefined
+  let response: unknown
+  let responseOk = false
+  const lifecycle: LifecycleEntry[] = []
+  const cleanupErrors: CleanupError[] = []
+  let exchange: {request: unknown; response?: unknown} | undefined
+  let session: RowSession | undefined
+  let cancelled = false
+
+  if (!planned.ok) {
+    failure = {kind: 'request_invalid', stage: 'request', route: planned.route, reason: planned.reason}
+  } else {
+    const admission = await ctx.limiter.acquire(ctx.queueDeadline, ctx.cancel)
+    if (admission === 'cancelled') return {state: 'not_started'}
+    if (admission === 'timeout') {
+      failure = {kind: 'admission_timeout', stage: 'admission', route: null, reason: `no free slot within queue_timeout ${config.queue_timeout} s (max_parallel_requests ${config.max_parallel_requests})`}
+    } else {
+      try {
+        session = new RowSession(ctx.transport.openRowClient(), ctx.bearerTokens, [...ctx.bearerTokens.values()])
+        const plan = planned.plan
+        // One deadline for initialize plus execute; cancellation of the run aborts it too.
+        const rowAbort = new AbortController()
+        const onCancel = () => rowAbort.abort(CANCEL_REASON)
+        ctx.cancel.addEventListener('abort', onCancel, {once: true})
+        const timer = setTimeout(() => rowAbort.abort('timeout'), config.timeout * 1000)
+        const signal = rowAbort.signal
+        let sent = false
+        let stage: FailureStage = 'initialize'
+        let currentRoute = config.route
+        let currentEndpoint = config.endpoint
+        let stepStart = 0
+        try {
+          const steps = config.session?.initialize ?? []
+          for (let i = 0; i < steps.length && !failure; i++) {
+            const step = steps[i]
+            currentRoute = step.route
+            currentEndpoint = step.endpoint
+            stepStart = performance.now()
+            sent = true
+            const {response: res} = await session.post(step.endpoint, step.route, plan.initializeBodies[i], signal)
+            // initialize response bodies may hold credentials: never kept, only the status
+            lifecycle.push({stage: 'initialize', step: i, endpoint: step.endpoint, route: step.route, http_status: res.status, duration_ms: ms(stepStart)})
+            if (res.status < 200 || res.status >= 300) {
+              failure = httpFailure(res.status, step.route, '', 'initialize', (t) => t)
+              break
+            }
+            if (step.response_headers) {
+              let body: unknown
+              try {
+                body = parseLossless(res.body)
+              } catch {
+                failure = {kind: 'malformed_response', stage: 'initialize', route: step.route, reason: `initialize response of ${step.route} is not JSON, so its session token cannot be read`}
+                break
+              }
+              for (const [header, path] of Object.entries(step.response_headers)) {
+                let token: unknown
+                try {
+                  token = resolvePath(body, path)
+                } catch (error) {
+                  if (!(error instanceof PathError)) throw error
+                }
+                if (typeof token !== 'string' && typeof token !== 'number' && !isLosslessNumber(token)) {
+                  failure = {kind: 'malformed_response', stage: 'initialize', route: step.route, reason: `initialize response of ${step.route} has no string token at ${path} for header ${header}`}
+                  break
+                }
+                session.setSessionHeader(header, String(token))
+              }
+            }
+          }
+          if (!failure) {
+            stage = 'execute'
+            currentRoute = config.route
+            currentEndpoint = config.endpoint
+            stepStart = performance.now()
+            sent = true
+            const {request, response: res} = await session.post(config.endpoint, config.route, plan.body, signal)
+            lifecycle.push({stage: 'execute', endpoint: config.endpoint, route: config.route, http_status: res.status, duration_ms: ms(stepStart)})
+            exchange = {
+              request: {method: request.method, url: request.url, headers: session.redactHeaders(request.headers), body: plan.bodyValue},
+            }
+            let parsed: unknown
+            let parsedOk = false
+            if (res.body.trim() !== '') {
+              try {
+                parsed = parseLossless(res.body)
+                parsedOk = true
+              } catch {
+                parsedOk = false
+              }
+            }
+            exchange.response = {
+              http_status: res.status,
+              headers: session.redactHeaders(res.headers),
+              ...(parsedOk ? {body: parsed} : {body: null, body_text: res.body}),
+            }
+            if (res.status < 200 || res.status >= 300) {
+              failure = httpFailure(res.status, config.route, res.body, 'execute', (t) => session!.scrub(t))
+            } else if (!parsedOk) {
+              failure = {
+                kind: 'malformed_response',
+                stage: 'execute',
+                route: config.route,
+                reason: res.body.trim() === '' ? `POST ${config.route} answered HTTP ${res.status} with an empty body` : `POST ${config.route} answered HTTP ${res.status} with a body that is not JSON`,
+              }
+            } else {
+              response = parsed
+              responseOk = true
+            }
+          }
+        } catch (error) {
+          const entry: LifecycleEntry = {stage: stage === 'initialize' ? 'initialize' : 'execute', endpoint: currentEndpoint, route: currentRoute, http_status: null, duration_ms: ms(stepStart)}
+          if (error instanceof AbortedError) {
+            if (error.reason === CANCEL_REASON) {
+              cancelled = true
+              entry.error = 'cancelled'
+              failure = {kind: 'cancelled', stage, route: currentRoute, reason: `run interrupted during ${stage} of ${currentRoute}`}
+            } else {
+              entry.error = 'timeout'
+              failure = {kind: 'execution_timeout', stage, route: currentRoute, reason: `no answer from ${currentRoute} within timeout ${config.timeout} s (initialize plus execute)`}
+            }
+          } else if (error instanceof TransportError) {
+            entry.error = error.message
+            failure = {kind: 'transport_failed', stage, route: currentRoute, reason: `POST ${currentRoute}: ${error.message}`}
+          } else {
+            throw error
+          }
+          lifecycle.push(entry)
+        } finally {
+          clearTimeout(timer)
+          ctx.cancel.removeEventListener('abort', onCancel)
+        }
+
+        // Cleanup runs whenever a request was sent: after success, partial initialization, timeout and cancellation.
+        if (sent && config.session && config.session.cleanup.length > 0) {
+          const steps = config.session.cleanup
+          for (let j = 0; j < steps.length; j++) {
+            const step = steps[j]
+            const start = performance.now()
+            try {
+              const {response: res} = await session.post(step.endpoint, step.route, plan.cleanupBodies[j], AbortSignal.timeout(config.session.cleanup_timeout * 1000))
+              lifecycle.push({stage: 'cleanup', step: j, endpoint: step.endpoint, route: step.route, http_status: res.status, duration_ms: ms(start)})
+              if (res.status < 200 || res.status >= 300) {
+                const f = httpFailure(res.status, step.route, res.body, 'cleanup', (t) => session!.scrub(t))
+                cleanupErrors.push({step: j, endpoint: step.endpoint, route: step.route, kind: f.kind as CleanupError['kind'], http_status: res.status, reason: f.reason})
+              }
+            } catch (error) {
+              const timeout = error instanceof AbortedError
+              const reason = timeout ? `no answer from ${step.route} within cleanup_timeout ${config.session.cleanup_timeout} s` : `POST ${step.route}: ${(error as Error).message}`
+              if (!timeout && !(error instanceof TransportError)) throw error
+              lifecycle.push({stage: 'cleanup', step: j, endpoint: step.endpoint, route: step.route, http_status: null, duration_ms: ms(start), error: timeout ? 'timeout' : reason})
+              cleanupErrors.push({step: j, endpoint: step.endpoint, route: step.route, kind: timeout ? 'timeout' : 'transport_failed', http_status: null, reason})
+            }
+          }
+        }
+      } finally {
+        session?.close()
+        ctx.limiter.release()
+      }
+    }
+  }
+
+  const scrub = (text: string) => (session ? session.scrub(text) : text)
+
+  // Interpret the response.
+  let responseJson: string | null = null
+  let episode: EpisodeFields | undefined = config.kind === 'resource' && config.response_protocol === 'gym-episode' ? {...EMPTY_EPISODE} : undefined
+  let answer: string | null = null
+  let toolTrace: unknown[] | undefined
+  if (responseOk) {
+    responseJson = scrub(stringifyLossless(config.response_fields ? projectFields(response, config.response_fields) : response))
+    if (config.kind === 'harness') {
+      if (!config.response_fields) responseJson = null
+      const outcome = harnessOutcome(response)
+      if (outcome.kind === 'answer') {
+        answer = outcome.answer
+        toolTrace = outcome.toolTrace
+      } else if (outcome.kind === 'unfinished') {
+        toolTrace = outcome.toolTrace
+        failure = {kind: 'unfinished_harness_output', stage: 'execute', route: config.route, reason: outcome.reason}
+      } else {
+        failure = {kind: 'malformed_response', stage: 'execute', route: config.route, reason: outcome.reason}
+      }
+    } else if (episode) {
+      const outcome = episodeOutcome(response)
+      if (outcome.ok) episode = outcome.fields
+      else failure = {kind: 'malformed_response', stage: 'execute', route: config.route, reason: `${outcome.reason}; the raw response is kept in the attempt artifact`}
+    }
+  }
+  if (cleanupErrors.length > 0 && !failure) {
+    const first = cleanupErrors[0]
+    failure = {kind: 'cleanup_failed', stage: 'cleanup', route: first.route, reason: first.reason}
+  }
+  if (failure) answer = null
+
+  const envelope: CallEnvelope = {
+    status: failure ? 'failed' : 'completed',
+    row_id: rowId,
+    attempt_id: attemptId,
+    artifact: null,
+    failure_kind: failure?.kind ?? null,
+    failure_stage: failure?.stage ?? null,
+    failure_route: failure?.route ?? null,
+    failure_reason: failure ? clip(scrub(failure.reason)) : null,
+    provenance_json: stringifyLossless(provenance),
+    cleanup_errors_json: scrub(stringifyLossless(cleanupErrors)),
+    response_json: responseJson,
+  }
+
+  // Attempt artifact: the native request and response, the lifecycle, no initialize bodies, tokens or cookies.
+  const artifact = {
+    schema: 'gymrecipe.call.attempt/1',
+    command: config.kind,
+    column: config.name,
+    attempt_id: attemptId,
+    row_id: rowId,
+    row_line: input.line,
+    started_at: startedAt,
+    finished_at: new Date().toISOString(),
+    status: cancelled ? 'cancelled' : envelope.status,
+    failure_kind: envelope.failure_kind,
+    failure_stage: envelope.failure_stage,
+    failure_route: envelope.failure_route,
+    failure_reason: envelope.failure_reason,
+    provenance,
+    lifecycle,
+    request: exchange?.request ?? null,
+    response: exchange?.response ?? null,
+    cleanup_errors: cleanupErrors,
+    ...(episode ? {episode} : {}),
+    ...(config.kind === 'harness' ? {harness: {answer, tool_trace: toolTrace ?? []}} : {}),
+  }
+  try {
+    envelope.artifact = await ctx.evidence.writeAttempt(attemptId, scrub(stringifyLossless(artifact)))
+  } catch (error: any) {
+    const reason = `attempt evidence could not be written: ${error?.code ?? ''} ${error?.message ?? error}`.trim()
+    answer = null
+    if (envelope.status === 'completed') {
+      envelope.status = 'failed'
+      envelope.failure_kind = 'artifact_storage_failed'
+      envelope.failure_stage = 'storage'
+      envelope.failure_route = null
+      envelope.failure_reason = clip(scrub(reason))
+    } else {
+      envelope.failure_reason = clip(scrub(`${envelope.failure_reason}; ${reason}`))
+    }
+  }
+
+  if (cancelled) return {state: 'cancelled', attemptId}
+
+  let columns: RowColumns
+  if (config.kind === 'harness') {
+    const evidence: HarnessEvidence = {...envelope, tool_trace_json: toolTrace && toolTrace.length > 0 ? scrub(stringifyLossless(toolTrace)) : null}
+    columns = {[config.name]: answer, [config.evidence_column!]: evidence}
+  } else {
+    const cell: ResourceEnvelope = episode ? {...envelope, ...episode} : envelope
+    columns = {[config.name]: cell}
+  }
+  return {
+    state: 'finished',
+    columns,
+    status: envelope.status,
+    failureKind: envelope.failure_kind,
+    episodeStatus: episode?.episode_status ?? null,
+    answered: answer !== null,
+    attemptId,
+  }
+}

@@ -1,0 +1,111 @@
+import type {HttpRequest, HttpResponse, RowHttpClient} from './transport.js'
+
+const REDACTED = '[redacted]'
+/** Secret values shorter than this are not scrubbed from bodies (too likely to hit ordinary text). */
+const MIN_SCRUB_LENGTH = 6
+
+/**
+ * The state one row owns: its HTTP client, its cookies and its session
+ * headers. Cookies set by any configured service are sent to every configured
+ * service of the same row (and nowhere else: requests only ever go to
+ * configured endpoints and redirects are not followed). Bearer tokens are
+ * sent only to the endpoint that declared them.
+ */
+export class RowSession {
+  private readonly cookies = new Map<string, string>()
+  private readonly sessionHeaders = new Map<string, string>()
+  private readonly secrets: string[]
+
+  constructor(
+    private readonly client: RowHttpClient,
+    private readonly bearerTokens: ReadonlyMap<string, string>,
+    globalSecrets: readonly string[],
+  ) {
+    this.secrets = [...globalSecrets]
+  }
+
+  /** POST a JSON body to endpoint + route with this row's cookies, session headers and the endpoint's own bearer token. */
+  async post(endpoint: string, route: string, body: string, signal: AbortSignal): Promise<{request: HttpRequest; response: HttpResponse}> {
+    const headers: Record<string, string> = {'content-type': 'application/json', accept: 'application/json'}
+    for (const [name, value] of this.sessionHeaders) headers[name] = value
+    if (this.cookies.size > 0) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ')
+    const token = this.bearerTokens.get(endpoint)
+    if (token !== undefined) headers.authorization = `Bearer ${token}`
+    const request: HttpRequest = {method: 'POST', url: endpoint + route, headers, body}
+    const response = await this.client.request(request, signal)
+    this.storeCookies(response.headers['set-cookie'])
+    return {request, response}
+  }
+
+  setSessionHeader(name: string, value: string): void {
+    this.sessionHeaders.set(name, value)
+    this.addSecret(value)
+  }
+
+  get hasSessionState(): boolean {
+    return this.cookies.size > 0 || this.sessionHeaders.size > 0
+  }
+
+  close(): void {
+    this.client.close()
+  }
+
+  /** Headers safe to keep as evidence: credentials, cookies and session headers are replaced. */
+  redactHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
+    const out: Record<string, string | string[]> = {}
+    const session = new Set([...this.sessionHeaders.keys()].map((k) => k.toLowerCase()))
+    for (const [name, value] of Object.entries(headers)) {
+      if (value === undefined) continue
+      const lower = name.toLowerCase()
+      if (lower === 'authorization' || lower === 'cookie' || lower === 'set-cookie' || lower === 'proxy-authorization' || session.has(lower)) {
+        out[name] = REDACTED
+      } else {
+        out[name] = Array.isArray(value) ? value.map((v) => this.scrub(v)) : this.scrub(value)
+      }
+    }
+    return out
+  }
+
+  /** Replace every known secret (bearer tokens, session header values, cookie values) in text. */
+  scrub(text: string): string {
+    if (this.secrets.length === 0) return text
+    let out = text
+    for (const secret of this.secrets) {
+      if (out.includes(secret)) out = out.split(secret).join(REDACTED)
+      const escaped = JSON.stringify(secret).slice(1, -1)
+      if (escaped !== secret && out.includes(escaped)) out = out.split(escaped).join(REDACTED)
+    }
+    return out
+  }
+
+  private addSecret(value: string): void {
+    if (value.length >= MIN_SCRUB_LENGTH && !this.secrets.includes(value)) this.secrets.push(value)
+  }
+
+  private storeCookies(setCookie: string | string[] | undefined): void {
+    if (setCookie === undefined) return
+    for (const line of Array.isArray(setCookie) ? setCookie : [setCookie]) {
+      const [pair, ...attrs] = line.split(';')
+      const eq = pair.indexOf('=')
+      if (eq <= 0) continue
+      const name = pair.slice(0, eq).trim()
+      const value = pair.slice(eq + 1).trim()
+      let expired = false
+      for (const attr of attrs) {
+        const [key, val = ''] = attr.split('=')
+        const k = key.trim().toLowerCase()
+        if (k === 'max-age' && Number(val.trim()) <= 0) expired = true
+        if (k === 'expires') {
+          const when = Date.parse(val.trim())
+          if (Number.isFinite(when) && when <= Date.now()) expired = true
+        }
+      }
+      if (expired) {
+        this.cookies.delete(name)
+      } else {
+        this.cookies.set(name, value)
+        this.addSecret(value)
+      }
+    }
+  }
+}
