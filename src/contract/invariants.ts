@@ -1,0 +1,109 @@
+import {checkOwnPorts} from './ports.js'
+import type {RecipeContract} from './types.js'
+
+export interface Invariant {
+  pointer: string
+  message: string
+  expected: string
+  hint: string
+}
+
+/**
+ * Rules the JSON Schema cannot express: cross-field budgets, the split guard,
+ * archetype requirements and the port layout. Each names the field to fix.
+ */
+export function checkContractInvariants(c: RecipeContract): Invariant[] {
+  const out: Invariant[] = []
+  const add = (pointer: string, message: string, expected: string, hint: string) => out.push({pointer, message, expected, hint})
+
+  for (const v of checkOwnPorts(c)) {
+    add(v.pointer, v.message, 'ports outside 32768-60999 that do not overlap', 'Let `gymrecipe new` pick a free block, or choose a base such as 29400.')
+  }
+
+  const g = c.gateway
+  if (g.deadline_s > g.max_deadline_s) {
+    add('/gateway/deadline_s', `trial deadline ${g.deadline_s}s exceeds the Gateway max_deadline_s ${g.max_deadline_s}s`, `deadline_s <= ${g.max_deadline_s}`, 'The Gateway answers 400 "deadline_s exceeds the registered environment maximum".')
+  }
+  if (c.training.agent_timeout_s <= g.deadline_s) {
+    add('/training/agent_timeout_s', `--agent-timeout ${c.training.agent_timeout_s}s must exceed the trial deadline ${g.deadline_s}s`, `agent_timeout_s > ${g.deadline_s} (usually deadline + 60)`, 'Otherwise Relax kills the agent before the Gateway can report the trial.')
+  }
+  if (g.lease_s >= g.deadline_s) {
+    add('/gateway/lease_s', `lease ${g.lease_s}s is not shorter than the deadline ${g.deadline_s}s`, 'lease_s < deadline_s', 'The lease is renewed every lease/3 seconds; it should be much shorter than the deadline.')
+  }
+
+  const r = c.training.rollout
+  if (r.max_prompt_len >= r.max_context_len) {
+    add('/training/rollout/max_prompt_len', `prompt budget ${r.max_prompt_len} is not below the context ${r.max_context_len}`, 'max_prompt_len < max_context_len', 'Leave room to generate: keep prompt < context.')
+  }
+  if (r.max_response_len > r.max_context_len) {
+    add('/training/rollout/max_response_len', `response budget ${r.max_response_len} exceeds the context ${r.max_context_len}`, 'max_response_len <= max_context_len', 'Keep response <= context.')
+  }
+  if (c.training.perf.max_tokens_per_gpu < r.max_context_len) {
+    add('/training/perf/max_tokens_per_gpu', `max_tokens_per_gpu ${c.training.perf.max_tokens_per_gpu} is below the context ${r.max_context_len}`, 'max_tokens_per_gpu >= max_context_len', 'One full sample must fit on a GPU.')
+  }
+  if (r.n_samples_per_prompt < 4) {
+    add('/training/rollout/n_samples_per_prompt', `n_samples_per_prompt ${r.n_samples_per_prompt} gives GRPO too little group variance`, 'n_samples_per_prompt >= 4', 'With one sample per prompt the advantage is zero and nothing is learned.')
+  }
+  if ((r.batch_size * r.n_samples_per_prompt) % r.global_batch_size !== 0) {
+    add('/training/rollout/global_batch_size', `rollout batch ${r.batch_size} x ${r.n_samples_per_prompt} samples is not a multiple of global_batch_size ${r.global_batch_size}`, 'batch_size * n_samples_per_prompt divisible by global_batch_size', 'Relax computes whole optimizer steps per rollout.')
+  }
+
+  if (c.data.split !== 'train' && !c.data.smoke) {
+    add('/data/split', `split "${c.data.split}" is not a training split`, 'split: train (or smoke: true for a deliberate smoke run)', 'Training on validation, example, benchmark or test data contaminates evaluation. Set data.smoke: true only for a smoke run.')
+  }
+  if (c.data.raw_filename.endsWith('_relax.jsonl')) {
+    add('/data/raw_filename', `raw_filename "${c.data.raw_filename}" names the converted preview, not the raw Gym data`, 'a raw Gym JSONL name such as <recipe>_train.jsonl', 'The job converts the raw file itself; a converted file loses verifier fields.')
+  }
+  if (!c.data.verifier_fields.includes('responses_create_params.input')) {
+    add('/data/verifier_fields', 'verifier_fields must include responses_create_params.input', 'responses_create_params.input among the fields', 'Every Gym row needs its prompt.')
+  }
+
+  if (c.gym.resources_server === null && g.readiness.includes('resource')) {
+    add('/gateway/readiness', 'readiness lists "resource" but the recipe has no resources server', 'readiness: [agent]', 'Sandbox agents without a resources server are checked through the agent only.')
+  }
+  if (g.cleanup?.server === 'resource' && c.gym.resources_server === null) {
+    add('/gateway/cleanup/server', 'cleanup targets the resources server, which this recipe does not have', 'server: agent', 'Point cleanup at the server that owns the per-rollout state.')
+  }
+  if (c.archetype === 'stateful-tools' && g.cleanup === null) {
+    add('/gateway/cleanup', 'a stateful tool environment needs cleanup URLs (abort, force, probe)', 'cleanup: {server: resource, path: /cleanup/{rollout_id}}', 'Without them an aborted trial ends as cleanup_unverified and sessions leak.')
+  }
+  if (c.archetype !== 'simple-agent' && c.trial === null) {
+    add('/trial', `a ${c.archetype} recipe needs a deterministic trial (scripted turns and expected results)`, 'a trial block', 'A direct /verify call does not prove tool results are fed back through the Gateway.')
+  }
+  if (c.trial && c.trial.cleanup_probe && g.cleanup === null) {
+    add('/trial/cleanup_probe', 'cleanup_probe is set but the Gateway has no cleanup URLs', 'cleanup_probe: false, or a gateway.cleanup block', 'The probe is the cleanup URL queried with GET.')
+  }
+  if (c.trial) {
+    const calls = c.trial.turns.filter((t) => t.tool_call).length
+    if (c.trial.expect.tool_calls !== calls) {
+      add('/trial/expect/tool_calls', `expect.tool_calls is ${c.trial.expect.tool_calls} but the script makes ${calls} tool call(s)`, `tool_calls: ${calls}`, 'The expectation must follow from the scripted turns.')
+    }
+    if (c.trial.deadline_s > g.max_deadline_s) {
+      add('/trial/deadline_s', `trial deadline ${c.trial.deadline_s}s exceeds max_deadline_s ${g.max_deadline_s}s`, `deadline_s <= ${g.max_deadline_s}`, 'The Gateway would refuse the trial with 400.')
+    }
+  }
+  const v = c.verifier
+  if (v.kind === 'direct') {
+    if ((v.task === null) === (v.payload === null)) {
+      add('/verifier/task', 'a direct verifier needs exactly one of task (a row of a Gym JSONL in the image) or payload (an inline /verify body)', 'task or payload, not both', 'Use task for environments with large rows (tools), payload for small hand-written cases.')
+    }
+    if (v.correct.length === 0 || v.wrong.length === 0) {
+      add('/verifier/correct', 'a direct verifier needs both a known-correct and a known-wrong model output', 'non-empty correct and wrong turn lists', 'A verifier that only sees correct answers cannot prove it rejects wrong ones.')
+    }
+    if (c.gym.resources_server === null) {
+      add('/verifier/kind', 'a direct verifier calls the resources server /verify, but this recipe has none', 'kind: golden', 'Sandbox agents are verified with a golden trial through the Gateway.')
+    }
+  } else if (v.task === null) {
+    add('/verifier/task', 'a golden verifier needs the task row it replays', 'task: {file, row}', 'Name a row whose golden patch must earn the success reward.')
+  }
+
+  const gpus = c.training.gpus
+  const p = c.training.perf
+  if (gpus % (p.tensor_parallel * p.pipeline_parallel * p.context_parallel) !== 0) {
+    add('/training/perf/tensor_parallel', `TP ${p.tensor_parallel} x PP ${p.pipeline_parallel} x CP ${p.context_parallel} does not divide ${gpus} GPUs`, `a parallel layout dividing ${gpus}`, 'Megatron needs whole data-parallel replicas.')
+  }
+  if (gpus % c.training.sglang.num_gpus_per_engine !== 0) {
+    add('/training/sglang/num_gpus_per_engine', `${c.training.sglang.num_gpus_per_engine} GPUs per SGLang engine does not divide ${gpus} GPUs`, `a divisor of ${gpus}`, 'Every rollout engine needs the same number of GPUs.')
+  }
+  return out
+}

@@ -1,0 +1,318 @@
+/**
+ * JSON Schema of recipe.yaml. Patterns keep every value that reaches a shell
+ * script or a path to a safe alphabet; the templates also quote them, so a
+ * value can neither escape the recipe folder nor break out of a shell quote.
+ */
+
+export const RECIPE_ID_PATTERN = '^[a-z0-9][a-z0-9-]*$'
+const NAME = '^[A-Za-z0-9][A-Za-z0-9_.-]*$'
+const RELATIVE_PATH = '^(?!/)(?!.*(?:^|/)\\.\\.(?:/|$))[A-Za-z0-9_][A-Za-z0-9_./-]*$'
+const ABSOLUTE_PATH = '^/(?!.*(?:^|/)\\.\\.(?:/|$))[A-Za-z0-9_./-]+$'
+const IMAGE = '^[a-z0-9][a-z0-9._/-]*(?::[A-Za-z0-9_][A-Za-z0-9_.-]*)?$'
+const ONE_LINE = '^[^\\n\\r\\u0000]*$'
+const PORT = {type: 'integer', minimum: 1, maximum: 65535}
+const POSITIVE = {type: 'integer', minimum: 1}
+const NUMBER = {type: 'number'}
+const TASK_REF = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['file', 'row'],
+  properties: {file: {type: 'string', pattern: RELATIVE_PATH}, row: {type: 'integer', minimum: 0}},
+}
+const TURNS = {
+  type: 'array',
+  items: {
+    type: 'object',
+    additionalProperties: false,
+    minProperties: 1,
+    maxProperties: 1,
+    properties: {
+      tool_call: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['name', 'arguments'],
+        properties: {name: {type: 'string', pattern: NAME}, arguments: {type: 'object'}},
+      },
+      text: {type: 'string'},
+    },
+  },
+}
+const ARGS = {type: 'array', items: {type: 'string', minLength: 1, pattern: ONE_LINE}}
+
+export const recipeSchema = {
+  $id: 'https://gymrecipe.dev/schemas/recipe.json',
+  type: 'object',
+  additionalProperties: false,
+  required: ['schema_version', 'id', 'archetype', 'description', 'gym', 'data', 'service', 'ray', 'gateway', 'verifier', 'trial', 'training'],
+  properties: {
+    schema_version: {const: 1},
+    id: {type: 'string', pattern: RECIPE_ID_PATTERN, maxLength: 48},
+    archetype: {enum: ['simple-agent', 'stateful-tools', 'sandbox']},
+    description: {type: 'string', maxLength: 400, pattern: ONE_LINE},
+    gym: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['commit', 'config_paths', 'environment', 'gateway_config', 'agent', 'resources_server', 'venv_dirs'],
+      properties: {
+        commit: {type: 'string', pattern: '^[0-9a-f]{40}$'},
+        config_paths: {type: 'array', minItems: 1, items: {type: 'string', pattern: RELATIVE_PATH}},
+        environment: {type: 'string', pattern: NAME},
+        gateway_config: {type: 'string', pattern: NAME},
+        agent: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['name', 'type', 'max_steps'],
+          properties: {
+            name: {type: 'string', pattern: NAME},
+            type: {type: 'string', pattern: NAME},
+            max_steps: {anyOf: [{type: 'null'}, POSITIVE]},
+          },
+        },
+        resources_server: {
+          anyOf: [
+            {type: 'null'},
+            {
+              type: 'object',
+              additionalProperties: false,
+              required: ['name', 'implementation'],
+              properties: {name: {type: 'string', pattern: NAME}, implementation: {type: 'string', pattern: NAME}},
+            },
+          ],
+        },
+        venv_dirs: {type: 'array', items: {type: 'string', pattern: RELATIVE_PATH}},
+      },
+    },
+    data: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['dataset', 'split', 'source', 'raw_filename', 'verifier_fields', 'tools', 'strip_agent_ref', 'smoke'],
+      properties: {
+        dataset: {type: 'string', pattern: NAME},
+        split: {enum: ['train', 'validation', 'example', 'benchmark', 'test']},
+        source: {
+          oneOf: [
+            {
+              type: 'object',
+              additionalProperties: false,
+              required: ['type', 'repo_id', 'artifact'],
+              properties: {type: {const: 'huggingface'}, repo_id: {type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$'}, artifact: {type: 'string', pattern: RELATIVE_PATH}},
+            },
+            {
+              type: 'object',
+              additionalProperties: false,
+              required: ['type', 'dataset_name', 'version', 'artifact'],
+              properties: {type: {const: 'gitlab'}, dataset_name: {type: 'string', pattern: NAME}, version: {type: 'string', pattern: NAME}, artifact: {type: 'string', pattern: RELATIVE_PATH}},
+            },
+            {
+              type: 'object',
+              additionalProperties: false,
+              required: ['type', 'path'],
+              properties: {type: {const: 'bundled'}, path: {type: 'string', pattern: RELATIVE_PATH}},
+            },
+            {
+              type: 'object',
+              additionalProperties: false,
+              required: ['type', 'benchmark', 'path'],
+              properties: {type: {const: 'benchmark'}, benchmark: {type: 'string', pattern: NAME}, path: {type: 'string', pattern: RELATIVE_PATH}},
+            },
+          ],
+        },
+        raw_filename: {type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*\\.jsonl$'},
+        verifier_fields: {type: 'array', minItems: 1, uniqueItems: true, items: {type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*(?:\\.[A-Za-z_][A-Za-z0-9_]*)*$'}},
+        tools: {type: 'boolean'},
+        strip_agent_ref: {type: 'boolean'},
+        smoke: {type: 'boolean'},
+      },
+    },
+    service: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['image', 'container', 'gateway_port', 'shm_size', 'privileged', 'cap_add', 'security_opt', 'start_timeout_s', 'callback_networks', 'callback_hosts'],
+      properties: {
+        image: {type: 'string', pattern: IMAGE},
+        container: {type: 'string', pattern: '^[a-zA-Z0-9][a-zA-Z0-9_.-]*$'},
+        gateway_port: PORT,
+        shm_size: {type: 'string', pattern: '^[0-9]+[bkmg]?$'},
+        privileged: {type: 'boolean'},
+        cap_add: {type: 'array', items: {type: 'string', pattern: '^[A-Z_]+$'}},
+        security_opt: {type: 'array', items: {type: 'string', pattern: '^[a-z_-]+(?:[=:][A-Za-z0-9_./-]+)?$'}},
+        start_timeout_s: POSITIVE,
+        callback_networks: {type: 'array', items: {type: 'string', pattern: '^[0-9A-Fa-f:.]+/[0-9]{1,3}$'}},
+        callback_hosts: {type: 'array', items: {type: 'string', pattern: '^[a-z0-9][a-z0-9.-]*$'}},
+      },
+    },
+    ray: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['gcs_port', 'dashboard_port', 'num_cpus', 'component_port_base', 'min_worker_port', 'max_worker_port'],
+      properties: {gcs_port: PORT, dashboard_port: PORT, num_cpus: POSITIVE, component_port_base: PORT, min_worker_port: PORT, max_worker_port: PORT},
+    },
+    gateway: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['interrupt_policy', 'max_concurrency', 'queue_capacity', 'max_deadline_s', 'deadline_s', 'lease_s', 'callback_protocol', 'readiness', 'cleanup'],
+      properties: {
+        interrupt_policy: {enum: ['protected', 'interruptible', 'resumable']},
+        max_concurrency: POSITIVE,
+        queue_capacity: {type: 'integer', minimum: 0},
+        max_deadline_s: {type: 'number', exclusiveMinimum: 0},
+        deadline_s: {type: 'number', exclusiveMinimum: 0},
+        lease_s: {type: 'number', exclusiveMinimum: 0},
+        callback_protocol: {enum: ['responses', 'chat_completions', 'messages']},
+        readiness: {type: 'array', minItems: 1, uniqueItems: true, items: {enum: ['agent', 'resource']}},
+        cleanup: {
+          anyOf: [
+            {type: 'null'},
+            {
+              type: 'object',
+              additionalProperties: false,
+              required: ['server', 'path'],
+              properties: {server: {enum: ['agent', 'resource']}, path: {type: 'string', pattern: '^/[A-Za-z0-9_./-]*\\{rollout_id\\}[A-Za-z0-9_./-]*$'}},
+            },
+          ],
+        },
+      },
+    },
+    verifier: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['kind', 'python', 'task', 'payload', 'correct', 'wrong', 'success_reward'],
+      properties: {
+        kind: {enum: ['direct', 'golden']},
+        python: {type: 'string', pattern: ABSOLUTE_PATH},
+        task: {anyOf: [{type: 'null'}, TASK_REF]},
+        payload: {anyOf: [{type: 'null'}, {type: 'object'}]},
+        correct: TURNS,
+        wrong: TURNS,
+        success_reward: NUMBER,
+      },
+    },
+    trial: {
+      anyOf: [
+        {type: 'null'},
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['task', 'turns', 'expect', 'deadline_s', 'lease_s', 'cleanup_probe'],
+          properties: {
+            task: TASK_REF,
+            turns: TURNS,
+            expect: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['status', 'reward', 'tool_calls', 'tool_outputs', 'tool_result_history'],
+              properties: {
+                status: {enum: ['completed', 'truncated']},
+                reward: NUMBER,
+                tool_calls: {type: 'integer', minimum: 0},
+                tool_outputs: {type: 'integer', minimum: 0},
+                tool_result_history: {type: 'array', items: {type: 'integer', minimum: 0}},
+              },
+            },
+            deadline_s: {type: 'number', exclusiveMinimum: 0},
+            lease_s: {type: 'number', exclusiveMinimum: 0},
+            cleanup_probe: {type: 'boolean'},
+          },
+        },
+      ],
+    },
+    training: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['model', 'gpus', 'parsers', 'agent_timeout_s', 'rollout', 'perf', 'grpo', 'optimizer', 'sglang', 'save_interval', 'extra_args', 'project_name', 'exp_name'],
+      properties: {
+        model: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['name', 'slug', 'config_script'],
+          properties: {
+            name: {type: 'string', pattern: NAME},
+            slug: {type: 'string', pattern: NAME},
+            config_script: {type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*\\.sh$'},
+          },
+        },
+        gpus: {type: 'integer', minimum: 1, maximum: 1024},
+        parsers: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['reasoning', 'tool_call'],
+          properties: {reasoning: {anyOf: [{type: 'null'}, {type: 'string', pattern: NAME}]}, tool_call: {type: 'string', pattern: NAME}},
+        },
+        agent_timeout_s: {type: 'number', exclusiveMinimum: 0},
+        rollout: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['num_rollout', 'batch_size', 'n_samples_per_prompt', 'max_prompt_len', 'max_response_len', 'max_context_len', 'temperature', 'global_batch_size'],
+          properties: {
+            num_rollout: POSITIVE,
+            batch_size: POSITIVE,
+            n_samples_per_prompt: POSITIVE,
+            max_prompt_len: POSITIVE,
+            max_response_len: POSITIVE,
+            max_context_len: POSITIVE,
+            temperature: {type: 'number', minimum: 0},
+            global_batch_size: POSITIVE,
+          },
+        },
+        perf: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['tensor_parallel', 'sequence_parallel', 'pipeline_parallel', 'context_parallel', 'expert_parallel', 'expert_tensor_parallel', 'micro_batch_size', 'max_tokens_per_gpu', 'log_probs_max_tokens_per_gpu', 'log_probs_chunk_size'],
+          properties: {
+            tensor_parallel: POSITIVE,
+            sequence_parallel: {type: 'boolean'},
+            pipeline_parallel: POSITIVE,
+            context_parallel: POSITIVE,
+            expert_parallel: POSITIVE,
+            expert_tensor_parallel: POSITIVE,
+            micro_batch_size: POSITIVE,
+            max_tokens_per_gpu: POSITIVE,
+            log_probs_max_tokens_per_gpu: POSITIVE,
+            log_probs_chunk_size: POSITIVE,
+          },
+        },
+        grpo: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['kl_loss_coef', 'entropy_coef', 'eps_clip', 'eps_clip_high', 'use_tis'],
+          properties: {kl_loss_coef: NUMBER, entropy_coef: NUMBER, eps_clip: NUMBER, eps_clip_high: NUMBER, use_tis: {type: 'boolean'}},
+        },
+        optimizer: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['lr', 'weight_decay', 'adam_beta1', 'adam_beta2'],
+          properties: {lr: {type: 'number', exclusiveMinimum: 0}, weight_decay: NUMBER, adam_beta1: NUMBER, adam_beta2: NUMBER},
+        },
+        sglang: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['num_gpus_per_engine', 'mem_fraction_static', 'cuda_graph_max_bs', 'router_policy'],
+          properties: {
+            num_gpus_per_engine: POSITIVE,
+            mem_fraction_static: {type: 'number', exclusiveMinimum: 0, maximum: 1},
+            cuda_graph_max_bs: POSITIVE,
+            router_policy: {anyOf: [{type: 'null'}, {type: 'string', pattern: NAME}]},
+          },
+        },
+        save_interval: POSITIVE,
+        extra_args: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['rollout', 'perf', 'grpo', 'optimizer', 'misc'],
+          properties: {rollout: ARGS, perf: ARGS, grpo: ARGS, optimizer: ARGS, misc: ARGS},
+        },
+        project_name: {type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_./-]*$'},
+        exp_name: {type: 'string', pattern: NAME},
+      },
+    },
+    generated: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['gymrecipe_version', 'files'],
+      properties: {
+        gymrecipe_version: {type: 'string'},
+        files: {type: 'object', additionalProperties: {type: 'string', pattern: '^sha256:[0-9a-f]{64}$'}},
+      },
+    },
+  },
+} as const

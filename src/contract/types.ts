@@ -1,0 +1,184 @@
+/**
+ * The recipe contract: everything gymrecipe needs to generate and verify a
+ * recipe, recorded once in `recipe.yaml` beside the generated files. Field
+ * names mirror the YAML (snake_case) so errors can quote JSON pointers as-is.
+ */
+
+export const ARCHETYPES = ['simple-agent', 'stateful-tools', 'sandbox'] as const
+export type Archetype = (typeof ARCHETYPES)[number]
+
+export const SPLITS = ['train', 'validation', 'example', 'benchmark', 'test'] as const
+export type Split = (typeof SPLITS)[number]
+
+export type DataSource =
+  | {type: 'huggingface'; repo_id: string; artifact: string}
+  | {type: 'gitlab'; dataset_name: string; version: string; artifact: string}
+  | {type: 'bundled'; path: string}
+  | {type: 'benchmark'; benchmark: string; path: string}
+
+export interface ScriptedTurn {
+  /** A function call the scripted model makes. */
+  tool_call?: {name: string; arguments: Record<string, unknown>}
+  /** Final assistant text. */
+  text?: string
+}
+
+export interface RecipeContract {
+  schema_version: 1
+  id: string
+  archetype: Archetype
+  description: string
+  gym: {
+    commit: string
+    config_paths: string[]
+    environment: string
+    gateway_config: string
+    agent: {name: string; type: string; max_steps: number | null}
+    resources_server: {name: string; implementation: string} | null
+    venv_dirs: string[]
+  }
+  data: {
+    dataset: string
+    split: Split
+    source: DataSource
+    raw_filename: string
+    verifier_fields: string[]
+    tools: boolean
+    strip_agent_ref: boolean
+    /** A non-training split used on purpose for a smoke run. */
+    smoke: boolean
+  }
+  service: {
+    image: string
+    container: string
+    /** Gateway port; agent = +1, resource = +2, Gym head = +3. */
+    gateway_port: number
+    shm_size: string
+    privileged: boolean
+    cap_add: string[]
+    security_opt: string[]
+    start_timeout_s: number
+    callback_networks: string[]
+    callback_hosts: string[]
+  }
+  ray: {
+    gcs_port: number
+    dashboard_port: number
+    num_cpus: number
+    /** object-manager, node-manager, ray-client-server, dashboard-agent-listen, dashboard-agent-grpc, runtime-env-agent, metrics-export = base .. base+6 */
+    component_port_base: number
+    min_worker_port: number
+    max_worker_port: number
+  }
+  gateway: {
+    interrupt_policy: 'protected' | 'interruptible' | 'resumable'
+    max_concurrency: number
+    queue_capacity: number
+    max_deadline_s: number
+    deadline_s: number
+    lease_s: number
+    callback_protocol: 'responses' | 'chat_completions' | 'messages'
+    readiness: Array<'agent' | 'resource'>
+    cleanup: null | {server: 'agent' | 'resource'; path: string}
+  }
+  verifier: {
+    /** direct: POST /verify with a known-correct and a known-wrong response. golden: one Gateway trial in golden mode (sandbox agents). */
+    kind: 'direct' | 'golden'
+    /** Python inside the Gym image that runs verify_<recipe>.py (standard library only). */
+    python: string
+    /** The task row the verifier uses, read inside the image; or null with an inline payload. */
+    task: {file: string; row: number} | null
+    /** Inline /verify body (without `response`) when no task row is used. */
+    payload: Record<string, unknown> | null
+    /** Model output that must earn success_reward. */
+    correct: ScriptedTurn[]
+    /** Model output that must not earn success_reward. */
+    wrong: ScriptedTurn[]
+    success_reward: number
+  }
+  trial: null | {
+    task: {file: string; row: number}
+    turns: ScriptedTurn[]
+    expect: {status: string; reward: number; tool_calls: number; tool_outputs: number; tool_result_history: number[]}
+    deadline_s: number
+    lease_s: number
+    cleanup_probe: boolean
+  }
+  training: {
+    model: {name: string; slug: string; config_script: string}
+    gpus: number
+    parsers: {reasoning: string | null; tool_call: string}
+    agent_timeout_s: number
+    rollout: {
+      num_rollout: number
+      batch_size: number
+      n_samples_per_prompt: number
+      max_prompt_len: number
+      max_response_len: number
+      max_context_len: number
+      temperature: number
+      global_batch_size: number
+    }
+    perf: {
+      tensor_parallel: number
+      sequence_parallel: boolean
+      pipeline_parallel: number
+      context_parallel: number
+      expert_parallel: number
+      expert_tensor_parallel: number
+      micro_batch_size: number
+      max_tokens_per_gpu: number
+      log_probs_max_tokens_per_gpu: number
+      log_probs_chunk_size: number
+    }
+    grpo: {kl_loss_coef: number; entropy_coef: number; eps_clip: number; eps_clip_high: number; use_tis: boolean}
+    optimizer: {lr: number; weight_decay: number; adam_beta1: number; adam_beta2: number}
+    sglang: {num_gpus_per_engine: number; mem_fraction_static: number; cuda_graph_max_bs: number; router_policy: string | null}
+    save_interval: number
+    /** Extra verbatim flags appended to an argument array. */
+    extra_args: {rollout: string[]; perf: string[]; grpo: string[]; optimizer: string[]; misc: string[]}
+    project_name: string
+    exp_name: string
+  }
+  /** Written by `gymrecipe new`: what was generated, to detect later hand edits. */
+  generated?: {
+    gymrecipe_version: string
+    files: Record<string, string>
+  }
+}
+
+/** Ports of the service block, derived from the gateway port. */
+export function servicePorts(contract: Pick<RecipeContract, 'service'>): {gateway: number; agent: number; resource: number; head: number} {
+  const gateway = contract.service.gateway_port
+  return {gateway, agent: gateway + 1, resource: gateway + 2, head: gateway + 3}
+}
+
+/** The seven recipe files, by role. */
+export interface RecipeFileNames {
+  env: string
+  prepare: string
+  start: string
+  run: string
+  verify: string
+  readme: string
+  pitfall: string
+}
+
+export function recipeFileNames(contract: Pick<RecipeContract, 'id' | 'training'>): RecipeFileNames {
+  const id = contract.id
+  // Relax spells script names with underscores (prepare_workplace_assistant.sh) and the
+  // training script with the id as is (run-...-nemo-gym-workplace-assistant.sh).
+  const snake = id.replaceAll('-', '_')
+  return {
+    env: 'env.sh',
+    prepare: `prepare_${snake}.sh`,
+    start: `start_${snake}_gym.sh`,
+    run: `run-${contract.training.model.slug}-${contract.training.gpus}xgpu-nemo-gym-${id}.sh`,
+    verify: `verify_${snake}.py`,
+    readme: 'README.md',
+    pitfall: 'PITFAIL.md',
+  }
+}
+
+/** Where a recipe lives inside a Relax checkout. */
+export const RECIPES_DIR = 'examples/nemo_gym_agentic/recipes'

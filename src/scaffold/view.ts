@@ -1,0 +1,162 @@
+import type {RecipeContract, ScriptedTurn} from '../contract/types.js'
+import {recipeFileNames, RECIPES_DIR, servicePorts} from '../contract/types.js'
+import {RAY_COMPONENT_PORTS} from '../contract/ports.js'
+
+/** Formats a number the way the proven scripts spell it: 1e-06 as 1e-6, 0.7 as 0.7. */
+export function formatNumber(n: number): string {
+  if (n !== 0 && Math.abs(n) < 1e-3) return n.toExponential().replace('e-', 'e-').replace(/\.0+e/, 'e')
+  return String(n)
+}
+
+function underscored(id: string): string {
+  return id.replaceAll('-', '_')
+}
+
+/** Responses output items for scripted turns, as the verifier sends them to /verify. */
+export function turnsToOutputItems(turns: ScriptedTurn[]): Record<string, unknown>[] {
+  return turns.map((turn, index) => {
+    if (turn.tool_call) {
+      return {
+        type: 'function_call',
+        id: `fc_${index}`,
+        call_id: `call_${index}`,
+        name: turn.tool_call.name,
+        arguments: JSON.stringify(turn.tool_call.arguments),
+        status: 'completed',
+      }
+    }
+    return {
+      type: 'message',
+      id: `msg_${index}`,
+      role: 'assistant',
+      status: 'completed',
+      content: [{type: 'output_text', text: turn.text ?? '', annotations: []}],
+    }
+  })
+}
+
+/**
+ * Everything the templates need, computed once. Templates only place values;
+ * all derivation (ports, file names, argument arrays) happens here.
+ */
+export function buildView(contract: RecipeContract) {
+  const files = recipeFileNames(contract)
+  const ports = servicePorts(contract)
+  const c = contract
+  const t = c.training
+  const r = t.rollout
+  const p = t.perf
+  const gymRoot = '/opt/nemo-gym'
+  const resource = c.gym.resources_server
+  const allConfigPaths = ['responses_api_models/relax_gateway_model/configs/relax_gateway_model.yaml', ...c.gym.config_paths]
+  const rayComponentFlags = RAY_COMPONENT_PORTS.map((flag, i) => ({flag, port: c.ray.component_port_base + i}))
+  const num = formatNumber
+
+  const rolloutArgs: string[][] = [
+    ['--prompt-data', '${PROMPT_SET}'],
+    ['--input-key', 'input'],
+    ['--metadata-key', 'metadata'],
+    ['--rollout-shuffle'],
+    ['--use-agentic-rollout'],
+  ]
+  const rollout = {
+    agentTimeout: num(t.agent_timeout_s),
+    numRollout: r.num_rollout,
+    batchSize: r.batch_size,
+    nSamples: r.n_samples_per_prompt,
+    maxPrompt: r.max_prompt_len,
+    maxResponse: r.max_response_len,
+    maxContext: r.max_context_len,
+    temperature: num(r.temperature),
+    globalBatch: r.global_batch_size,
+  }
+
+  const agentEnv = [
+    'NEMO_GYM_URL=${GATEWAY_URL}',
+    `NEMO_GYM_ENVIRONMENT=${c.gym.environment}`,
+    `NEMO_GYM_CONFIG=${c.gym.gateway_config}`,
+    'NEMO_GYM_MODEL=model',
+    `NEMO_GYM_INTERRUPT_POLICY=${c.gateway.interrupt_policy}`,
+    `NEMO_GYM_DEADLINE_S=${num(c.gateway.deadline_s)}`,
+    `NEMO_GYM_LEASE_S=${num(c.gateway.lease_s)}`,
+  ]
+
+  const cleanupUrl = c.gateway.cleanup
+    ? `http://{host}:${c.gateway.cleanup.server === 'agent' ? 'agent' : 'resource'}{cleanup}`
+    : null
+
+  return {
+    c,
+    id: c.id,
+    idUnderscored: underscored(c.id),
+    idUpperSnake: underscored(c.id).toUpperCase(),
+    title: c.id,
+    files,
+    recipeDirInRepo: `${RECIPES_DIR}/${c.id}`,
+    recipeDirInImage: `/opt/relax-integration/${RECIPES_DIR}/${c.id}`,
+    gymRoot,
+    ports,
+    archetype: {
+      simple: c.archetype === 'simple-agent',
+      stateful: c.archetype === 'stateful-tools',
+      sandbox: c.archetype === 'sandbox',
+      name: c.archetype,
+    },
+    hasResource: resource !== null,
+    resource,
+    agent: c.gym.agent,
+    configPathsList: allConfigPaths.join(','),
+    gymConfigPaths: c.gym.config_paths,
+    rayComponentFlags,
+    readinessAgent: c.gateway.readiness.includes('agent'),
+    readinessResource: c.gateway.readiness.includes('resource'),
+    cleanup: c.gateway.cleanup,
+    cleanupUrl,
+    callbackNetworks: c.service.callback_networks.join(','),
+    callbackHosts: c.service.callback_hosts.join(','),
+    rawFilename: c.data.raw_filename,
+    relaxFilename: c.data.raw_filename.replace(/\.jsonl$/, '_relax.jsonl'),
+    source: c.data.source,
+    sourceIsHf: c.data.source.type === 'huggingface',
+    sourceIsGitlab: c.data.source.type === 'gitlab',
+    sourceIsBundled: c.data.source.type === 'bundled',
+    sourceIsBenchmark: c.data.source.type === 'benchmark',
+    sourceDescription: describeSource(c),
+    verifierFields: c.data.verifier_fields,
+    rollout,
+    rolloutFixedArgs: rolloutArgs,
+    agentEnv,
+    perf: p,
+    grpo: {...t.grpo, kl: num(t.grpo.kl_loss_coef), entropy: num(t.grpo.entropy_coef), epsClip: num(t.grpo.eps_clip), epsClipHigh: num(t.grpo.eps_clip_high)},
+    optimizer: {lr: num(t.optimizer.lr), weightDecay: num(t.optimizer.weight_decay), beta1: num(t.optimizer.adam_beta1), beta2: num(t.optimizer.adam_beta2)},
+    sglang: {...t.sglang, memFraction: num(t.sglang.mem_fraction_static)},
+    resourceJson: JSON.stringify({actor: [1, t.gpus], rollout: [1, t.gpus]}),
+    logName: `${t.model.slug}-${t.gpus}xgpu-nemo-gym-${c.id}`,
+    submissionPrefix: `relax-nemo-gym-${c.id}`,
+    deadline: num(c.gateway.deadline_s),
+    lease: num(c.gateway.lease_s),
+    maxDeadline: num(c.gateway.max_deadline_s),
+    verifierPayloadJson: c.verifier.payload === null ? null : JSON.stringify(c.verifier.payload),
+    verifierCorrectJson: JSON.stringify(turnsToOutputItems(c.verifier.correct)),
+    verifierWrongJson: JSON.stringify(turnsToOutputItems(c.verifier.wrong)),
+    verifierTaskPath: c.verifier.task ? `${gymRoot}/${c.verifier.task.file}` : null,
+    verifierGolden: c.verifier.kind === 'golden',
+    successReward: num(c.verifier.success_reward),
+  }
+}
+
+function describeSource(c: RecipeContract): string {
+  const s = c.data.source
+  switch (s.type) {
+    case 'huggingface':
+      return `HuggingFace ${s.repo_id} (${s.artifact})`
+    case 'gitlab':
+      return `GitLab dataset ${s.dataset_name} ${s.version} (${s.artifact})`
+    case 'bundled':
+      return `the file ${s.path} shipped in the pinned Gym checkout`
+    case 'benchmark':
+      return `gym eval prepare --benchmark ${s.benchmark} (${s.path})`
+  }
+}
+
+export type RecipeView = ReturnType<typeof buildView>
