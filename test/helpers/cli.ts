@@ -3,7 +3,8 @@ import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
-export const snapshotRoot = path.resolve(repoRoot, '..', 'shared', 'nemo-gym-snapshot')
+/** Real NeMo Gym configs and JSONL files (Apache-2.0, unmodified copy; see its NOTICE.md). */
+export const snapshotRoot = path.join(repoRoot, 'test', 'fixtures', 'nemo-gym-snapshot')
 const bin = path.join(repoRoot, 'bin', 'run.js')
 
 export interface CliResult {
