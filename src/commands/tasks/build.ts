@@ -1,0 +1,56 @@
+import {Args, Flags} from '@oclif/core'
+
+import {BaseCommand} from '../../cli/base-command.js'
+import {type BuildSummary, buildScenarios} from '../../gym/tasks/build.js'
+import {loadTaskSpec} from '../../gym/tasks/spec.js'
+
+export default class TasksBuild extends BaseCommand<typeof TasksBuild> {
+  static override summary = 'Turn generated rows (any JSONL) into Gym scenario bundles'
+  static override description = `Applies a task spec (the Data Designer Gym processor config, as YAML or JSON) to every row:
+exactly one of task_column (a preassembled task) or messages (declarative: messages, tools_column,
+tool_fields, response_params, task_columns, task_values); include skips rows whose value is missing
+or falsy; scenario_id_column, provenance_columns and scenario_namespace set identity and provenance.
+The default scenario ID is byte-compatible with the Python plugin.
+
+Output: one {"schema_version":"1","scenario_id",...,"task",...,"provenance",...} bundle per included row.
+Nothing is written unless every row is valid.
+
+EXIT STATUS
+  0  bundles written (or, with --dry-run, validated)
+  2  bad spec or bad row (the message names the file, line and field)`
+
+  static override examples = [
+    '<%= config.bin %> tasks build rows.jsonl --spec task-spec.yaml --output scenarios.jsonl',
+    '<%= config.bin %> tasks build rows.jsonl --spec task-spec.yaml --output scenarios.jsonl --dry-run --json',
+    `# task-spec.yaml (declarative):
+    messages:
+      - {role: system, content_column: system_prompt}
+      - {role: user, content_column: user_query}
+    tools_column: tools_json
+    task_columns: {ground_truth: reference_plan.tool_calls}
+    include: reference_plan.is_valid
+    provenance_columns: [seed_id]
+    scenario_namespace: workplace`,
+  ]
+
+  static override args = {
+    rows: Args.string({description: 'JSONL file of generated rows', required: true}),
+  }
+
+  static override flags = {
+    spec: Flags.string({description: 'task spec (YAML or JSON)', required: true}),
+    output: Flags.string({char: 'o', description: 'scenario bundles to write (JSONL)', required: true}),
+    'dry-run': Flags.boolean({default: false, description: 'validate everything and report what would be written, without writing'}),
+  }
+
+  public async run(): Promise<BuildSummary> {
+    const spec = await loadTaskSpec(this.flags.spec)
+    const summary = await buildScenarios({input: this.args.rows, spec, output: this.flags.output, dryRun: this.flags['dry-run']})
+    const verb = summary.dryRun ? 'Would write' : 'Wrote'
+    this.say(`${verb} ${summary.bundles} scenario bundles to ${summary.output} (${summary.rows} rows, ${summary.skipped} skipped by include)`)
+    if (summary.repeatedScenarioIds > 0) {
+      this.warnLine(`${summary.repeatedScenarioIds} bundles repeat an earlier scenario_id (identical tasks); set scenario_id_column if they must stay distinct`)
+    }
+    return summary
+  }
+}

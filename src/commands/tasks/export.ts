@@ -1,0 +1,36 @@
+import {Args, Flags} from '@oclif/core'
+
+import {BaseCommand} from '../../cli/base-command.js'
+import {type ExportSummary, exportTasks} from '../../gym/tasks/export.js'
+
+export default class TasksExport extends BaseCommand<typeof TasksExport> {
+  static override summary = 'Export scenario bundles as Gym tasks for rollout collection or prepare'
+  static override description = `Writes one Gym task per bundle, in order: the task's members (top-level nulls dropped),
+then id (only when the task has none), _ng_task_index (60-bit, from the scenario ID),
+_dd_scenario_id and _dd_provenance (only when non-empty). Values are copied exactly,
+so large integers and number spellings survive. Nothing is written unless every bundle is valid.
+
+EXIT STATUS
+  0  tasks written (or, with --dry-run, validated)
+  2  bad bundle (the message names the file, line and field)`
+
+  static override examples = [
+    '<%= config.bin %> tasks export scenarios.jsonl --output gym-tasks.jsonl',
+    '<%= config.bin %> tasks export scenarios.jsonl --output gym-tasks.jsonl --dry-run --json',
+  ]
+
+  static override args = {
+    scenarios: Args.string({description: 'scenario bundles (JSONL) from `tasks build`', required: true}),
+  }
+
+  static override flags = {
+    output: Flags.string({char: 'o', description: 'Gym tasks to write (JSONL)', required: true}),
+    'dry-run': Flags.boolean({default: false, description: 'validate everything and report what would be written, without writing'}),
+  }
+
+  public async run(): Promise<ExportSummary> {
+    const summary = await exportTasks({input: this.args.scenarios, output: this.flags.output, dryRun: this.flags['dry-run']})
+    this.say(`${summary.dryRun ? 'Would write' : 'Wrote'} ${summary.tasks} Gym tasks to ${summary.output}`)
+    return summary
+  }
+}

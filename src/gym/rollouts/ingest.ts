@@ -1,0 +1,63 @@
+import {assertJsonlFile, type JsonlOutput, locate, parseObjectLine, readJsonlLines, withJsonlOutput} from '../json.js'
+import {normalizeRecord, type RolloutStatus} from './normalize.js'
+import {loadTaskTable, type TaskEntry} from './task-table.js'
+
+export interface IngestOptions {
+  tasks: string
+  rollouts: string
+  /** Gym's `<output>_failures.jsonl` sidecar; when given it must exist. */
+  failures?: string
+  output: string
+  dryRun: boolean
+}
+
+export interface IngestSummary {
+  tasks: {path: string; lines: number; distinct: number; identicalDuplicates: number}
+  rollouts: {path: string; records: number}
+  failures: {path: string | null; records: number}
+  output: string
+  dryRun: boolean
+  records: number
+}
+
+const JOIN_HINT = 'Rollouts join on _ng_task_index, which Gym stamps while collecting from tasks exported by `gymrecipe tasks export`.'
+
+async function joinFile(file: string, flag: string, status: RolloutStatus, tasks: Map<string, TaskEntry>, out: JsonlOutput): Promise<number> {
+  let records = 0
+  for await (const line of readJsonlLines(file, flag)) {
+    const record = parseObjectLine(line, file)
+    let normalized: string
+    try {
+      normalized = normalizeRecord(line.text, record, tasks, status)
+    } catch (error) {
+      throw locate(error, 'E_ROLLOUT_INVALID', file, line.line, JOIN_HINT)
+    }
+    await out.write(normalized)
+    records++
+  }
+  return records
+}
+
+/**
+ * Join collected rollouts (status "completed") and then failure-sidecar records
+ * (status "failed") onto their exported tasks. Streams: memory holds the task
+ * table, not the rollouts. Nothing is written unless every record joins.
+ */
+export async function ingestRollouts(options: IngestOptions): Promise<IngestSummary> {
+  const {tasks: tasksFile, rollouts, failures, output, dryRun} = options
+  await assertJsonlFile(rollouts, '--rollouts')
+  if (failures !== undefined) await assertJsonlFile(failures, '--failures')
+  const table = await loadTaskTable(tasksFile)
+  const counts = await withJsonlOutput(output, dryRun, async (out) => ({
+    completed: await joinFile(rollouts, '--rollouts', 'completed', table.entries, out),
+    failed: failures === undefined ? 0 : await joinFile(failures, '--failures', 'failed', table.entries, out),
+  }))
+  return {
+    tasks: {path: tasksFile, lines: table.lines, distinct: table.entries.size, identicalDuplicates: table.identicalDuplicates},
+    rollouts: {path: rollouts, records: counts.completed},
+    failures: {path: failures ?? null, records: counts.failed},
+    output,
+    dryRun,
+    records: counts.completed + counts.failed,
+  }
+}

@@ -1,0 +1,88 @@
+import {FieldError, isPlainRecord, rawMembers} from '../json.js'
+import {indexKey, type TaskEntry} from './task-table.js'
+
+/**
+ * One rollout (or failure-sidecar) record joined to its task. Every output
+ * field is copied from an explicit source as exact JSON text; a field with no
+ * source stays null and is never inferred.
+ */
+
+export type RolloutStatus = 'completed' | 'failed'
+
+/**
+ * Where each added field comes from, first non-null source wins. Explicit
+ * fields come before Gym's native `_ng_*` keys, which come before the nested
+ * envelopes of newer Gym versions.
+ */
+export const FIELD_SOURCES = {
+  rollout_id: [['_ng_rollout_id'], ['_ng_episode_id', 'rollout_id'], ['_ng_failure_record', 'episode_id', 'rollout_id']],
+  attempt: [['_ng_attempt_index'], ['_ng_episode_id', 'attempt'], ['_ng_failure_record', 'episode_id', 'attempt']],
+  task_id: [['_ng_task_id']],
+  environment_server: [['_ng_environment_server']],
+  failure_reason: [['failure_reason'], ['_ng_failure_message'], ['_ng_failure_record', 'failure', 'failure_reason']],
+  failure_stage: [['failure_stage'], ['_ng_failure_stage'], ['_ng_failure_record', 'failure', 'stage']],
+} as const
+
+/** Exact JSON text at a path of nested objects, or undefined when absent or null. */
+function rawAt(record: Record<string, unknown>, members: Map<string, string>, path: readonly string[]): string | undefined {
+  let value: unknown = record
+  let raw: Map<string, string> = members
+  for (const [i, key] of path.entries()) {
+    if (!isPlainRecord(value) || !Object.hasOwn(value, key)) return undefined
+    value = value[key]
+    if (value === null) return undefined
+    const text = raw.get(key) as string
+    if (i === path.length - 1) return text
+    if (isPlainRecord(value)) raw = rawMembers(text)
+  }
+  return undefined
+}
+
+function firstOf(record: Record<string, unknown>, members: Map<string, string>, sources: readonly (readonly string[])[]): string {
+  for (const path of sources) {
+    const raw = rawAt(record, members, path)
+    if (raw !== undefined) return raw
+  }
+  return 'null'
+}
+
+function findTask(record: Record<string, unknown>, members: Map<string, string>, tasks: Map<string, TaskEntry>): {key: string; task: TaskEntry} {
+  if (!Object.hasOwn(record, '_ng_task_index')) {
+    throw new FieldError('_ng_task_index', 'missing, so the record cannot be joined to a task')
+  }
+  const raw = members.get('_ng_task_index') as string
+  const key = indexKey(record._ng_task_index, raw)
+  const task = key === undefined ? undefined : tasks.get(key)
+  if (key === undefined || !task) {
+    const kind = typeof record._ng_task_index === 'string' ? ' (a string; task indices are integers)' : ''
+    throw new FieldError('_ng_task_index', `rollout references unknown task index: ${key ?? raw}${kind}`)
+  }
+  return {key, task}
+}
+
+/** The normalized JSONL line for one record; `record` is the line parsed with JSON.parse. Throws FieldError. */
+export function normalizeRecord(text: string, record: Record<string, unknown>, tasks: Map<string, TaskEntry>, status: RolloutStatus): string {
+  const members = rawMembers(text)
+  const {key, task} = findTask(record, members, tasks)
+  const own = (name: string, absent: string) => members.get(name) ?? absent
+  const field = (name: keyof typeof FIELD_SOURCES) => firstOf(record, members, FIELD_SOURCES[name])
+  return (
+    `{"scenario_id":${task.scenarioId}` +
+    `,"task_index":${key}` +
+    `,"rollout_index":${own('_ng_rollout_index', 'null')}` +
+    `,"status":"${status}"` +
+    `,"reward":${own('reward', 'null')}` +
+    `,"provenance":${task.provenance}` +
+    `,"agent_ref":${members.get('agent_ref') ?? task.agentRef ?? 'null'}` +
+    `,"failure_class":${own('_ng_failure_class', 'null')}` +
+    `,"failure_terminal":${own('_ng_failure_terminal', 'false')}` +
+    `,"failure_reason":${field('failure_reason')}` +
+    `,"failure_stage":${field('failure_stage')}` +
+    `,"rollout_id":${field('rollout_id')}` +
+    `,"attempt":${field('attempt')}` +
+    `,"task_id":${field('task_id')}` +
+    `,"environment_server":${field('environment_server')}` +
+    `,"task":${task.text}` +
+    `,"rollout":${text.trim()}}`
+  )
+}
