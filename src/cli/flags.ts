@@ -1,0 +1,16 @@
+import {Flags} from '@oclif/core'
+
+/** Flags shared by every command that works on a recipe inside a Relax checkout. */
+export const relaxRootFlag = Flags.directory({
+  summary: 'Relax checkout holding examples/nemo_gym_agentic/recipes/<recipe>.',
+  env: 'GYMRECIPE_RELAX_ROOT',
+  default: '.',
+})
+
+export const gymRootFlag = Flags.directory({
+  summary: 'Pinned NeMo Gym checkout (configs and data are read from it).',
+  env: 'GYMRECIPE_GYM_ROOT',
+  required: true,
+})
+
+export const dryRunFlag = Flags.boolean({summary: 'Show what would change; change nothing.', default: false})

@@ -1,0 +1,91 @@
+import {Args, Flags} from '@oclif/core'
+
+import {BaseCommand} from '../cli/base-command.js'
+import {dryRunFlag, gymRootFlag, relaxRootFlag} from '../cli/flags.js'
+import {ARCHETYPES, type Archetype} from '../contract/types.js'
+import {ExitCode} from '../errors.js'
+import {newRecipe, type NewRecipeResult} from '../scaffold/new-recipe.js'
+
+export default class New extends BaseCommand<typeof New> {
+  static override summary = 'Record an environment contract from its NeMo Gym config and generate the seven recipe files'
+  static override description = `Reads the pinned Gym config (graph names always come from the YAML, never from directory
+names), records the contract in recipe.yaml and renders env.sh, prepare_<recipe>.sh,
+start_<recipe>_gym.sh, run-<model>-nemo-gym-<recipe>.sh, verify_<recipe>.py, README.md and
+PITFAIL.md into <relax-root>/examples/nemo_gym_agentic/recipes/<recipe>/.
+
+Values the Gym config does not hold (training arrays, Gateway limits, verifier examples) come
+from a built-in recipe: --from, or the base of --archetype. A free port block is picked unless
+--port-base is given. Re-running never overwrites a file you edited: it lists them and stops
+(--force overwrites, --dry-run shows the plan and the diff).
+
+EXIT STATUS
+  0  generated (or, with --dry-run, planned without conflicts)
+  2  bad input: recipe id, Gym config, contract, ports, missing --agent
+  3  files changed by hand since generation (use --force to overwrite)`
+
+  static override examples = [
+    '<%= config.bin %> new calendar-v2 --gym-root ~/Gym --gym-config environments/calendar/config.yaml --relax-root ~/Relax',
+    '<%= config.bin %> new my-tools --from workplace-assistant --gym-root ~/Gym --gym-config resources_servers/workplace_assistant/configs/workplace_assistant.yaml --relax-root ~/Relax',
+    '<%= config.bin %> new calendar-v2 --gym-root ~/Gym --gym-config environments/calendar/config.yaml --relax-root ~/Relax --dry-run',
+  ]
+
+  static override args = {
+    recipe: Args.string({description: 'Recipe id: lowercase letters, digits and hyphens (e.g. calendar-v2).', required: true}),
+  }
+
+  static override flags = {
+    'gym-root': gymRootFlag,
+    'gym-config': Flags.string({summary: 'Gym config path relative to --gym-root; repeat to merge several.', required: true, multiple: true}),
+    'relax-root': relaxRootFlag,
+    from: Flags.string({summary: 'Start from a built-in recipe (calendar, workplace-assistant, r2e-gym).'}),
+    archetype: Flags.string({summary: 'Recipe archetype (default: that of --from, else simple-agent).', options: [...ARCHETYPES]}),
+    agent: Flags.string({summary: 'Agent instance id, required when the config defines several.'}),
+    dataset: Flags.string({summary: 'Dataset name of the agent to train on (default: its train dataset).'}),
+    smoke: Flags.boolean({summary: 'Accept a validation/example/benchmark dataset for a smoke run; every report flags it.', default: false}),
+    'port-base': Flags.integer({summary: 'Gateway port; agent, resources and head take the next three (default: a free block).'}),
+    verifier: Flags.file({summary: 'YAML with verifier: (and trial:) blocks for an environment no built-in knows.', exists: true}),
+    model: Flags.string({summary: 'Model directory name under MODEL_DIR, e.g. Qwen3-8B (with --model-slug and --model-config).'}),
+    'model-slug': Flags.string({summary: 'Model slug used in the training script name, e.g. qwen3-8B.', dependsOn: ['model']}),
+    'model-config': Flags.string({summary: 'Relax model config script in scripts/models, e.g. qwen3-8B.sh.', dependsOn: ['model']}),
+    gpus: Flags.integer({summary: 'GPUs per training job (default: that of the base recipe).', min: 1}),
+    force: Flags.boolean({summary: 'Overwrite files that were edited by hand.', default: false}),
+    'dry-run': dryRunFlag,
+    diff: Flags.boolean({summary: 'With --dry-run, print the diff of every changed file.', default: false}),
+  }
+
+  public async run(): Promise<NewRecipeResult> {
+    const f = this.flags
+    const model = f.model ? {name: f.model, slug: f['model-slug'] ?? f.model.toLowerCase(), configScript: f['model-config'] ?? `${f.model.toLowerCase()}.sh`} : undefined
+    const result = await newRecipe({
+      id: this.args.recipe,
+      gymRoot: f['gym-root'],
+      gymConfigs: f['gym-config'],
+      relaxRoot: f['relax-root'],
+      from: f.from,
+      archetype: f.archetype as Archetype | undefined,
+      agent: f.agent,
+      dataset: f.dataset,
+      smoke: f.smoke,
+      portBase: f['port-base'],
+      verifierFile: f.verifier,
+      model,
+      gpus: f.gpus,
+      force: f.force,
+      dryRun: f['dry-run'],
+      version: this.config.version,
+    })
+    this.report(result)
+    const conflicted = result.files.some((file) => file.action === 'conflict')
+    return this.withExitCode(result, conflicted ? ExitCode.precondition : ExitCode.ok)
+  }
+
+  private report(result: NewRecipeResult): void {
+    this.say(`${result.dryRun ? 'Plan for' : 'Recipe'} ${result.recipe} in ${result.dir}`)
+    for (const file of result.files) this.say(`  ${file.action.padEnd(9)} ${file.name}  (${file.reason})`)
+    if (result.dryRun && this.flags.diff) for (const file of result.files) if (file.diff) this.say(file.diff)
+    for (const note of result.notes) this.say(`note: ${note}`)
+    const ports = result.contract.service.gateway_port
+    this.say(`ports: Gateway ${ports}, agent ${ports + 1}, resources ${ports + 2}, head ${ports + 3}; private Ray GCS ${result.contract.ray.gcs_port}`)
+    if (!result.dryRun) this.say(`next: gymrecipe verify ${result.recipe} --level static --relax-root <relax-root>`)
+  }
+}

@@ -1,0 +1,198 @@
+import type {GymAgent, GymDataset, GymGraph} from './gym-config.js'
+import {ExitCode, GymError, usageError} from '../errors.js'
+import type {Archetype, DataSource, RecipeContract, Split} from './types.js'
+import {SPLITS} from './types.js'
+
+export interface ExampleRowsSummary {
+  /** Top-level keys seen in the example rows (task/verifier fields). */
+  fields: string[]
+  /** Some row carries a non-empty responses_create_params.tools. */
+  hasTools: boolean
+  /** Some row carries agent_ref (collated data). */
+  hasAgentRef: boolean
+}
+
+export interface ContractFromGymOptions {
+  id: string
+  archetype: Archetype
+  base: RecipeContract
+  /** Name of the built-in the base came from. */
+  baseName: string
+  graph: GymGraph
+  configPaths: string[]
+  agent?: string
+  dataset?: string
+  smoke: boolean
+  examples?: ExampleRowsSummary
+  /** Verifier and trial supplied by the user for an environment no built-in knows. */
+  verifierOverride?: Pick<RecipeContract, 'verifier'> & Partial<Pick<RecipeContract, 'trial'>>
+  ports: Pick<RecipeContract['service'], 'gateway_port'> & Omit<RecipeContract['ray'], 'num_cpus'>
+  model?: {name: string; slug: string; configScript: string}
+  gpus?: number
+}
+
+export interface ContractDraft {
+  contract: RecipeContract
+  /** Things the user should know about choices made for them. */
+  notes: string[]
+}
+
+export function chooseAgent(graph: GymGraph, wanted: string | undefined): GymAgent {
+  const names = graph.agents.map((a) => a.id)
+  if (graph.agents.length === 0) {
+    throw new GymError(`the Gym config defines no agent (responses_api_agents); files: ${graph.files.join(', ')}`, {
+      code: 'E_NO_AGENT',
+      exit: ExitCode.usage,
+      hint: 'Pass the config that defines the agent, e.g. environments/<env>/config.yaml.',
+    })
+  }
+  if (wanted !== undefined) {
+    const agent = graph.agents.find((a) => a.id === wanted)
+    if (!agent) throw usageError(`agent "${wanted}" is not in the Gym config`, `Choose one of: ${names.join(', ')}`)
+    return agent
+  }
+  if (graph.agents.length > 1) {
+    throw usageError(`the Gym config defines ${graph.agents.length} agents; choose one with --agent`, `Choose one of: ${names.join(', ')}`)
+  }
+  return graph.agents[0]
+}
+
+function chooseDataset(agent: GymAgent, wanted: string | undefined, smoke: boolean): GymDataset {
+  const names = agent.datasets.map((d) => `${d.name} (${d.type})`)
+  if (wanted !== undefined) {
+    const ds = agent.datasets.find((d) => d.name === wanted)
+    if (!ds) throw usageError(`dataset "${wanted}" is not declared by agent ${agent.id}`, `Choose one of: ${names.join(', ') || '(none declared)'}`)
+    return ds
+  }
+  const train = agent.datasets.find((d) => d.type === 'train')
+  if (train) return train
+  if (smoke && agent.datasets.length > 0) return agent.datasets[0]
+  throw usageError(
+    `agent ${agent.id} declares no train dataset`,
+    agent.datasets.length > 0
+      ? `Pass --dataset with --smoke to use ${names.join(', ')} for a smoke run only; it must not be used for real training.`
+      : 'Add a train dataset to the Gym config.',
+  )
+}
+
+function splitOf(ds: GymDataset): Split {
+  return (SPLITS as readonly string[]).includes(ds.type) ? (ds.type as Split) : 'test'
+}
+
+function sourceOf(ds: GymDataset): DataSource {
+  const primary = ds.sources[0]
+  if (primary?.type === 'huggingface') return {type: 'huggingface', repo_id: primary.repoId, artifact: primary.artifactFpath ?? `${ds.type}.jsonl`}
+  if (primary?.type === 'gitlab') return {type: 'gitlab', dataset_name: primary.datasetName, version: primary.version, artifact: primary.artifactFpath ?? `${ds.name}.jsonl`}
+  if (!ds.jsonlFpath) throw usageError(`dataset ${ds.name} has neither a download source nor a jsonl_fpath`, 'Add huggingface_identifier, gitlab_identifier or source: to the dataset entry.')
+  if (ds.type === 'benchmark') return {type: 'benchmark', benchmark: ds.name, path: ds.jsonlFpath}
+  return {type: 'bundled', path: ds.jsonlFpath}
+}
+
+/** Fields every row must keep: the prompt, tools when present, and the environment's own top-level fields. */
+export function verifierFieldsFrom(examples: ExampleRowsSummary | undefined, fallback: string[]): string[] {
+  if (!examples || examples.fields.length === 0) return fallback
+  const own = examples.fields.filter((f) => f !== 'responses_create_params' && f !== 'agent_ref' && !f.startsWith('_ng_') && /^[A-Za-z_][A-Za-z0-9_]*$/.test(f))
+  return ['responses_create_params.input', ...(examples.hasTools ? ['responses_create_params.tools'] : []), ...own]
+}
+
+function snake(id: string): string {
+  return id.replaceAll('-', '_')
+}
+
+/**
+ * Record an environment's contract: graph names from the Gym config, everything the
+ * config does not say from the base recipe of the archetype. Names are only ever taken
+ * from YAML keys, never derived from directory names.
+ */
+export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
+  const notes: string[] = []
+  const agent = chooseAgent(o.graph, o.agent)
+  const resource = agent.resourcesServer ? o.graph.resourcesServers.find((s) => s.id === agent.resourcesServer) ?? null : null
+  if (agent.resourcesServer && !resource) {
+    throw usageError(`agent ${agent.id} references resources server "${agent.resourcesServer}", which the config does not define`, 'Pass every config the graph needs with repeated --gym-config.')
+  }
+  const dataset = chooseDataset(agent, o.dataset, o.smoke)
+  const split = splitOf(dataset)
+  if (split !== 'train' && !o.smoke) {
+    throw usageError(`dataset ${dataset.name} is a ${dataset.type} split, not training data`, 'Use a train dataset, or pass --smoke to accept it for a smoke run that every report will flag.')
+  }
+  const base = structuredClone(o.base)
+  const environment = resource?.id ?? agent.id
+  const sameEnvironment = (resource?.implementation ?? null) === (base.gym.resources_server?.implementation ?? null) && agent.implementation === base.gym.agent.type
+
+  let verifier = base.verifier
+  let trial = base.trial
+  if (o.verifierOverride) {
+    verifier = o.verifierOverride.verifier
+    if (o.verifierOverride.trial !== undefined) trial = o.verifierOverride.trial
+  } else if (!sameEnvironment) {
+    throw new GymError(`no known-correct and known-wrong outputs for ${resource?.implementation ?? agent.implementation}: the built-in ${o.baseName} verifies a different environment`, {
+      code: 'E_VERIFIER_REQUIRED',
+      exit: ExitCode.usage,
+      hint: 'Pass --verifier <file.yaml> with a `verifier:` block (and a `trial:` block for tool or sandbox environments), in the form of recipes/*.yaml.',
+    })
+  }
+
+  const model = o.model ?? {name: base.training.model.name, slug: base.training.model.slug, configScript: base.training.model.config_script}
+  const gpus = o.gpus ?? base.training.gpus
+  const venvDirs = [`responses_api_agents/${agent.implementation}`, ...(resource ? [`resources_servers/${resource.implementation}`] : [])]
+
+  const contract: RecipeContract = {
+    ...base,
+    id: o.id,
+    archetype: o.archetype,
+    description: sameEnvironment ? base.description : `NeMo Gym environment ${environment} (agent ${agent.id}, ${agent.implementation}).`,
+    gym: {
+      commit: base.gym.commit,
+      config_paths: o.configPaths,
+      environment,
+      gateway_config: `${environment}-v1`,
+      agent: {name: agent.id, type: agent.implementation, max_steps: agent.maxSteps},
+      resources_server: resource ? {name: resource.id, implementation: resource.implementation} : null,
+      venv_dirs: venvDirs,
+    },
+    data: {
+      ...base.data,
+      dataset: dataset.name,
+      split,
+      source: sourceOf(dataset),
+      raw_filename: `${snake(o.id)}_${split}.jsonl`,
+      verifier_fields: verifierFieldsFrom(o.examples, base.data.verifier_fields),
+      tools: o.examples?.hasTools ?? base.data.tools,
+      strip_agent_ref: o.examples?.hasAgentRef ?? base.data.strip_agent_ref,
+      smoke: split !== 'train',
+    },
+    service: {
+      ...base.service,
+      image: `relax-nemo-gym:${o.id}`,
+      container: `nemo-gym-${o.id}`,
+      gateway_port: o.ports.gateway_port,
+    },
+    ray: {
+      ...base.ray,
+      gcs_port: o.ports.gcs_port,
+      dashboard_port: o.ports.dashboard_port,
+      component_port_base: o.ports.component_port_base,
+      min_worker_port: o.ports.min_worker_port,
+      max_worker_port: o.ports.max_worker_port,
+    },
+    gateway: {
+      ...base.gateway,
+      readiness: resource ? base.gateway.readiness : ['agent'],
+    },
+    verifier: {...verifier, python: resource ? `/opt/nemo-gym/resources_servers/${resource.implementation}/.venv/bin/python` : verifier.python},
+    trial,
+    training: {
+      ...base.training,
+      model: {name: model.name, slug: model.slug, config_script: model.configScript},
+      gpus,
+      exp_name: `${o.id}-${model.slug.toLowerCase()}-${gpus}xgpu`,
+    },
+  }
+  delete contract.generated
+
+  if (o.verifierOverride === undefined) notes.push(`verifier and trial copied from the built-in ${o.baseName} (same environment implementation)`)
+  if (contract.data.smoke) notes.push(`SMOKE: dataset ${dataset.name} is a ${dataset.type} split; this recipe must not be used for real training`)
+  if (!o.examples) notes.push('no example rows found in the Gym checkout; verifier fields taken from the base recipe')
+  return {contract, notes}
+}

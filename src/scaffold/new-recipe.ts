@@ -1,0 +1,163 @@
+import {promises as fsp} from 'node:fs'
+import path from 'node:path'
+import {parseDocument} from 'yaml'
+
+import {ARCHETYPE_BASE, loadBuiltin} from '../contract/builtin.js'
+import {chooseAgent, contractFromGym, type ExampleRowsSummary} from '../contract/from-gym.js'
+import {loadGymGraph, type GymGraph} from '../contract/gym-config.js'
+import {assertValidContract, contractError, contractProblems} from '../contract/load.js'
+import {allocatePorts, collisions} from '../contract/ports.js'
+import {RECIPE_ID_PATTERN} from '../contract/schema.js'
+import {ARCHETYPES, type Archetype, type RecipeContract} from '../contract/types.js'
+import {ExitCode, GymError, usageError} from '../errors.js'
+import {isInside} from '../runtime/fs.js'
+import {occupiedRecipes, recipeDir} from './checkout.js'
+import {applyPlan, planRecipe, type RecipePlan} from './plan.js'
+import {renderRecipe} from './render.js'
+
+export interface NewRecipeOptions {
+  id: string
+  gymRoot: string
+  gymConfigs: string[]
+  relaxRoot: string
+  from?: string
+  archetype?: Archetype
+  agent?: string
+  dataset?: string
+  smoke: boolean
+  portBase?: number
+  verifierFile?: string
+  model?: {name: string; slug: string; configScript: string}
+  gpus?: number
+  force: boolean
+  dryRun: boolean
+  version: string
+}
+
+export interface NewRecipeResult {
+  recipe: string
+  dir: string
+  dryRun: boolean
+  contract: RecipeContract
+  files: Array<{name: string; action: string; reason: string; diff?: string}>
+  written: string[]
+  notes: string[]
+}
+
+export function assertRecipeId(id: string): void {
+  if (!new RegExp(RECIPE_ID_PATTERN).test(id) || id.length > 48) {
+    throw usageError(`invalid recipe id "${id}"`, 'Use lowercase letters, digits and hyphens, starting with a letter or digit (e.g. calendar-v2).')
+  }
+}
+
+/** Top-level fields and tool use of the environment's example rows, read from the Gym checkout. */
+async function summarizeExamples(gymRoot: string, graph: GymGraph, agentId: string): Promise<ExampleRowsSummary | undefined> {
+  const agent = graph.agents.find((a) => a.id === agentId)
+  const candidates = [...(agent?.datasets ?? [])].sort((a, b) => Number(b.type === 'example') - Number(a.type === 'example'))
+  for (const ds of candidates) {
+    if (!ds.jsonlFpath) continue
+    const file = path.resolve(gymRoot, ds.jsonlFpath)
+    if (!isInside(gymRoot, file)) continue
+    const text = await fsp.readFile(file, 'utf8').catch(() => undefined)
+    if (text === undefined) continue
+    const fields = new Set<string>()
+    let hasTools = false
+    let hasAgentRef = false
+    for (const line of text.split('\n').slice(0, 200)) {
+      if (!line.trim()) continue
+      let row: any
+      try {
+        row = JSON.parse(line.replace(/^\uFEFF/, ''))
+      } catch {
+        continue
+      }
+      if (!row || typeof row !== 'object' || Array.isArray(row)) continue
+      for (const key of Object.keys(row)) fields.add(key)
+      if (Array.isArray(row.responses_create_params?.tools) && row.responses_create_params.tools.length > 0) hasTools = true
+      if ('agent_ref' in row) hasAgentRef = true
+    }
+    if (fields.size > 0) return {fields: [...fields], hasTools, hasAgentRef}
+  }
+  return undefined
+}
+
+async function readVerifierOverride(file: string): Promise<Pick<RecipeContract, 'verifier'> & Partial<Pick<RecipeContract, 'trial'>>> {
+  const text = await fsp.readFile(file, 'utf8').catch((error: any) => {
+    throw usageError(`cannot read --verifier file ${file}: ${error?.code ?? error?.message}`)
+  })
+  const doc = parseDocument(text)
+  if (doc.errors.length > 0) throw usageError(`${file}: invalid YAML: ${doc.errors[0].message.split('\n')[0]}`)
+  const value: any = doc.toJS()
+  if (!value || typeof value !== 'object' || !value.verifier) {
+    throw usageError(`${file} must hold a "verifier:" block (and optionally "trial:")`, 'Copy the verifier block of recipes/calendar.yaml and replace its task and outputs.')
+  }
+  return value.trial === undefined ? {verifier: value.verifier} : {verifier: value.verifier, trial: value.trial}
+}
+
+function portsFromBase(base: number): ReturnType<typeof allocatePorts> {
+  return {gateway_port: base, gcs_port: 0, component_port_base: base + 10, dashboard_port: base + 17, min_worker_port: base + 20, max_worker_port: base + 99}
+}
+
+/** Plan (and unless dry-run, write) a recipe folder from a Gym config and a base contract. */
+export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
+  assertRecipeId(o.id)
+  if (o.archetype && !ARCHETYPES.includes(o.archetype)) throw usageError(`unknown archetype ${o.archetype}`, `Choose one of: ${ARCHETYPES.join(', ')}`)
+  const relaxRoot = path.resolve(o.relaxRoot)
+  const relaxStat = await fsp.stat(relaxRoot).catch(() => undefined)
+  if (!relaxStat?.isDirectory()) {
+    throw new GymError(`Relax checkout ${relaxRoot} does not exist`, {code: 'E_RELAX_ROOT', exit: ExitCode.usage, hint: 'Pass --relax-root pointing at your Relax checkout.'})
+  }
+  const dir = recipeDir(relaxRoot, o.id)
+  if (!isInside(relaxRoot, dir)) throw usageError(`recipe folder ${dir} escapes ${relaxRoot}`)
+
+  const baseName = o.from ?? ARCHETYPE_BASE[o.archetype ?? 'simple-agent']
+  const base = await loadBuiltin(baseName)
+  const archetype = o.archetype ?? base.archetype
+  const graph = await loadGymGraph(o.gymRoot, o.gymConfigs)
+  const agent = chooseAgent(graph, o.agent)
+  const examples = await summarizeExamples(path.resolve(o.gymRoot), graph, agent.id)
+  const verifierOverride = o.verifierFile ? await readVerifierOverride(o.verifierFile) : undefined
+
+  const others = await occupiedRecipes(relaxRoot, o.id)
+  let ports = allocatePorts(others)
+  if (o.portBase !== undefined) ports = {...portsFromBase(o.portBase), gcs_port: ports.gcs_port}
+
+  const draft = contractFromGym({
+    id: o.id,
+    archetype,
+    base,
+    baseName,
+    graph,
+    configPaths: o.gymConfigs.map((c) => path.relative(path.resolve(o.gymRoot), path.resolve(o.gymRoot, c))),
+    agent: agent.id,
+    dataset: o.dataset,
+    smoke: o.smoke,
+    examples,
+    verifierOverride,
+    ports,
+    model: o.model,
+    gpus: o.gpus,
+  })
+  const contract = {...draft.contract, generated: {gymrecipe_version: o.version, files: {}}}
+  const problems = contractProblems(contract, `${dir}/recipe.yaml`)
+  const clash = collisions(contract, others).map((c) => ({file: `${dir}/recipe.yaml`, line: null, pointer: c.pointer, message: `${c.pointer}: ${c.message}`, expected: 'ports no other recipe in the checkout uses', hint: 'Omit --port-base to let gymrecipe pick a free block.'}))
+  if (problems.length + clash.length > 0) throw contractError(`${dir}/recipe.yaml`, [...problems, ...clash])
+  assertValidContract(contract)
+
+  const source = contract.data.source
+  if ((source.type === 'bundled' || source.type === 'benchmark') && !(await fsp.stat(path.resolve(o.gymRoot, source.path)).catch(() => undefined))) {
+    draft.notes.push(`${source.path} is not in the Gym checkout yet; it is produced by the environment's prepare step (e.g. its prepare.py) and must exist in the image before ${'`'}prepare${'`'} runs`)
+  }
+  const rendered = await renderRecipe(contract)
+  const plan: RecipePlan = await planRecipe(dir, rendered, contract, o.force)
+  const written = o.dryRun ? [] : await applyPlan(plan)
+  return {
+    recipe: o.id,
+    dir,
+    dryRun: o.dryRun,
+    contract,
+    files: plan.files.map((f) => ({name: f.name, action: f.action, reason: f.reason, ...(f.diff ? {diff: f.diff} : {})})),
+    written,
+    notes: draft.notes,
+  }
+}
