@@ -200,7 +200,7 @@ export function parseCallConfig(text: string, kind: CallKind, file = '<config>')
   const doc = parseDocument(text, {lineCounter, intAsBigInt: true, uniqueKeys: true, prettyErrors: false})
   if (doc.errors.length > 0) {
     const first = doc.errors[0]
-    const line = first.linePos?.[0]?.line
+    const line = lineCounter.linePos(first.pos[0]).line
     throw new GymError(`${file}: not valid YAML: ${first.message.split('\n')[0]}`, {
       code: 'E_CALL_CONFIG_INVALID',
       exit: ExitCode.usage,

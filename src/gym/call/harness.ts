@@ -23,12 +23,12 @@ export function harnessOutcome(response: unknown): HarnessOutcome {
   const toolTrace = output.filter((item) => isPlainObject(item) && typeof item.type === 'string' && /_call(_output)?$|^mcp_/u.test(item.type))
   const unfinished = (reason: string): HarnessOutcome => ({kind: 'unfinished', reason, toolTrace})
 
-  const status = response.status
-  if (status !== undefined && status !== null && status !== 'completed') return unfinished(`response status is ${JSON.stringify(status)}`)
   if (response.incomplete_details !== undefined && response.incomplete_details !== null) {
     const reason = isPlainObject(response.incomplete_details) ? response.incomplete_details.reason : undefined
     return unfinished(`response is incomplete${typeof reason === 'string' ? ` (${reason})` : ''}`)
   }
+  const status = response.status
+  if (status !== undefined && status !== null && status !== 'completed') return unfinished(`response status is ${JSON.stringify(status)}`)
   if (response.error !== undefined && response.error !== null) return unfinished('response carries an error')
 
   const pending = pendingCalls(output)

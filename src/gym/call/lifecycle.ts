@@ -95,7 +95,7 @@ function ms(start: number): number {
 export async function callRow(ctx: RowCallContext, input: RowInput): Promise<RowOutcome> {
   const {config} = ctx
   const attemptId = randomUUID()
-  const startedAt = new Date().toISOString()
+  let startedAt = new Date().toISOString()
   const planned = buildRowPlan(config, input.row, input.line)
   const rowId = planned.ok ? planned.plan.rowId : planned.rowId
   const provenance = planned.ok ? planned.plan.provenance : planned.provenance
@@ -117,6 +117,7 @@ export async function callRow(ctx: RowCallContext, input: RowInput): Promise<Row
     if (admission === 'timeout') {
       failure = {kind: 'admission_timeout', stage: 'admission', route: null, reason: `no free slot within queue_timeout ${config.queue_timeout} s (max_parallel_requests ${config.max_parallel_requests})`}
     } else {
+      startedAt = new Date().toISOString()
       try {
         session = new RowSession(ctx.transport.openRowClient(), ctx.bearerTokens, [...ctx.bearerTokens.values()])
         const plan = planned.plan
