@@ -163,12 +163,14 @@ describe('values', () => {
     const graph = await load('missing/override.yaml')
     expect(graph.files).toEqual(['missing/base.yaml', 'missing/override.yaml'])
     const agent = graph.agents[0]
-    expect([agent.id, agent.implementation, agent.resourcesServer, agent.maxSteps]).toEqual(['needy_agent', 'swe_agents', null, null])
+    expect([agent.id, agent.implementation, agent.resourcesServer, agent.maxSteps]).toEqual(['needy_agent', 'swe_agents', 'ghost_rs', null])
     expect(agent.fields).toMatchObject({dataset_path: '/data/set.jsonl', container_formatter: '???', max_steps: '???'})
+    // The dangling ghost_rs reference survives override.yaml's `name: ???` and is located where it was written.
     expect(graph.problems.map((problem) => [problem.severity, problem.pointer, problem.file, problem.line])).toEqual([
       ['warning', '/needy_agent/responses_api_agents/swe_agents/container_formatter', 'missing/override.yaml', 8],
       ['warning', '/needy_agent/responses_api_agents/swe_agents/max_steps', 'missing/override.yaml', 9],
       ['warning', '/needy_agent/responses_api_agents/swe_agents/model_server/name', 'missing/base.yaml', 6],
+      ['error', '/needy_agent/responses_api_agents/swe_agents/resources_server/name', 'missing/base.yaml', 7],
     ])
   })
 })

@@ -21,7 +21,13 @@ export class Provenance {
   private readonly moves: Move[] = []
 
   constructor(files: ParsedConfigFile[]) {
-    for (const {file, lines} of files) for (const [pointer, line] of lines) this.origins.set(pointer, {file, line})
+    for (const {file, lines, missing} of files) {
+      for (const [pointer, line] of lines) {
+        // Merging `???` keeps the earlier value, so the earlier file stays its origin.
+        if (missing.has(pointer) && this.origins.has(pointer)) continue
+        this.origins.set(pointer, {file, line})
+      }
+    }
   }
 
   recordMoves(moves: Move[]): void {

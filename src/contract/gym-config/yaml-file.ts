@@ -1,7 +1,7 @@
 import {type Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument, type Tags} from 'yaml'
 
 import {gymConfigError} from './errors.js'
-import {isMapping, type Mapping, type Path, toPointer} from './tree.js'
+import {isMapping, type Mapping, MISSING, type Path, toPointer} from './tree.js'
 
 export interface ParsedConfigFile {
   /** Path relative to the Gym root, POSIX separators. */
@@ -9,6 +9,8 @@ export interface ParsedConfigFile {
   data: Mapping
   /** JSON pointer of every key and list item -> the 1-based line it is written on. */
   lines: Map<string, number>
+  /** Pointers whose value is written as `???`: such a value never overrides one set earlier. */
+  missing: Set<string>
 }
 
 const PYYAML_TRUE = /^(?:[Yy]es|YES|[Tt]rue|TRUE|[Oo]n|ON)$/
@@ -41,7 +43,7 @@ export function parseConfigFile(file: string, text: string): ParsedConfigFile {
     const line = document.contents?.range ? lineCounter.linePos(document.contents.range[0]).line : 1
     throw gymConfigError('not-a-mapping', 'the top level of a Gym config must be a mapping of server instance ids', {file, line})
   }
-  return {file, data, lines: collectLines(document, lineCounter)}
+  return {file, data, ...collectLines(document, lineCounter)}
 }
 
 /** yaml's messages repeat the position and quote the source; keep the first sentence. */
@@ -49,8 +51,9 @@ function describeYamlError(message: string): string {
   return message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '').trim()
 }
 
-function collectLines(document: Document, lineCounter: LineCounter): Map<string, number> {
+function collectLines(document: Document, lineCounter: LineCounter): {lines: Map<string, number>; missing: Set<string>} {
   const lines = new Map<string, number>()
+  const missing = new Set<string>()
   const lineOf = (node: {range?: [number, number, number] | null} | null | undefined): number | undefined =>
     node?.range ? lineCounter.linePos(node.range[0]).line : undefined
 
@@ -59,8 +62,10 @@ function collectLines(document: Document, lineCounter: LineCounter): Map<string,
       for (const pair of node.items) {
         const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key)
         if (key === '<<') continue
+        const pointer = toPointer([...path, key])
         const line = lineOf(pair.key as Node | null)
-        if (line !== undefined) lines.set(toPointer([...path, key]), line)
+        if (line !== undefined) lines.set(pointer, line)
+        if (isScalar(pair.value) && pair.value.value === MISSING) missing.add(pointer)
         walk(pair.value, [...path, key])
       }
     } else if (isSeq(node)) {
@@ -72,5 +77,5 @@ function collectLines(document: Document, lineCounter: LineCounter): Map<string,
     }
   }
   walk(document.contents, [])
-  return lines
+  return {lines, missing}
 }
