@@ -26,33 +26,22 @@ export const callFlags = {
 }
 
 const EXIT_STATUS = `EXIT STATUS
-  0    every row completed (the HTTP call and its cleanup succeeded; semantic results stay in the response)
-  1    the output was written but at least one row failed (see failure_kind), or the run stopped on a write error
-  2    bad config, rows file, flag, or a bearer_token_env variable that is not set
-  130  interrupted (Ctrl+C / SIGTERM): in-flight rows were cleaned up and their evidence written; re-run with --resume`
+  0    every row completed (call and cleanup succeeded)
+  1    output written but some row failed, or a journal/output write error
+  2    bad config, rows file or flags, or a bearer_token_env not set
+  130  interrupted (Ctrl+C / SIGTERM); re-run with --resume`
 
 export function callDescription(kind: CallKind): string {
   const what =
     kind === 'resource'
-      ? `Calls a resource route (e.g. /execute, or a whole-episode /run with response_protocol: gym-episode) once per row and adds one
-envelope column (config \`name\`): status, row_id, attempt_id, artifact, failure_kind, failure_stage, failure_route,
-failure_reason, provenance_json, cleanup_errors_json, response_json (+ episode fields for gym-episode).`
-      : `Calls an agent harness (default route /v1/responses) once per row. The \`name\` column gets the final assistant text only
-(null unless the last output item is a completed assistant message with text and nothing is pending); the
-\`evidence_column\` gets the envelope (status, failure fields, response_json projection, tool_trace_json). There is no
-caller-side tool loop.`
-  return `${what}
-
-Each row owns its HTTP client, cookies and session headers (session.initialize -> execute -> session.cleanup). Requests are
-never retried, proxy environment variables are ignored, and redirects are not followed. Every attempt's native request
-and response are written to <evidence-dir>/attempts/ (never initialize response bodies, tokens or cookies).
-max_parallel_requests bounds whole row lifecycles including cleanup.
-
-Ctrl+C or SIGTERM stops admitting rows, cancels in-flight rows, runs their cleanup, writes their evidence and exits 130;
-a second Ctrl+C exits at once. --resume then calls only the rows that did not finish; remote deduplication still needs
-the service's own idempotency.
-
-${EXIT_STATUS}`
+      ? 'Calls a resource route (e.g. /execute, or a whole-episode /run with `response_protocol: gym-episode`) once per row and adds one envelope column named by the config `name`: status, row_id, attempt_id, artifact, failure_kind, failure_stage, failure_route, failure_reason, provenance_json, cleanup_errors_json, response_json (plus episode_status, episode_failure_*, episode_terminal, reward, mask_sample for gym-episode). HTTP success means the call completed; SQL errors, rewards and semantic rejections stay inside response_json.'
+      : 'Calls an agent harness (default route /v1/responses) once per row. The `name` column gets the final assistant text only: null unless the last output item is a completed assistant message with text and no tool call is pending. The `evidence_column` gets the envelope (status, failure fields, provenance_json, cleanup_errors_json, response_json projection, tool_trace_json). There is no caller-side tool loop.'
+  return [
+    what,
+    'Each row owns its HTTP client, cookies and session headers, reused across session.initialize, the call and session.cleanup. Requests are never retried, proxy environment variables are ignored and redirects are not followed. max_parallel_requests bounds whole row lifecycles including cleanup. Every attempt writes its native request and response to <evidence-dir>/attempts/; initialize response bodies, tokens and cookies are never written.',
+    'Ctrl+C or SIGTERM stops admitting rows, cancels the rows in flight, runs their cleanup, writes their evidence and exits 130 (a second Ctrl+C exits at once). --resume then calls only the rows that did not finish and writes the output in input order; remote deduplication still needs the service\'s own idempotency.',
+    EXIT_STATUS,
+  ].join('\n\n')
 }
 
 export function callExamples(kind: CallKind): string[] {

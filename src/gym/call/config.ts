@@ -201,7 +201,7 @@ export function parseCallConfig(text: string, kind: CallKind, file = '<config>')
   if (doc.errors.length > 0) {
     const first = doc.errors[0]
     const line = lineCounter.linePos(first.pos[0]).line
-    throw new GymError(`${file}: not valid YAML: ${first.message.split('\n')[0]}`, {
+    throw new GymError(`not valid YAML: ${first.message.split('\n')[0]}`, {
       code: 'E_CALL_CONFIG_INVALID',
       exit: ExitCode.usage,
       hint: 'fix the YAML syntax (duplicate keys are rejected)',
@@ -253,7 +253,7 @@ export function parseCallConfig(text: string, kind: CallKind, file = '<config>')
     for (const p of problems) p.line = lineOf(p.pointer)
     const first = problems[0]
     const lines = problems.slice(0, 8).map((p) => `  ${p.pointer || '/'}${p.line === undefined ? '' : ` (line ${p.line})`}: ${p.expected}`)
-    throw new GymError(`${file}: invalid call ${kind} config:\n${lines.join('\n')}`, {
+    throw new GymError(`invalid call ${kind} config:\n${lines.join('\n')}`, {
       code: 'E_CALL_CONFIG_INVALID',
       exit: ExitCode.usage,
       hint: first.hint,

@@ -110,7 +110,7 @@ export async function readRows(file: string, config: CallConfig): Promise<{rows:
     try {
       row = parseLossless(raw)
     } catch (error: any) {
-      throw new GymError(`${file}:${n + 1}: not valid JSON (${error?.message ?? error})`, {
+      throw new GymError(`not valid JSON (${error?.message ?? error})`, {
         code: 'E_CALL_INPUT_INVALID',
         exit: ExitCode.usage,
         hint: 'each line of the rows file must be one JSON object',
@@ -118,7 +118,7 @@ export async function readRows(file: string, config: CallConfig): Promise<{rows:
       })
     }
     if (!isPlainObject(row)) {
-      throw new GymError(`${file}:${n + 1}: a row must be a JSON object`, {
+      throw new GymError(`a row must be a JSON object`, {
         code: 'E_CALL_INPUT_INVALID',
         exit: ExitCode.usage,
         hint: 'each line of the rows file must be one JSON object',
@@ -127,7 +127,7 @@ export async function readRows(file: string, config: CallConfig): Promise<{rows:
     }
     const clash = outputColumns.find((c) => Object.prototype.hasOwnProperty.call(row, c))
     if (clash) {
-      throw new GymError(`${file}:${n + 1}: the row already has a field named ${clash}, the output column of this config`, {
+      throw new GymError(`the row already has a field named ${clash}, the output column of this config`, {
         code: 'E_CALL_INPUT_INVALID',
         exit: ExitCode.usage,
         hint: 'choose another `name`/`evidence_column` in the config so no existing data is overwritten',

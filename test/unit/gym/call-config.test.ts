@@ -50,7 +50,7 @@ describe('call config', () => {
     expect(isGymError(error)).toBe(true)
     expect(error.exit).toBe(2)
     expect(error.code).toBe('E_CALL_CONFIG_INVALID')
-    expect(error.message).toContain(file)
+    expect(error.located).toContain(`${file}:6: invalid call resource config`)
     expect(error.message).toContain('/timeout (line 6): must be a number of seconds greater than 0')
     expect(error.message).toContain('/session/initialize/0/route (line 9): must be an HTTP path starting with "/"')
     expect(error.location).toMatchObject({file, line: 6, pointer: '/timeout'})
