@@ -66,13 +66,13 @@ describe('gymrecipe inspect', () => {
     const result = await runCli(['inspect', '--gym-root', fixtureRoot, '--gym-config', 'graph/multi-agent.yaml', '--json'])
     expect(result.exitCode).toBe(1)
     expect(result.json.agents.map((agent: any) => agent.id)).toEqual(['shop_fast_agent', 'shop_slow_agent', 'orphan_agent'])
-    expect(result.json.problems).toEqual([expect.objectContaining({severity: 'error', file: 'graph/multi-agent.yaml', line: 34})])
+    expect(result.json.problems).toEqual([expect.objectContaining({severity: 'error', file: 'graph/multi-agent.yaml', line: 38})])
     expect(result.stdout).not.toMatch(/sk-fixture-not-real|hf_fixture_not_a_real_token/)
     expect(result.json.merged.hf_token).toBe('<redacted>')
 
     const human = await runCli(['inspect', '--gym-root', fixtureRoot, '--gym-config', 'graph/multi-agent.yaml'])
     expect(human.exitCode).toBe(1)
-    expect(human.stdout).toMatch(/error {3}graph\/multi-agent\.yaml:34 {2}agent 'orphan_agent': resources_server names resources server 'warehouse'/)
+    expect(human.stdout).toMatch(/error {3}graph\/multi-agent\.yaml:38 {2}agent 'orphan_agent': resources_server names resources server 'warehouse'/)
     expect(human.stdout).toMatch(/resources_server {2}warehouse \(not defined in these configs\)/)
   })
 

@@ -184,6 +184,7 @@ describe('graph', () => {
       ['shop_slow_agent', 'react_agent', 'shop', 'policy_model', 12],
       ['orphan_agent', 'simple_agent', 'warehouse', 'policy_model', null],
     ])
+    // token_id_capture is reserved: not a model server although it is shaped like one.
     expect(graph.models.map((model) => [model.id, model.implementation])).toEqual([['policy_model', 'vllm_model']])
     expect(fieldsOf(graph, 'policy_model').model).toBe('fixture-model')
     expect(graph.problems).toEqual([
@@ -191,7 +192,7 @@ describe('graph', () => {
         severity: 'error',
         pointer: '/orphan_agent/responses_api_agents/simple_agent/resources_server/name',
         file: 'graph/multi-agent.yaml',
-        line: 34,
+        line: 38,
         message: expect.stringContaining("resources server 'warehouse', which no loaded config defines (defined: shop)"),
       },
     ])
