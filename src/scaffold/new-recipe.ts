@@ -7,7 +7,7 @@ import {chooseAgent, contractFromGym, type ExampleRowsSummary} from '../contract
 import {loadGymGraph, type GymGraph} from '../contract/gym-config.js'
 import {assertValidContract, contractError, contractProblems} from '../contract/load.js'
 import {allocatePorts, collisions} from '../contract/ports.js'
-import {RECIPE_ID_PATTERN} from '../contract/schema.js'
+import {assertRecipeId} from '../contract/recipe-id.js'
 import {ARCHETYPES, type Archetype, type RecipeContract} from '../contract/types.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
 import {isInside} from '../runtime/fs.js'
@@ -44,11 +44,6 @@ export interface NewRecipeResult {
   notes: string[]
 }
 
-export function assertRecipeId(id: string): void {
-  if (!new RegExp(RECIPE_ID_PATTERN).test(id) || id.length > 48) {
-    throw usageError(`invalid recipe id "${id}"`, 'Use lowercase letters, digits and hyphens, starting with a letter or digit (e.g. calendar-v2).')
-  }
-}
 
 /** Top-level fields and tool use of the environment's example rows, read from the Gym checkout. */
 async function summarizeExamples(gymRoot: string, graph: GymGraph, agentId: string): Promise<ExampleRowsSummary | undefined> {

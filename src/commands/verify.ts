@@ -1,0 +1,55 @@
+import {Args, Flags} from '@oclif/core'
+
+import {BaseCommand} from '../cli/base-command.js'
+import {relaxRootFlag} from '../cli/flags.js'
+import {summarizeLadder} from '../cli/ladder-output.js'
+import {ExitCode} from '../errors.js'
+import {type LadderReport, type Rung, RUNGS} from '../ladder/types.js'
+import {verifyRecipe} from '../ladder/verify.js'
+
+export default class Verify extends BaseCommand<typeof Verify> {
+  static override summary = 'Climb the validation ladder of a recipe up to a rung'
+  static override description = `Rungs, in order: static → data → service → network → trial → training. Every rung below
+--level runs first and the climb stops at the first rung that does not pass. A check that
+cannot run here is reported as "not checked", never as a pass. /readyz, a SUCCEEDED job or a
+one-sample rollout are never accepted as proof.
+
+static works on any recipe folder with the seven files, hand-written ones too; without a
+recipe.yaml, pass --gym-root so graph names can be checked against the Gym config.
+
+EXIT STATUS
+  0  every rung up to --level passed
+  2  bad input (recipe id, recipe.yaml)
+  4  a rung failed or could not be fully checked`
+
+  static override examples = [
+    '<%= config.bin %> verify calendar --level static --relax-root ~/Relax',
+    '<%= config.bin %> verify calendar --level data --relax-root ~/Relax --json',
+    '<%= config.bin %> verify my-hand-written-recipe --level static --relax-root ~/Relax --gym-root ~/Gym',
+  ]
+
+  static override args = {
+    recipe: Args.string({description: 'Recipe id (folder under examples/nemo_gym_agentic/recipes).', required: true}),
+  }
+
+  static override flags = {
+    level: Flags.string({summary: 'Highest rung to climb.', options: [...RUNGS], default: 'static'}),
+    'relax-root': relaxRootFlag,
+    'gym-root': Flags.directory({summary: 'Pinned Gym checkout to check graph names against.', env: 'GYMRECIPE_GYM_ROOT'}),
+    smoke: Flags.boolean({summary: 'Accept a non-training split for a smoke run; every report says so.', default: false}),
+  }
+
+  public async run(): Promise<LadderReport> {
+    const report = await verifyRecipe({
+      relaxRoot: this.flags['relax-root'],
+      recipe: this.args.recipe,
+      level: this.flags.level as Rung,
+      gymRoot: this.flags['gym-root'],
+      smoke: this.flags.smoke,
+      env: process.env,
+      render: !this.jsonEnabled(),
+    })
+    for (const line of summarizeLadder(report)) this.say(line)
+    return this.withExitCode(report, report.status === 'pass' ? ExitCode.ok : ExitCode.rungFailed)
+  }
+}

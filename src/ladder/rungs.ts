@@ -1,0 +1,5 @@
+import {staticRung} from './static/index.js'
+import type {RungDefinition} from './types.js'
+
+/** Every rung gymrecipe can climb, in ladder order. */
+export const RUNG_DEFINITIONS: RungDefinition[] = [staticRung]

@@ -1,0 +1,93 @@
+import {Listr, type ListrTask} from 'listr2'
+
+import type {Check, CheckContext, CheckResult, LadderReport, Rung, RungDefinition, RungReport} from './types.js'
+import {RUNGS} from './types.js'
+
+export interface RunLadderOptions {
+  /** Render progress for people (listr2); false under --json. */
+  render: boolean
+  /** Climb from this rung (default: static). Lower rungs are still required: they run first. */
+  level: Rung
+}
+
+async function runCheck(check: Check, rung: Rung, ctx: CheckContext): Promise<CheckResult[]> {
+  try {
+    const outcome = await check.run(ctx)
+    if (Array.isArray(outcome)) return outcome.map((r) => ({...r, rung}))
+    return [{id: check.id, rung, title: check.title, ...outcome}]
+  } catch (error: any) {
+    // A check that crashes has not proven anything: it fails, with the reason.
+    return [{id: check.id, rung, title: check.title, status: 'fail', message: `check crashed: ${error?.message ?? String(error)}`, hint: error?.hint}]
+  }
+}
+
+function rungStatus(checks: CheckResult[]): RungReport['status'] {
+  if (checks.some((c) => c.status === 'fail')) return 'fail'
+  if (checks.some((c) => c.status === 'skip')) return 'incomplete'
+  return 'pass'
+}
+
+function describe(result: CheckResult): string {
+  const where = result.file ? ` [${result.file}${result.line ? `:${result.line}` : ''}]` : ''
+  return `${result.message}${where}`
+}
+
+/**
+ * Climb the ladder up to `level`. Every rung below it runs first; the climb stops at the
+ * first rung that fails or could not be fully checked ("skip" is never a pass).
+ */
+export async function runLadder(definitions: RungDefinition[], ctx: CheckContext, options: RunLadderOptions): Promise<LadderReport> {
+  const top = RUNGS.indexOf(options.level)
+  const wanted = RUNGS.slice(0, top + 1)
+  const reports: RungReport[] = []
+  let stopped = false
+
+  for (const rung of wanted) {
+    const definition = definitions.find((d) => d.rung === rung)
+    if (stopped || !definition) {
+      reports.push({rung, status: 'not-run', checks: []})
+      stopped = true
+      continue
+    }
+    const checks = definition.checks(ctx)
+    const results: CheckResult[] = []
+    const tasks: ListrTask[] = checks.map((check) => ({
+      title: check.title,
+      task: async (_c, task) => {
+        const outcome = await runCheck(check, rung, ctx)
+        results.push(...outcome)
+        const failed = outcome.filter((r) => r.status === 'fail')
+        const skipped = outcome.filter((r) => r.status === 'skip')
+        if (failed.length > 0) throw new Error(failed.map(describe).join('\n'))
+        if (skipped.length > 0) task.skip(`not checked: ${skipped.map(describe).join('; ')}`)
+        else if (outcome.length === 1) task.title = `${check.title}: ${outcome[0].message}`
+      },
+    }))
+    const listr = new Listr(
+      [{title: `${rung} rung`, task: (_c, task) => task.newListr(tasks, {concurrent: false, exitOnError: false})}],
+      {
+        renderer: options.render ? 'default' : 'silent',
+        fallbackRenderer: 'simple',
+        exitOnError: false,
+        collectErrors: false,
+        rendererOptions: {collapseSubtasks: false, showErrorMessage: true},
+        registerSignalListeners: false,
+      } as any,
+    )
+    await listr.run().catch(() => undefined)
+    const report: RungReport = {rung, status: rungStatus(results), checks: results}
+    reports.push(report)
+    if (report.status !== 'pass') stopped = true
+  }
+
+  const failed = reports.find((r) => r.status !== 'pass')
+  return {
+    recipe: ctx.target.id,
+    dir: ctx.target.dir,
+    level: options.level,
+    status: failed ? 'fail' : 'pass',
+    stoppedAt: failed?.rung ?? null,
+    smoke: ctx.options.smoke || (ctx.target.contract?.data.smoke ?? false),
+    rungs: reports,
+  }
+}

@@ -1,0 +1,77 @@
+import type {RecipeContract, RecipeFileNames} from '../contract/types.js'
+
+export const RUNGS = ['static', 'data', 'service', 'network', 'trial', 'training'] as const
+export type Rung = (typeof RUNGS)[number]
+
+export type CheckStatus = 'pass' | 'fail' | 'skip'
+
+/** The result of one check: data only; rendering is separate. */
+export interface CheckResult {
+  id: string
+  rung: Rung
+  title: string
+  status: CheckStatus
+  message: string
+  hint?: string
+  file?: string
+  line?: number
+  evidence?: Record<string, unknown>
+}
+
+/** Where a recipe lives and what is known about it before any rung runs. */
+export interface RecipeTarget {
+  id: string
+  relaxRoot: string
+  dir: string
+  /** The recorded contract, when recipe.yaml exists (hand-written recipes may have none). */
+  contract: RecipeContract | null
+  /** Paths of the seven files inside dir (resolved from the contract, or discovered). */
+  files: Partial<RecipeFileNames>
+}
+
+export interface LadderOptions {
+  /** A pinned Gym checkout to check graph names against (optional). */
+  gymRoot?: string
+  /** Environment the scripts would see (env.sh values are layered on top by the rungs that need them). */
+  env: NodeJS.ProcessEnv
+  /** Accept a non-training split for a smoke run; every report says so. */
+  smoke: boolean
+  signal?: AbortSignal
+}
+
+export interface CheckContext {
+  target: RecipeTarget
+  options: LadderOptions
+  /** Shared between the checks of one run (e.g. parsed scripts, the image id just built). */
+  scratch: Map<string, unknown>
+}
+
+export interface Check {
+  id: string
+  title: string
+  run(ctx: CheckContext): Promise<Omit<CheckResult, 'id' | 'rung' | 'title'> | Array<Omit<CheckResult, 'rung'>>>
+}
+
+export interface RungDefinition {
+  rung: Rung
+  checks(ctx: CheckContext): Check[]
+}
+
+export type RungStatus = 'pass' | 'fail' | 'incomplete' | 'not-run'
+
+export interface RungReport {
+  rung: Rung
+  status: RungStatus
+  checks: CheckResult[]
+}
+
+export interface LadderReport {
+  recipe: string
+  dir: string
+  level: Rung
+  status: 'pass' | 'fail'
+  /** The first rung that did not pass, if any. */
+  stoppedAt: Rung | null
+  smoke: boolean
+  rungs: RungReport[]
+}

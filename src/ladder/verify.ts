@@ -1,0 +1,17 @@
+import {RUNG_DEFINITIONS} from './rungs.js'
+import {runLadder} from './runner.js'
+import {resolveRecipe} from './target.js'
+import type {LadderOptions, LadderReport, Rung} from './types.js'
+
+export interface VerifyOptions extends LadderOptions {
+  relaxRoot: string
+  recipe: string
+  level: Rung
+  render: boolean
+}
+
+/** Resolve the recipe and climb the ladder up to `level`. */
+export async function verifyRecipe(o: VerifyOptions): Promise<LadderReport> {
+  const target = await resolveRecipe(o.relaxRoot, o.recipe)
+  return runLadder(RUNG_DEFINITIONS, {target, options: o, scratch: new Map()}, {render: o.render, level: o.level})
+}

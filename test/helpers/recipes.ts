@@ -1,0 +1,37 @@
+import {mkdtemp, readFile, writeFile} from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+
+import {newRecipe} from '../../src/scaffold/new-recipe.js'
+import {snapshotRoot} from './cli.js'
+
+export const CONFIG_FOR: Record<string, string> = {
+  calendar: 'environments/calendar/config.yaml',
+  'workplace-assistant': 'resources_servers/workplace_assistant/configs/workplace_assistant.yaml',
+}
+
+/** A temporary Relax root with one generated recipe; returns the root and the recipe folder. */
+export async function generatedRecipe(builtin: 'calendar' | 'workplace-assistant', id: string = builtin, relaxRoot?: string): Promise<{relaxRoot: string; dir: string}> {
+  const root = relaxRoot ?? (await mkdtemp(path.join(os.tmpdir(), 'gr-relax-')))
+  const result = await newRecipe({
+    id,
+    gymRoot: snapshotRoot,
+    gymConfigs: [CONFIG_FOR[builtin]],
+    relaxRoot: root,
+    from: builtin,
+    smoke: false,
+    force: false,
+    dryRun: false,
+    version: 'test',
+  })
+  return {relaxRoot: root, dir: result.dir}
+}
+
+/** Edit one file of a recipe with a text transformation; fails loudly if the edit changed nothing. */
+export async function editFile(dir: string, name: string, edit: (text: string) => string): Promise<void> {
+  const file = path.join(dir, name)
+  const before = await readFile(file, 'utf8')
+  const after = edit(before)
+  if (after === before) throw new Error(`edit of ${name} changed nothing`)
+  await writeFile(file, after)
+}
