@@ -532,3 +532,150 @@ describe('fixture ray and gym CLIs', () => {
     expect(notObject.stderr).toContain(`Expected an object at ${bad}:2`)
   })
 })
+
+// ================================================================== callback routing
+
+describe('Gateway callback routing on the host emulator', () => {
+  let gym: HostGym
+  let layout: GymLayout
+  let gateway: string
+  let upstream: http.Server
+  let upstreamPort: number
+  const seen: Array<{path: string; scenario: string | undefined; apiKey: string | undefined; model: unknown}> = []
+  const counts: Record<string, number> = {}
+  let artifactRoot: string
+
+  const calendarState = {'0': {event_id: 0, event_name: 'Planning', duration: 60, constraint: 'at 10am', min_time: '10:00', max_time: '16:00'}}
+
+  beforeAll(async () => {
+    const base = await freePortBlock(8, 21400)
+    layout = layoutAt(base)
+    gateway = `http://${HOST}:${layout.gateway}`
+    upstreamPort = base + 6
+    artifactRoot = path.join(tmp, 'artifacts')
+    upstream = http.createServer((req, res) => {
+      let raw = ''
+      req.on('data', (chunk) => (raw += chunk))
+      req.on('end', () => {
+        let body: any = {}
+        try {
+          body = JSON.parse(raw)
+        } catch {
+          // keep {}
+        }
+        const scenario: string | undefined = body.scenario
+        counts[scenario ?? 'agent'] = (counts[scenario ?? 'agent'] ?? 0) + 1
+        seen.push({path: req.url ?? '', scenario, apiKey: req.headers['x-api-key'] as string | undefined, model: body.model})
+        const send = (status: number, payload: unknown, type = 'application/json') => {
+          res.writeHead(status, {'content-type': type})
+          res.end(typeof payload === 'string' ? payload : JSON.stringify(payload))
+        }
+        const message = (text: string) => ({id: 'r', object: 'response', status: 'completed', output: [{type: 'message', role: 'assistant', content: [{type: 'output_text', text}]}], usage: {input_tokens: 1, output_tokens: 1, total_tokens: 2}})
+        switch (scenario) {
+          case 'fixups':
+            return send(200, {id: 'r', object: 'response', output: [{type: 'reasoning', id: 'rs', content: [{type: 'reasoning_text', text: 'thinking'}]}], usage: {input_tokens: 1, output_tokens: 1, total_tokens: 2}})
+          case 'retry-once':
+            return counts['retry-once'] === 1 ? send(503, {error: 'warming up'}) : send(200, message('ok'))
+          case 'render-error':
+            return send(500, {error: {message: 'Internal error while rendering agentic response.'}})
+          case 'non-json':
+            return send(200, 'hello', 'text/plain')
+          case 'sse':
+            return send(200, 'event: message_start\ndata: {"type":"message_start"}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n', 'text/event-stream')
+          case 'messages-json':
+            return send(200, {id: 'm', type: 'message', role: 'assistant', content: [{type: 'text', text: 'hi'}]})
+          case 'chat':
+            return send(200, {id: 'c', object: 'chat.completion', choices: [{index: 0, message: {role: 'assistant', content: 'hi'}}]})
+          default:
+            if (req.headers['x-api-key'] === 'quick') return send(200, message(JSON.stringify([{event_id: 0, event_name: 'Planning', start_time: '10:00', duration: 60}])))
+            // The agent's own call for the "hold" trial: keep the trial running.
+            setTimeout(() => send(200, message('late')), 30_000)
+        }
+      })
+    })
+    await new Promise<void>((resolve) => upstream.listen(upstreamPort, HOST, resolve))
+    gym = await startHostGym(checkout, {
+      layout,
+      graph: CALENDAR_GRAPH,
+      registration: {environment: 'calendar', config: 'calendar-v1', agentName: 'calendar_simple_agent'},
+      env: {FIXTURE_GYM_DEBUG_ROUTES: '1', NEMO_GYM_ARTIFACT_ROOT: artifactRoot, NEMO_GYM_VERBOSE: '1'},
+    })
+    await gym.waitForOutput(/All 3 \/ 3 servers ready!/)
+  })
+
+  afterAll(async () => {
+    if (gym) expect(await gym.stop()).toBe(0)
+    upstream?.closeAllConnections()
+    if (upstream) await new Promise<void>((resolve) => upstream.close(() => resolve()))
+  })
+
+  function calendarTrial(id: string, apiKey: string, extra: Record<string, any> = {}) {
+    const payload = trialPayload(id, {baseUrl: `http://${HOST}:${upstreamPort}/v1`, apiKey, task: {messages: [{role: 'user', content: 'Schedule Planning at 10am.'}], metadata: {exp_cal_state: calendarState, tools: []}}})
+    payload.environment = {...payload.environment, name: 'calendar', config: 'calendar-v1'}
+    payload.model_endpoint = {...payload.model_endpoint, api_key_header: 'X-Api-Key', api_key_prefix: ''}
+    return {...payload, ...extra}
+  }
+
+  it('forwards Responses/Chat/Messages callbacks with fix-ups, retries, SSE and error mapping', async () => {
+    expect((await json('POST', `${gateway}/v1/trials`, calendarTrial('relax-cb-hold', 'hold'))).status).toBe(202)
+    const {body: {rollout_id: rid}} = await json('GET', `${gateway}/_fixture/trials/relax-cb-hold/rollout_id`)
+    expect(rid).toMatch(/^[0-9a-f]{32}-0$/)
+    const cb = (resource: string, body: unknown) => json('POST', `${gateway}/ng-rollout/${rid}/v1/${resource}`, body)
+
+    const fixed = await cb('responses', {scenario: 'fixups', input: []})
+    expect(fixed.status).toBe(200)
+    expect(fixed.body).toMatchObject({parallel_tool_calls: true, tool_choice: 'auto', tools: [], usage: {input_tokens_details: {cached_tokens: 0}, output_tokens_details: {reasoning_tokens: 0}}})
+    expect(fixed.body.output[0].summary).toEqual([{type: 'summary_text', text: 'thinking'}])
+    const fixupCall = seen.find((s) => s.scenario === 'fixups')!
+    expect(fixupCall).toMatchObject({path: '/v1/responses', apiKey: 'hold', model: 'model'})
+
+    const retried = await cb('responses', {scenario: 'retry-once', input: []})
+    expect(retried.status).toBe(200)
+    expect(counts['retry-once']).toBe(2)
+    expect(gym.output()).toMatch(/Retrying NeMo Gym model callback rollout_id=<redacted> attempt=1 status=503/)
+
+    expect((await cb('responses', {scenario: 'render-error'})).status).toBe(500)
+    expect(counts['render-error']).toBe(1)
+    expect((await cb('responses', {scenario: 'non-json'})).status).toBe(502)
+    expect((await cb('responses', [1, 2])).status).toBe(422)
+
+    const chat = await cb('chat/completions', {scenario: 'chat', messages: []})
+    expect(chat.body.object).toBe('chat.completion')
+    expect(seen.find((s) => s.scenario === 'chat')!.path).toBe('/v1/chat/completions')
+    expect((await cb('messages', {scenario: 'messages-json', messages: []})).body.type).toBe('message')
+
+    const sse = await fetch(`${gateway}/ng-rollout/${rid}/v1/messages`, {method: 'POST', headers: {'content-type': 'application/json'}, body: JSON.stringify({scenario: 'sse', stream: true, messages: []})})
+    expect(sse.headers.get('content-type')).toContain('text/event-stream')
+    const text = await sse.text()
+    expect(text.startsWith('event: ping\n')).toBe(true)
+    expect(text).toContain('event: message_start')
+
+    // A stateless environment has no cleanup URLs: aborting a running trial cannot be verified.
+    const aborted = await json('POST', `${gateway}/v1/trials/relax-cb-hold/abort`)
+    expect(aborted.body).toMatchObject({status: 'failed', error: {code: 'cleanup_unverified', type: 'CleanupError', cause: {code: 'aborted'}}})
+    expect(await cb('responses', {scenario: 'fixups'})).toEqual({status: 410, body: {detail: 'callback capability is unavailable'}})
+    expect(gym.output()).not.toContain(rid)
+    expect(gym.output()).toContain('nemo_gym_verbose event=trial_create')
+    expect(gym.output()).not.toMatch(/"api_key":"hold"/)
+  })
+
+  it('writes an artifact when metadata.capture_artifacts is set', async () => {
+    const payload = calendarTrial('relax-cb-artifact', 'quick', {metadata: {capture_artifacts: true}})
+    expect((await json('POST', `${gateway}/v1/trials`, payload)).status).toBe(202)
+    const final = await pollTerminal(gateway, 'relax-cb-artifact')
+    expect(final).toMatchObject({status: 'completed', reward: 1, metrics: {tool_calls: 0, assistant_messages: 1}})
+    expect(final.artifact_ref).toMatch(new RegExp(`^${artifactRoot}/[0-9a-f]{64}/artifact\\.json$`))
+    const artifact = JSON.parse(await fs.readFile(final.artifact_ref, 'utf8'))
+    expect(artifact).toMatchObject({protocol_version: 'relax-nemo-gym/artifact-v1', request_id: 'relax-cb-artifact', status: 'completed', reward: 1})
+  })
+
+  it('maps an upstream transport error to 502 (agent then fails the trial)', async () => {
+    const closedPort = layout.gateway + 7 // inside our free block, nothing listens there
+    const payload = calendarTrial('relax-cb-transport', 'x')
+    payload.model_endpoint.base_url = `http://${HOST}:${closedPort}/v1`
+    expect((await json('POST', `${gateway}/v1/trials`, payload)).status).toBe(202)
+    const final = await pollTerminal(gateway, 'relax-cb-transport')
+    expect(final).toMatchObject({status: 'failed', error: {code: 'agent_error'}})
+    expect(gym.output()).toMatch(/"POST \/ng-rollout\/<redacted>\/v1\/responses HTTP\/1.1" 502/)
+  })
+})
