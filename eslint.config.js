@@ -7,7 +7,7 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     languageOptions: {
-      globals: {process: 'readonly', console: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URL: 'readonly', fetch: 'readonly', AbortController: 'readonly', AbortSignal: 'readonly', TextDecoder: 'readonly', TextEncoder: 'readonly', Response: 'readonly', Headers: 'readonly', structuredClone: 'readonly', setImmediate: 'readonly', queueMicrotask: 'readonly'},
+      globals: {process: 'readonly', console: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URL: 'readonly', fetch: 'readonly', AbortController: 'readonly', AbortSignal: 'readonly', TextDecoder: 'readonly', TextEncoder: 'readonly', Response: 'readonly', Headers: 'readonly', structuredClone: 'readonly', setImmediate: 'readonly', clearImmediate: 'readonly', queueMicrotask: 'readonly', performance: 'readonly', URLSearchParams: 'readonly', ReadableStream: 'readonly', WritableStream: 'readonly', TransformStream: 'readonly', Blob: 'readonly', FormData: 'readonly', Request: 'readonly', DOMException: 'readonly', NodeJS: 'readonly'},
     },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', {argsIgnorePattern: '^_', varsIgnorePattern: '^_'}],

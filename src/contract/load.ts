@@ -154,7 +154,7 @@ export function assertValidContract(value: unknown, file = '<contract>'): Recipe
 /** Parse and validate recipe.yaml text; errors name the file, line and JSON pointer. */
 export function parseContract(text: string, file: string): RecipeContract {
   const lineCounter = new LineCounter()
-  const doc = parseDocument(text, {lineCounter, prettyErrors: false, uniqueKeys: true})
+  const doc = parseDocument(text, {lineCounter, prettyErrors: true, uniqueKeys: true})
   if (doc.errors.length > 0) {
     const problems = doc.errors.map((e) => ({
       file,

@@ -1,0 +1,189 @@
+import {mkdtemp, readFile, stat, writeFile} from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import {parse} from 'yaml'
+import {describe, expect, it} from 'vitest'
+
+import {runCli, snapshotRoot} from '../helpers/cli.js'
+
+const CALENDAR = 'environments/calendar/config.yaml'
+const WORKPLACE = 'resources_servers/workplace_assistant/configs/workplace_assistant.yaml'
+
+async function relaxRoot(): Promise<string> {
+  return mkdtemp(path.join(os.tmpdir(), 'gr-new-'))
+}
+
+function newArgs(id: string, relax: string, config = CALENDAR, extra: string[] = []): string[] {
+  return ['new', id, '--gym-root', snapshotRoot, '--gym-config', config, '--relax-root', relax, '--json', ...extra]
+}
+
+describe('gymrecipe new', () => {
+  it('generates the seven files and recipe.yaml from the calendar config, then verify --level static passes', async () => {
+    const relax = await relaxRoot()
+    const created = await runCli(newArgs('calendar-v2', relax))
+    expect(created.exitCode).toBe(0)
+    const dir = path.join(relax, 'examples/nemo_gym_agentic/recipes/calendar-v2')
+    expect(created.json.dir).toBe(dir)
+    expect(created.json.files.map((f: any) => f.name).sort()).toEqual(
+      ['PITFAIL.md', 'README.md', 'env.sh', 'prepare_calendar_v2.sh', 'recipe.yaml', 'run-qwen3-4B-8xgpu-nemo-gym-calendar-v2.sh', 'start_calendar_v2_gym.sh', 'verify_calendar_v2.py'].sort(),
+    )
+    const contract = parse(await readFile(path.join(dir, 'recipe.yaml'), 'utf8'))
+    // Graph names come from the YAML keys of the Gym config.
+    expect(contract.gym.agent).toEqual({name: 'calendar_simple_agent', type: 'simple_agent', max_steps: null})
+    expect(contract.gym.resources_server).toEqual({name: 'calendar', implementation: 'calendar'})
+    expect(contract.data.source).toEqual({type: 'huggingface', repo_id: 'nvidia/Nemotron-RL-agent-calendar_scheduling', artifact: 'train.jsonl'})
+    expect(contract.data.verifier_fields).toEqual(['responses_create_params.input', 'exp_cal_state'])
+    expect(Object.keys(contract.generated.files)).toHaveLength(7)
+    expect((await stat(path.join(dir, 'start_calendar_v2_gym.sh'))).mode & 0o111).toBeTruthy()
+
+    const verified = await runCli(['verify', 'calendar-v2', '--level', 'static', '--relax-root', relax, '--gym-root', snapshotRoot, '--json'])
+    expect(verified.exitCode).toBe(0)
+    expect(verified.json.status).toBe('pass')
+    expect(verified.json.rungs[0].checks.every((c: any) => c.status === 'pass')).toBe(true)
+  })
+
+  it('--from workplace-assistant keeps the stateful contract: max_steps 6, cleanup URLs, tools, a deterministic trial', async () => {
+    const relax = await relaxRoot()
+    const created = await runCli(newArgs('my-tools', relax, WORKPLACE, ['--from', 'workplace-assistant']))
+    expect(created.exitCode).toBe(0)
+    const c = created.json.contract
+    expect(c.archetype).toBe('stateful-tools')
+    expect(c.gym.agent).toEqual({name: 'workplace_assistant_simple_agent', type: 'simple_agent', max_steps: 6})
+    expect(c.gateway.cleanup).toEqual({server: 'resource', path: '/cleanup/{rollout_id}'})
+    expect(c.data.tools).toBe(true)
+    expect(c.data.verifier_fields).toEqual(expect.arrayContaining(['responses_create_params.tools', 'ground_truth', 'category', 'environment_name', 'id']))
+    expect(c.trial.expect.tool_result_history).toEqual([0, 1, 2])
+    const start = await readFile(path.join(created.json.dir, 'start_my_tools_gym.sh'), 'utf8')
+    expect(start).toContain('for key in ("abort_url", "force_cleanup_url", "cleanup_probe_url")')
+    const verified = await runCli(['verify', 'my-tools', '--level', 'static', '--relax-root', relax, '--json'])
+    expect(verified.exitCode).toBe(0)
+  })
+
+  it('picks a port block that no recipe in the checkout uses, and refuses a colliding --port-base', async () => {
+    const relax = await relaxRoot()
+    const first = await runCli(newArgs('first', relax))
+    const second = await runCli(newArgs('second', relax))
+    expect(first.exitCode).toBe(0)
+    expect(second.exitCode).toBe(0)
+    const a = first.json.contract
+    const b = second.json.contract
+    expect(b.service.gateway_port).not.toBe(a.service.gateway_port)
+    expect(b.ray.gcs_port).not.toBe(a.ray.gcs_port)
+    for (const c of [a, b]) {
+      expect(c.service.gateway_port + 3).toBeLessThan(32768)
+      expect(c.ray.max_worker_port).toBeLessThan(32768)
+    }
+
+    const clash = await runCli(newArgs('third', relax, CALENDAR, ['--port-base', String(a.service.gateway_port + 2)]))
+    expect(clash.exitCode).toBe(2)
+    expect(clash.json.error.code).toBe('E_CONTRACT_INVALID')
+    expect(clash.json.error.message).toContain('collides with recipe "first"')
+
+    const ephemeral = await runCli(newArgs('fourth', relax, CALENDAR, ['--port-base', '40000']))
+    expect(ephemeral.exitCode).toBe(2)
+    expect(ephemeral.json.error.message).toContain('overlaps the ephemeral range 32768-60999')
+  })
+
+  it('never silently overwrites a file edited by hand: refuses with the list, --dry-run shows the diff, --force overwrites', async () => {
+    const relax = await relaxRoot()
+    const created = await runCli(newArgs('cal', relax))
+    const env = path.join(created.json.dir, 'env.sh')
+    const edited = `${await readFile(env, 'utf8')}\nexport GYM_HOST=10.1.2.3\n`
+    await writeFile(env, edited)
+
+    const again = await runCli(newArgs('cal', relax))
+    expect(again.exitCode).toBe(3)
+    expect(again.json.error.code).toBe('E_RECIPE_CONFLICT')
+    expect(again.json.error.details.conflicts).toEqual(['env.sh'])
+    expect(await readFile(env, 'utf8')).toBe(edited)
+
+    const plan = await runCli(newArgs('cal', relax, CALENDAR, ['--dry-run']))
+    expect(plan.exitCode).toBe(3)
+    const envPlan = plan.json.files.find((f: any) => f.name === 'env.sh')
+    expect(envPlan.action).toBe('conflict')
+    expect(envPlan.diff).toContain('-export GYM_HOST=10.1.2.3')
+    expect(await readFile(env, 'utf8')).toBe(edited)
+
+    const forced = await runCli(newArgs('cal', relax, CALENDAR, ['--force']))
+    expect(forced.exitCode).toBe(0)
+    expect(await readFile(env, 'utf8')).not.toContain('10.1.2.3')
+  })
+
+  it('regenerates files nobody edited without asking', async () => {
+    const relax = await relaxRoot()
+    const created = await runCli(newArgs('cal', relax))
+    const rerun = await runCli(newArgs('cal', relax))
+    expect(rerun.exitCode).toBe(0)
+    expect(rerun.json.files.every((f: any) => f.action === 'unchanged')).toBe(true)
+    expect(created.json.contract.service.gateway_port).toBe(rerun.json.contract.service.gateway_port)
+  })
+
+  it.each([
+    ['../escape', 'invalid recipe id'],
+    ['Calendar', 'invalid recipe id'],
+    ['a/b', 'invalid recipe id'],
+    ["x';rm -rf /", 'invalid recipe id'],
+  ])('rejects the recipe id %j', async (id, message) => {
+    const relax = await relaxRoot()
+    const r = await runCli(newArgs(id, relax))
+    expect(r.exitCode).toBe(2)
+    expect(r.json.error.message).toContain(message)
+  })
+
+  it('requires --agent when the config defines several agents, and lists the choices', async () => {
+    const relax = await relaxRoot()
+    const r = await runCli(['new', 'multi', '--gym-root', snapshotRoot, '--gym-config', CALENDAR, '--gym-config', WORKPLACE, '--relax-root', relax, '--json'])
+    expect(r.exitCode).toBe(2)
+    expect(r.json.error.message).toContain('choose one with --agent')
+    expect(r.json.error.hint).toContain('calendar_simple_agent')
+    expect(r.json.error.hint).toContain('workplace_assistant_simple_agent')
+    const chosen = await runCli(['new', 'multi', '--gym-root', snapshotRoot, '--gym-config', CALENDAR, '--gym-config', WORKPLACE, '--relax-root', relax, '--agent', 'calendar_simple_agent', '--json'])
+    expect(chosen.exitCode).toBe(0)
+    expect(chosen.json.contract.gym.config_paths).toEqual([CALENDAR, WORKPLACE])
+  })
+
+  it('refuses a non-training split unless --smoke, and then records it', async () => {
+    const relax = await relaxRoot()
+    const refused = await runCli(newArgs('cal-example', relax, CALENDAR, ['--dataset', 'example']))
+    expect(refused.exitCode).toBe(2)
+    expect(refused.json.error.message).toContain('not training data')
+    const smoke = await runCli(newArgs('cal-example', relax, CALENDAR, ['--dataset', 'example', '--smoke']))
+    expect(smoke.exitCode).toBe(0)
+    expect(smoke.json.contract.data).toMatchObject({split: 'example', smoke: true, source: {type: 'bundled', path: 'environments/calendar/data/example.jsonl'}, raw_filename: 'cal_example_example.jsonl'})
+    expect(smoke.json.notes.join(' ')).toContain('SMOKE')
+  })
+
+  it('asks for verifier examples when the environment has no built-in verifier', async () => {
+    const relax = await relaxRoot()
+    const r = await runCli(newArgs('math', relax, 'resources_servers/math_with_judge/configs/math_with_judge.yaml'))
+    expect(r.exitCode).toBe(2)
+    expect(r.json.error.code).toBe('E_VERIFIER_REQUIRED')
+    const verifier = path.join(relax, 'math-verifier.yaml')
+    await writeFile(verifier, `verifier:
+  kind: direct
+  python: /opt/nemo-gym/resources_servers/math_with_judge/.venv/bin/python
+  task: null
+  payload:
+    responses_create_params: {input: [{role: user, content: "What is 3 + 5? Put the answer in \\\\boxed{}."}]}
+    question: What is 3 + 5?
+    expected_answer: "8"
+  correct: [{text: "\\\\boxed{8}"}]
+  wrong: [{text: "\\\\boxed{9}"}]
+  success_reward: 1.0
+`)
+    const ok = await runCli(newArgs('math', relax, 'resources_servers/math_with_judge/configs/math_with_judge.yaml', ['--verifier', verifier]))
+    expect(ok.exitCode).toBe(0)
+    expect(ok.json.contract.gym.resources_server).toEqual({name: 'math_with_judge', implementation: 'math_with_judge'})
+    expect(ok.json.contract.data.verifier_fields).toEqual(['responses_create_params.input', 'question', 'expected_answer'])
+    const script = await readFile(path.join(ok.json.dir, 'verify_math.py'), 'utf8')
+    expect(script).toContain('boxed{8}')
+  })
+
+  it('--dry-run writes nothing', async () => {
+    const relax = await relaxRoot()
+    const r = await runCli(newArgs('dry', relax, CALENDAR, ['--dry-run']))
+    expect(r.exitCode).toBe(0)
+    expect(r.json.written).toEqual([])
+    await expect(stat(path.join(relax, 'examples'))).rejects.toThrow()
+  })
+})

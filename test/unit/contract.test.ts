@@ -1,0 +1,142 @@
+import {readFile} from 'node:fs/promises'
+import path from 'node:path'
+import {describe, expect, it} from 'vitest'
+import {parse, stringify} from 'yaml'
+
+import {BUILTIN_DIR, listBuiltins, loadBuiltin} from '../../src/contract/builtin.js'
+import {contractProblems, parseContract} from '../../src/contract/load.js'
+import {allocatePorts, checkOwnPorts} from '../../src/contract/ports.js'
+import {isGymError} from '../../src/errors.js'
+import {renderRecipe, shellQuote} from '../../src/scaffold/render.js'
+
+async function calendarText(): Promise<string> {
+  return readFile(path.join(BUILTIN_DIR, 'calendar.yaml'), 'utf8')
+}
+
+function errorOf(fn: () => unknown): any {
+  try {
+    fn()
+  } catch (error) {
+    if (isGymError(error)) return error
+    throw error
+  }
+  throw new Error('expected a GymError')
+}
+
+describe('built-in contracts', () => {
+  it('are valid and reproduce the proven Relax values', async () => {
+    expect(await listBuiltins()).toEqual(['calendar', 'r2e-gym', 'workplace-assistant'])
+    const calendar = await loadBuiltin('calendar')
+    expect(calendar.service.gateway_port).toBe(29100)
+    expect(calendar.ray.gcs_port).toBe(6383)
+    expect(calendar.gateway).toMatchObject({interrupt_policy: 'protected', max_concurrency: 8, queue_capacity: 32, max_deadline_s: 1800, deadline_s: 600, lease_s: 60})
+    expect(calendar.training.agent_timeout_s).toBe(660)
+    const workplace = await loadBuiltin('workplace-assistant')
+    expect(workplace.service.gateway_port).toBe(29000)
+    expect(workplace.gym.agent.max_steps).toBe(6)
+    const r2e = await loadBuiltin('r2e-gym')
+    expect(r2e.gateway).toMatchObject({max_deadline_s: 7200, deadline_s: 1200, lease_s: 120})
+    expect(r2e.training.agent_timeout_s).toBe(1260)
+    expect(r2e.training.parsers).toEqual({reasoning: null, tool_call: 'qwen3_coder'})
+    expect(r2e.service.privileged).toBe(true)
+  })
+})
+
+describe('contract errors name the file, line, JSON pointer, expectation and a hint', () => {
+  it('reports an unknown field at its line', async () => {
+    const text = (await calendarText()).replace('  lease_s: 60\n', '  lease_s: 60\n  lease_seconds: 60\n')
+    const error = errorOf(() => parseContract(text, 'recipes/x/recipe.yaml'))
+    expect(error.code).toBe('E_CONTRACT_INVALID')
+    expect(error.exit).toBe(2)
+    const problem = error.details.problems[0]
+    expect(problem.pointer).toBe('/gateway/lease_seconds')
+    expect(problem.line).toBe(text.split('\n').findIndex((l) => l.includes('lease_seconds')) + 1)
+    expect(problem.file).toBe('recipes/x/recipe.yaml')
+    expect(problem.hint).toContain('lease_seconds')
+  })
+
+  it('reports a wrong type and a bad enum with what was expected', async () => {
+    const text = (await calendarText()).replace('  max_concurrency: 8', '  max_concurrency: eight').replace('archetype: simple-agent', 'archetype: simple')
+    const error = errorOf(() => parseContract(text, 'recipe.yaml'))
+    const pointers = error.details.problems.map((p: any) => p.pointer)
+    expect(pointers).toContain('/gateway/max_concurrency')
+    expect(pointers).toContain('/archetype')
+    expect(error.details.problems.find((p: any) => p.pointer === '/archetype').expected).toContain('"simple-agent"')
+  })
+
+  it('reports YAML syntax errors with the line', () => {
+    const error = errorOf(() => parseContract('id: x\n  bad: [\n', 'recipe.yaml'))
+    expect(error.message).toContain('YAML syntax')
+    expect(error.location.line).toBeGreaterThan(0)
+  })
+
+  it.each([
+    ['a shell quote in the agent name', (c: any) => (c.gym.agent.name = "agent'; rm -rf / #"), '/gym/agent/name'],
+    ['a command substitution in the image', (c: any) => (c.service.image = 'img:$(id)'), '/service/image'],
+    ['a path escaping the Gym root', (c: any) => (c.gym.config_paths = ['../../etc/passwd']), '/gym/config_paths/0'],
+    ['an absolute config path', (c: any) => (c.gym.config_paths = ['/etc/passwd']), '/gym/config_paths/0'],
+    ['a newline in an extra argument', (c: any) => (c.training.extra_args.misc = ['--x\nrm -rf /']), '/training/extra_args/misc/0'],
+    ['a backtick in the raw filename', (c: any) => (c.data.raw_filename = '`id`.jsonl'), '/data/raw_filename'],
+  ])('rejects %s', async (_what, mutate, pointer) => {
+    const value = parse(await calendarText())
+    mutate(value)
+    const problems = contractProblems(value)
+    expect(problems.map((p) => p.pointer)).toContain(pointer)
+  })
+
+  it.each([
+    ['deadline above the Gateway maximum', (c: any) => (c.gateway.deadline_s = 2000), '/gateway/deadline_s'],
+    ['agent timeout not above the deadline', (c: any) => (c.training.agent_timeout_s = 600), '/training/agent_timeout_s'],
+    ['prompt budget not below the context', (c: any) => (c.training.rollout.max_prompt_len = 8192), '/training/rollout/max_prompt_len'],
+    ['response budget above the context', (c: any) => (c.training.rollout.max_response_len = 9000), '/training/rollout/max_response_len'],
+    ['tokens per GPU below the context', (c: any) => (c.training.perf.max_tokens_per_gpu = 4096), '/training/perf/max_tokens_per_gpu'],
+    ['fewer than 4 samples per prompt', (c: any) => (c.training.rollout.n_samples_per_prompt = 1), '/training/rollout/n_samples_per_prompt'],
+    ['a validation split without smoke', (c: any) => (c.data.split = 'validation'), '/data/split'],
+    ['a converted file as raw filename', (c: any) => (c.data.raw_filename = 'calendar_train_relax.jsonl'), '/data/raw_filename'],
+    ['a stateful recipe without cleanup', (c: any) => (c.archetype = 'stateful-tools'), '/gateway/cleanup'],
+    ['a service port in the ephemeral range', (c: any) => (c.service.gateway_port = 40000), '/service/gateway_port'],
+    ['the Ray GCS port inside the service block', (c: any) => (c.ray.gcs_port = 29101), '/ray/gcs_port'],
+    ['a direct verifier with both task and payload', (c: any) => (c.verifier.task = {file: 'x.jsonl', row: 0}), '/verifier/task'],
+  ])('invariant: %s', async (_what, mutate, pointer) => {
+    const value = parse(await calendarText())
+    mutate(value)
+    expect(contractProblems(value).map((p) => p.pointer)).toContain(pointer)
+  })
+})
+
+describe('ports', () => {
+  it('allocates a block outside the ephemeral range that avoids every occupied range', () => {
+    const others = [{id: 'a', ranges: [{label: 'service block', pointer: '', low: 29000, high: 29099}, {label: 'gcs', pointer: '', low: 6381, high: 6381}]}]
+    const ports = allocatePorts(others)
+    expect(ports.gateway_port).toBe(29100)
+    expect(ports.gcs_port).toBe(6382)
+    const contract = {service: {gateway_port: ports.gateway_port}, ray: {...ports, num_cpus: 8}} as any
+    expect(checkOwnPorts(contract)).toEqual([])
+  })
+})
+
+describe('rendering', () => {
+  it('is a pure function of the contract', async () => {
+    const contract = await loadBuiltin('calendar')
+    const a = await renderRecipe(contract)
+    const b = await renderRecipe(structuredClone(contract))
+    expect(a.map((f) => f.sha256)).toEqual(b.map((f) => f.sha256))
+    const changed = await renderRecipe({...contract, service: {...contract.service, gateway_port: 29400}})
+    expect(changed.find((f) => f.role === 'env')!.content).toContain('NEMO_GYM_GATEWAY_PORT:-29400')
+  })
+
+  it('quotes shell values so they cannot break out', () => {
+    expect(shellQuote("it's")).toBe(`'it'\\''s'`)
+  })
+
+  it('fails loudly (strict mode) when a template refers to a missing value', async () => {
+    const contract: any = await loadBuiltin('calendar')
+    delete contract.training.model
+    await expect(renderRecipe(contract)).rejects.toThrow()
+  })
+
+  it('round-trips recipe.yaml through YAML without losing values', async () => {
+    const contract = await loadBuiltin('workplace-assistant')
+    expect(parse(stringify(contract))).toEqual(contract)
+  })
+})
