@@ -381,6 +381,32 @@ describe('workplace service on the host emulator', () => {
     const ready = await json('GET', `${gateway}/readyz`)
     expect(ready.body.active_trials).toBe(0)
   })
+  it('runs a sample through run_agent_app.sh and the thin client (reward written, failures exit non-zero)', async () => {
+    const script = path.join(checkout.root, 'examples/nemo_gym_agentic/scripts/run_agent_app.sh')
+    const io = await fs.mkdtemp(path.join(tmp, 'io-'))
+    const input = path.join(io, 'input.json')
+    const output = path.join(io, 'output.json')
+    await fs.writeFile(input, JSON.stringify(relaxTask(row)))
+    const env = {
+      RELAX_INPUT_JSON: input, RELAX_OUTPUT_JSON: output, RELAX_SESSION_ID: 'thin-client-session', RELAX_SESSION_IO_DIR: io,
+      RELAX_BASE_URL: modelBase, NEMO_GYM_URL: gateway, NEMO_GYM_ENVIRONMENT: 'workplace_assistant', NEMO_GYM_CONFIG: 'workplace-assistant-v1',
+      NEMO_GYM_DEADLINE_S: '600', NEMO_GYM_LEASE_S: '60', NEMO_GYM_POLL_INTERVAL_S: '0.1', RELAX_PYTHON: checkout.python!,
+    }
+    const ok = await execa('bash', [script], {reject: false, env})
+    expect(ok.stderr).toBe('')
+    expect(ok.exitCode).toBe(0)
+    const doc = JSON.parse(await fs.readFile(output, 'utf8'))
+    expect(doc).toMatchObject({reward: 1, metadata: {nemo_gym: {status: 'completed', metrics: {tool_calls: 2, tool_outputs: 2}}}})
+    expect(doc.metadata.nemo_gym.request_id).toMatch(/^relax-[0-9a-f]{64}$/)
+    const failing = await execa('bash', [script], {reject: false, env: {...env, RELAX_SESSION_ID: 'bad-model', RELAX_OUTPUT_JSON: path.join(io, 'bad.json')}})
+    expect(failing.exitCode).toBe(1)
+    expect(failing.stderr).toContain('NeMo Gym thin client failed')
+    expect(failing.stderr).toContain('agent_error')
+    const {NEMO_GYM_URL: _omit, ...withoutUrl} = env
+    const missing = await execa('bash', [script], {reject: false, env: withoutUrl, extendEnv: false})
+    expect(missing.exitCode).not.toBe(0)
+    expect(missing.stderr).toContain('NEMO_GYM_URL must be set')
+  })
 })
 
 // ================================================================== calendar, start-up
