@@ -70,6 +70,10 @@ export async function dockerAvailable(): Promise<boolean> {
 let baseImage: Promise<string> | undefined
 
 /**
+ * The base image is shared by every Docker-backed test (and images built FROM it
+ * inherit its `io.gymrecipe.test-base` label): never remove it, and never call
+ * removeByLabel() with that label — use a uniqueTestLabel() on what you create.
+ *
  * Make sure the base image exists (builds it with build-base-image.sh: debootstrap
  * + docker import, ~40 s the first time, instant afterwards). Returns the tag.
  */
@@ -148,4 +152,18 @@ export async function inspectContainer(id: string): Promise<any | undefined> {
   const result = await docker(['container', 'inspect', id])
   if (result.exitCode !== 0) return undefined
   return JSON.parse(result.stdout)[0]
+}
+
+/**
+ * vitest globalSetup entry (`globalSetup: ['test/helpers/docker.ts']`): builds the
+ * base image once before the Docker-backed files run; without a daemon it only
+ * prints a loud notice (those files then skip themselves and say why).
+ */
+export async function setup(): Promise<void> {
+  const reason = await dockerUnavailableReason()
+  if (reason) {
+    console.error(`\n!!! Docker-backed tests will be skipped: ${reason}\n`)
+    return
+  }
+  await ensureBaseImage()
 }
