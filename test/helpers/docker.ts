@@ -162,6 +162,8 @@ export async function inspectContainer(id: string): Promise<any | undefined> {
 export async function setup(): Promise<void> {
   const reason = await dockerUnavailableReason()
   if (reason) {
+    // CI must never hide Docker-backed tests behind a skip.
+    if (process.env.GYMRECIPE_REQUIRE_DOCKER === '1') throw new Error(`Docker is required (GYMRECIPE_REQUIRE_DOCKER=1) but unavailable: ${reason}`)
     console.error(`\n!!! Docker-backed tests will be skipped: ${reason}\n`)
     return
   }

@@ -19,7 +19,7 @@ import {fileURLToPath} from 'node:url'
 const here = path.dirname(fileURLToPath(import.meta.url))
 export const repoRoot = path.resolve(here, '..', '..')
 export const RELAX_FIXTURE_DIR = path.join(repoRoot, 'test', 'fixtures', 'relax-checkout')
-export const SNAPSHOT_DIR = process.env.GYMRECIPE_NEMO_GYM_SNAPSHOT ?? path.resolve(repoRoot, '..', 'shared', 'nemo-gym-snapshot')
+export const SNAPSHOT_DIR = process.env.GYMRECIPE_NEMO_GYM_SNAPSHOT ?? path.join(repoRoot, 'test', 'fixtures', 'nemo-gym-snapshot')
 export const PINNED_GYM_COMMIT = 'a85670eb167ba9b48cc53a36a070eed815e6c40d'
 export const DOCKERFILE = 'examples/nemo_gym_agentic/service/Dockerfile'
 const SERVICE_REL = 'examples/nemo_gym_agentic/service'
