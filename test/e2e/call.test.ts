@@ -5,7 +5,7 @@ import path from 'node:path'
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
 
 import {type GymFixture, startGymFixture, startRecorder} from '../fixtures/call/services.js'
-import {tempDir} from '../helpers/call.js'
+import {readAttempts, tempDir} from '../helpers/call.js'
 import {repoRoot, runCli} from '../helpers/cli.js'
 
 let gym: GymFixture
@@ -110,7 +110,7 @@ describe('gymrecipe call (CLI)', () => {
     const lines = (await readFile(ws.out, 'utf8')).trim().split('\n')
     expect(lines.map((l) => JSON.parse(l).id)).toEqual(['a', 'b', 'c'])
     expect((await readdir(ws.dir)).filter((f) => f.endsWith('.tmp'))).toEqual([])
-    for (const text of [result.stdout, result.stderr, await readFile(ws.out, 'utf8'), ...(await Promise.all((await readdir(path.join(ws.evidence, 'attempts'))).map((f) => readFile(path.join(ws.evidence, 'attempts', f), 'utf8'))))]) {
+    for (const text of [result.stdout, result.stderr, await readFile(ws.out, 'utf8'), JSON.stringify(await readAttempts(ws.evidence))]) {
       expect(text).not.toContain('cli-bearer-token-xyz')
       expect(text).not.toContain('init-secret-')
     }
@@ -144,7 +144,7 @@ describe('gymrecipe call (CLI)', () => {
     expect(gym.liveSessions()).toBe(0)
     expect(gym.calls('/cleanup')).toBe(5)
     await expect(stat(ws.out)).rejects.toThrow()
-    const attempts = await Promise.all((await readdir(path.join(ws.evidence, 'attempts'))).map(async (f) => JSON.parse(await readFile(path.join(ws.evidence, 'attempts', f), 'utf8'))))
+    const attempts = await readAttempts(ws.evidence)
     const cancelled = attempts.filter((a) => a.status === 'cancelled')
     expect(cancelled.map((a) => a.row_id).sort()).toEqual(['r3', 'r4'])
     for (const a of cancelled) expect(a.lifecycle.at(-1)).toMatchObject({stage: 'cleanup', http_status: 200})

@@ -35,6 +35,23 @@ async function walk(dir: string): Promise<string[]> {
   return out
 }
 
+/** Read the attempt an envelope's `artifact` ("attempts/<segment>.jsonl:<line>") points at. */
+export async function readArtifact(evidenceDir: string, ref: string): Promise<any> {
+  const colon = ref.lastIndexOf(':')
+  const lines = (await readFile(path.join(evidenceDir, ref.slice(0, colon)), 'utf8')).split('\n')
+  return JSON.parse(lines[Number(ref.slice(colon + 1)) - 1])
+}
+
+/** Every attempt recorded under an evidence directory, across segments. */
+export async function readAttempts(evidenceDir: string): Promise<any[]> {
+  const dir = path.join(evidenceDir, 'attempts')
+  const out: any[] = []
+  for (const file of (await readdir(dir)).sort()) {
+    for (const line of (await readFile(path.join(dir, file), 'utf8')).split('\n')) if (line !== '') out.push(JSON.parse(line))
+  }
+  return out
+}
+
 /** Write rows and config into a temp dir, run the library, read back output and evidence. */
 export async function callRun(
   kind: CallKind,
@@ -72,7 +89,7 @@ export async function callRun(
     outputPath,
     lines,
     rows: lines?.map((l) => JSON.parse(l)),
-    artifact: async (envelope) => JSON.parse(await readFile(path.join(evidenceDir, envelope.artifact!), 'utf8')),
+    artifact: (envelope) => readArtifact(evidenceDir, envelope.artifact!),
     everything: async () => {
       const files = [...(await walk(evidenceDir)), ...(text === undefined ? [] : [outputPath])]
       return (await Promise.all(files.map((f) => readFile(f, 'utf8')))).join('\n')

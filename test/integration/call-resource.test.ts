@@ -5,7 +5,7 @@ import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
 import {isGymError} from '../../src/errors.js'
 import {FAILURE_KINDS} from '../../src/gym/call/types.js'
 import {type GymFixture, startGymFixture, startRecorder} from '../fixtures/call/services.js'
-import {callRun, tempDir} from '../helpers/call.js'
+import {callRun, readAttempts, tempDir} from '../helpers/call.js'
 
 let gym: GymFixture
 let agent: GymFixture
@@ -372,9 +372,13 @@ describe('call resource: evidence', () => {
     const run = await callRun('resource', execution(), [row('same'), row('same'), row('other')])
     const envs = run.rows!.map((r) => r.execution)
     expect(new Set(envs.map((e) => e.attempt_id)).size).toBe(3)
-    const files = await readdir(path.join(run.evidenceDir, 'attempts'))
-    expect(files.sort()).toEqual(envs.map((e) => `${e.attempt_id}.json`).sort())
-    expect(envs.map((e) => e.artifact)).toEqual(envs.map((e) => `attempts/${e.attempt_id}.json`))
+    const attempts = await readAttempts(run.evidenceDir)
+    expect(attempts.map((a) => a.attempt_id).sort()).toEqual(envs.map((e) => e.attempt_id).sort())
+    for (const env of envs) {
+      expect(env.artifact).toMatch(/^attempts\/\d{8}T\d{6}Z-\d+\.jsonl:[1-3]$/)
+      expect((await run.artifact(env)).attempt_id).toBe(env.attempt_id)
+    }
+    expect((await readdir(path.join(run.evidenceDir, 'attempts'))).length).toBe(1)
     const journal = (await readFile(path.join(run.evidenceDir, 'journal.jsonl'), 'utf8')).trim().split('\n')
     expect(journal).toHaveLength(4)
     expect(JSON.parse(await readFile(path.join(run.evidenceDir, 'summary.json'), 'utf8'))).toMatchObject({rows: 3, completed: 3})
@@ -424,7 +428,7 @@ describe('call resource: cancellation and resume', () => {
     expect(run.lines).toBeUndefined()
     expect(gym.liveSessions()).toBe(0)
     expect(gym.calls('/cleanup')).toBe(4)
-    const attempts = await Promise.all((await readdir(path.join(run.evidenceDir, 'attempts'))).map(async (f) => JSON.parse(await readFile(path.join(run.evidenceDir, 'attempts', f), 'utf8'))))
+    const attempts = await readAttempts(run.evidenceDir)
     expect(attempts.filter((a) => a.status === 'cancelled').map((a) => a.row_id).sort()).toEqual(['r2', 'r3'])
     for (const a of attempts.filter((x) => x.status === 'cancelled')) expect(a.lifecycle.map((l: any) => l.stage)).toEqual(['initialize', 'execute', 'cleanup'])
 

@@ -28,10 +28,15 @@ export interface JournalEntry {
 
 /**
  * The evidence directory of one run:
- *   attempts/<attempt_id>.json  one artifact per attempt (native request/response, lifecycle)
- *   journal.jsonl               header + one line per finished row, appended as rows finish
- *   summary.json                the run summary (no secrets)
- * The journal is what `--resume` reads; it is synced to disk every second and at the end.
+ *   attempts/<segment>.jsonl  one line per attempt (native request/response, lifecycle); the
+ *                             envelope's `artifact` is "attempts/<segment>.jsonl:<line>"
+ *   journal.jsonl             header + one line per finished row, appended as rows finish
+ *   summary.json              the run summary (no secrets)
+ * Each invocation (a run, each --resume) appends to its own segment; segments
+ * rotate at 256 MiB. Attempts go to append-only logs rather than one file per
+ * attempt because creating tens of thousands of small files costs far more
+ * than the calls themselves on many filesystems. The journal is what
+ * `--resume` reads; journal and segments are synced every second and at the end.
  */
 export class EvidenceDir implements AttemptWriter {
   private journal?: fsp.FileHandle
@@ -40,15 +45,10 @@ export class EvidenceDir implements AttemptWriter {
   private syncTimer?: NodeJS.Timeout
   private dirty = false
   private failure?: Error
-  private attemptsReady: Promise<void>
+  private readonly attempts: AttemptLog
 
-  private constructor(
-    readonly dir: string,
-    private readonly attemptsDir: string,
-  ) {
-    this.attemptsReady = fsp.mkdir(attemptsDir, {recursive: true}).then(() => undefined)
-    // A failed mkdir is reported per attempt (artifact storage failure), not as a crash.
-    this.attemptsReady.catch(() => undefined)
+  private constructor(readonly dir: string) {
+    this.attempts = new AttemptLog(path.join(dir, ATTEMPTS_DIR))
   }
 
   /**
@@ -89,7 +89,7 @@ export class EvidenceDir implements AttemptWriter {
       previous = readJournal(journalPath, existing, header)
       resumedFromJournal = true
     }
-    const evidence = new EvidenceDir(dir, path.join(dir, ATTEMPTS_DIR))
+    const evidence = new EvidenceDir(dir)
     try {
       evidence.journal = await fsp.open(journalPath, 'a')
       if (!resumedFromJournal) {
@@ -105,11 +105,8 @@ export class EvidenceDir implements AttemptWriter {
     return {evidence, previous, resumedFromJournal}
   }
 
-  async writeAttempt(attemptId: string, text: string): Promise<string> {
-    await this.attemptsReady
-    const rel = `${ATTEMPTS_DIR}/${attemptId}.json`
-    await fsp.writeFile(path.join(this.dir, rel), text, {flag: 'wx'})
-    return rel
+  writeAttempt(_attemptId: string, text: string): Promise<string> {
+    return this.attempts.append(text)
   }
 
   /** Record a finished row; writes are batched and kept in order. */
@@ -125,6 +122,7 @@ export class EvidenceDir implements AttemptWriter {
 
   async close(): Promise<void> {
     if (this.syncTimer) clearInterval(this.syncTimer)
+    await this.attempts.close()
     await this.pending
     if (this.buffer.length > 0) await this.drain()
     if (this.journal) {
@@ -152,10 +150,104 @@ export class EvidenceDir implements AttemptWriter {
   }
 
   private sync(): void {
+    this.attempts.sync()
     if (!this.dirty || !this.journal) return
     this.dirty = false
     const handle = this.journal
     this.pending = this.pending.then(() => handle.sync().catch(() => undefined))
+  }
+}
+
+const SEGMENT_BYTES = 256 * 1024 * 1024
+
+/**
+ * Append-only attempt segments. Lines are numbered when queued and written in
+ * queue order, batched per turn of the event loop; each append resolves with
+ * its "attempts/<segment>.jsonl:<line>" reference once its batch is written.
+ * A segment that cannot be opened or written fails the attempts concerned
+ * (artifact storage failures), never the run.
+ */
+class AttemptLog {
+  private handle?: fsp.FileHandle
+  private segment = ''
+  private segmentIndex = 0
+  private line = 0
+  private bytes = 0
+  private queue: {text: string; ref: string; resolve: (ref: string) => void; reject: (error: Error) => void}[] = []
+  private writing: Promise<void> = Promise.resolve()
+  private dirty = false
+  private readonly stamp = new Date().toISOString().replace(/[-:]/gu, '').replace(/\.\d+Z$/u, 'Z')
+
+  constructor(private readonly dir: string) {}
+
+  append(text: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      if (this.segment === '' || this.bytes > SEGMENT_BYTES) this.rotate()
+      this.line++
+      this.bytes += text.length + 1
+      this.queue.push({text, ref: `${ATTEMPTS_DIR}/${this.segment}:${this.line}`, resolve, reject})
+      if (this.queue.length === 1) this.writing = this.writing.then(() => this.flush())
+    })
+  }
+
+  sync(): void {
+    if (!this.dirty || !this.handle) return
+    this.dirty = false
+    const handle = this.handle
+    this.writing = this.writing.then(() => handle.sync().catch(() => undefined))
+  }
+
+  async close(): Promise<void> {
+    await this.writing
+    if (this.handle) {
+      await this.handle.sync().catch(() => undefined)
+      await this.handle.close().catch(() => undefined)
+      this.handle = undefined
+    }
+  }
+
+  private rotate(): void {
+    this.segmentIndex++
+    this.segment = `${this.stamp}-${process.pid}${this.segmentIndex > 1 ? `-${this.segmentIndex}` : ''}.jsonl`
+    this.line = 0
+    this.bytes = 0
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.queue
+    this.queue = []
+    // all entries of a batch belong to one segment unless a rotation happened inside it
+    let start = 0
+    while (start < batch.length) {
+      const segment = batch[start].ref.slice(ATTEMPTS_DIR.length + 1, batch[start].ref.lastIndexOf(':'))
+      let end = start
+      while (end < batch.length && batch[end].ref.startsWith(`${ATTEMPTS_DIR}/${segment}:`)) end++
+      const part = batch.slice(start, end)
+      try {
+        const handle = await this.open(segment)
+        await handle.write(part.map((e) => `${e.text}\n`).join(''))
+        this.dirty = true
+        for (const e of part) e.resolve(e.ref)
+      } catch (error) {
+        for (const e of part) e.reject(error as Error)
+      }
+      start = end
+    }
+  }
+
+  private openSegment = ''
+  private async open(segment: string): Promise<fsp.FileHandle> {
+    if (this.handle && this.openSegment === segment) return this.handle
+    if (this.handle) {
+      const old = this.handle
+      this.handle = undefined
+      await old.sync().catch(() => undefined)
+      await old.close().catch(() => undefined)
+    }
+    await fsp.mkdir(this.dir, {recursive: true})
+    this.handle = await fsp.open(path.join(this.dir, segment), 'a')
+    this.openSegment = segment
+    return this.handle
   }
 }
 

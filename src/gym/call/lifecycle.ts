@@ -25,7 +25,7 @@ export interface RowCallContext {
   /** Aborted when the run is interrupted (Ctrl+C / SIGTERM). */
   cancel: AbortSignal
   evidence: AttemptWriter
-  /** Epoch ms after which a waiting row fails admission (queue_timeout); undefined for none. */
+  /** Epoch ms after which a row can no longer be admitted (run start + queue_timeout); undefined for none. */
   queueDeadline?: number
 }
 
@@ -105,14 +105,18 @@ export async function callRow(ctx: RowCallContext, input: RowInput): Promise<Row
   let responseOk = false
   const lifecycle: LifecycleEntry[] = []
   const cleanupErrors: CleanupError[] = []
-  let exchange: {request: unknown; response?: unknown} | undefined
+  // Serialized JSON of the native request and response for the artifact (built once, spliced in).
+  let requestText = 'null'
+  let responseText = 'null'
+  let rawResponse: string | undefined
   let session: RowSession | undefined
   let cancelled = false
 
   if (!planned.ok) {
     failure = {kind: 'request_invalid', stage: 'request', route: planned.route, reason: planned.reason}
   } else {
-    const admission = await ctx.limiter.acquire(ctx.queueDeadline, ctx.cancel)
+    // queueDeadline is absolute: a row that would start after it fails admission
+    const admission = ctx.queueDeadline !== undefined && Date.now() >= ctx.queueDeadline ? 'timeout' : await ctx.limiter.acquire(ctx.queueDeadline, ctx.cancel)
     if (admission === 'cancelled') return {state: 'not_started'}
     if (admission === 'timeout') {
       failure = {kind: 'admission_timeout', stage: 'admission', route: null, reason: `no free slot within queue_timeout ${config.queue_timeout} s (max_parallel_requests ${config.max_parallel_requests})`}
@@ -176,26 +180,23 @@ export async function callRow(ctx: RowCallContext, input: RowInput): Promise<Row
             currentEndpoint = config.endpoint
             stepStart = performance.now()
             sent = true
-            const {request, response: res} = await session.post(config.endpoint, config.route, plan.body, signal)
+            const {request, response: res} = await session.post(config.endpoint, config.route, plan.body, signal, (config.session?.cleanup.length ?? 0) === 0)
             lifecycle.push({stage: 'execute', endpoint: config.endpoint, route: config.route, http_status: res.status, duration_ms: ms(stepStart)})
-            exchange = {
-              request: {method: request.method, url: request.url, headers: session.redactHeaders(request.headers), body: plan.bodyValue},
-            }
+            requestText = `{"method":"POST","url":${JSON.stringify(request.url)},"headers":${JSON.stringify(session.redactHeaders(request.headers))},"body":${plan.body}}`
+            const trimmed = res.body.trim()
             let parsed: unknown
             let parsedOk = false
-            if (res.body.trim() !== '') {
+            if (trimmed !== '') {
               try {
-                parsed = parseLossless(res.body)
+                parsed = parseLossless(trimmed)
                 parsedOk = true
               } catch {
                 parsedOk = false
               }
             }
-            exchange.response = {
-              http_status: res.status,
-              headers: session.redactHeaders(res.headers),
-              ...(parsedOk ? {body: parsed} : {body: null, body_text: res.body}),
-            }
+            // a body that parsed is spliced in as its own (lossless) text
+            responseText = `{"http_status":${res.status},"headers":${JSON.stringify(session.redactHeaders(res.headers))},${parsedOk ? `"body":${trimmed}` : `"body":null,"body_text":${JSON.stringify(res.body)}`}}`
+            if (parsedOk) rawResponse = trimmed
             if (res.status < 200 || res.status >= 300) {
               failure = httpFailure(res.status, config.route, res.body, 'execute', (t) => session!.scrub(t))
             } else if (!parsedOk) {
@@ -240,7 +241,7 @@ export async function callRow(ctx: RowCallContext, input: RowInput): Promise<Row
             const step = steps[j]
             const start = performance.now()
             try {
-              const {response: res} = await session.post(step.endpoint, step.route, plan.cleanupBodies[j], AbortSignal.timeout(config.session.cleanup_timeout * 1000))
+              const {response: res} = await session.post(step.endpoint, step.route, plan.cleanupBodies[j], AbortSignal.timeout(config.session.cleanup_timeout * 1000), j === steps.length - 1)
               lifecycle.push({stage: 'cleanup', step: j, endpoint: step.endpoint, route: step.route, http_status: res.status, duration_ms: ms(start)})
               if (res.status < 200 || res.status >= 300) {
                 const f = httpFailure(res.status, step.route, res.body, 'cleanup', (t) => session!.scrub(t))
@@ -270,7 +271,7 @@ export async function callRow(ctx: RowCallContext, input: RowInput): Promise<Row
   let answer: string | null = null
   let toolTrace: unknown[] | undefined
   if (responseOk) {
-    responseJson = scrub(stringifyLossless(config.response_fields ? projectFields(response, config.response_fields) : response))
+    responseJson = scrub(config.response_fields ? stringifyLossless(projectFields(response, config.response_fields)) : rawResponse!)
     if (config.kind === 'harness') {
       if (!config.response_fields) responseJson = null
       const outcome = harnessOutcome(response)
@@ -326,14 +327,14 @@ export async function callRow(ctx: RowCallContext, input: RowInput): Promise<Row
     failure_reason: envelope.failure_reason,
     provenance,
     lifecycle,
-    request: exchange?.request ?? null,
-    response: exchange?.response ?? null,
     cleanup_errors: cleanupErrors,
     ...(episode ? {episode} : {}),
     ...(config.kind === 'harness' ? {harness: {answer, tool_trace: toolTrace ?? []}} : {}),
   }
+  const head = stringifyLossless(artifact)
+  const artifactText = scrub(`${head.slice(0, -1)},"request":${requestText},"response":${responseText}}`)
   try {
-    envelope.artifact = await ctx.evidence.writeAttempt(attemptId, scrub(stringifyLossless(artifact)))
+    envelope.artifact = await ctx.evidence.writeAttempt(attemptId, artifactText)
   } catch (error: any) {
     const reason = `attempt evidence could not be written: ${error?.code ?? ''} ${error?.message ?? error}`.trim()
     answer = null

@@ -10,8 +10,6 @@ export interface RowPlan {
   provenance: Record<string, unknown>
   /** Serialized execute request body. */
   body: string
-  /** The same body as a value (for evidence). */
-  bodyValue: Record<string, unknown>
   /** Serialized bodies of the session initialize and cleanup steps. */
   initializeBodies: string[]
   cleanupBodies: string[]
@@ -95,5 +93,5 @@ export function buildRowPlan(config: CallConfig, row: Record<string, unknown>, l
   if (!Array.isArray(initializeBodies)) return fail(initializeBodies.route, initializeBodies.reason)
   const cleanupBodies = stepBodies(config.session?.cleanup ?? [])
   if (!Array.isArray(cleanupBodies)) return fail(cleanupBodies.route, cleanupBodies.reason)
-  return {ok: true, plan: {rowId, provenance, body: stringifyLossless(body), bodyValue: body, initializeBodies, cleanupBodies}}
+  return {ok: true, plan: {rowId, provenance, body: stringifyLossless(body), initializeBodies, cleanupBodies}}
 }

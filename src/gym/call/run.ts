@@ -1,4 +1,5 @@
 import {createHash} from 'node:crypto'
+import {setMaxListeners} from 'node:events'
 import {createWriteStream, promises as fsp, type WriteStream} from 'node:fs'
 import path from 'node:path'
 
@@ -271,6 +272,8 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
 
   // Internal cancellation: the caller's signal, or a fatal journal/output error.
   const cancel = new AbortController()
+  // one listener per row in flight
+  setMaxListeners(config.max_parallel_requests + 16, cancel.signal)
   const onExternal = () => cancel.abort('interrupted')
   options.signal?.addEventListener('abort', onExternal, {once: true})
   if (options.signal?.aborted) cancel.abort('interrupted')
@@ -318,43 +321,51 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
       elapsedMs: performance.now() - started,
     })
 
-  const pending: Promise<void>[] = []
+  const todo: InputRow[] = []
   for (const row of rows) {
     const done = previous.get(row.index)
     if (done) {
       summary.resumed++
       tally(done.columnsText)
       output.put(row.index, outputLine(row, done.columnsText))
-      continue
+    } else {
+      todo.push(row)
     }
-    pending.push(
-      callRow(ctx, row).then((outcome) => {
-        if (outcome.state === 'finished') {
-          const columnsText = stringifyLossless(outcome.columns)
-          evidence.recordFinished(row.index, row.line, outcome.attemptId, columnsText)
-          output.put(row.index, outputLine(row, columnsText))
-          tally(columnsText, outcome)
-          if ((evidence.error || output.error) && !cancel.signal.aborted) cancel.abort('fatal')
-          progress()
-        } else if (outcome.state === 'cancelled') {
-          summary.cancelled++
-        } else {
-          summary.not_started++
-        }
-      }),
-    )
   }
   progress()
+
+  // max_parallel_requests workers, each running one row lifecycle at a time, rows taken in input order.
+  let cursor = 0
+  const worker = async () => {
+    while (cursor < todo.length && !cancel.signal.aborted) {
+      const row = todo[cursor++]
+      const outcome = await callRow(ctx, row)
+      if (outcome.state === 'finished') {
+        const columnsText = stringifyLossless(outcome.columns)
+        evidence.recordFinished(row.index, row.line, outcome.attemptId, columnsText)
+        output.put(row.index, outputLine(row, columnsText))
+        tally(columnsText, outcome)
+        if ((evidence.error || output.error) && !cancel.signal.aborted) cancel.abort('fatal')
+        progress()
+      } else if (outcome.state === 'cancelled') {
+        summary.cancelled++
+      } else {
+        summary.not_started++
+      }
+    }
+  }
+  const workers = Array.from({length: Math.min(config.max_parallel_requests, todo.length)}, () => worker())
   let unexpected: unknown
   try {
-    await Promise.all(pending)
+    await Promise.all(workers)
   } catch (error) {
     unexpected = error
     cancel.abort('fatal')
-    await Promise.allSettled(pending)
+    await Promise.allSettled(workers)
   } finally {
     options.signal?.removeEventListener('abort', onExternal)
   }
+  summary.not_started += todo.length - cursor
 
   const interrupted = cancel.signal.aborted && cancel.signal.reason === 'interrupted'
   summary.interrupted = interrupted

@@ -25,8 +25,12 @@ export class RowSession {
   }
 
   /** POST a JSON body to endpoint + route with this row's cookies, session headers and the endpoint's own bearer token. */
-  async post(endpoint: string, route: string, body: string, signal: AbortSignal): Promise<{request: HttpRequest; response: HttpResponse}> {
+  async post(endpoint: string, route: string, body: string, signal: AbortSignal, last = false): Promise<{request: HttpRequest; response: HttpResponse}> {
     const headers: Record<string, string> = {'content-type': 'application/json', accept: 'application/json'}
+    // The row's last request asks the service to close the connection, so the
+    // closing side's TIME_WAIT stays with the service instead of piling up in
+    // the caller's ephemeral ports (one connection per row adds up fast).
+    if (last) headers.connection = 'close'
     for (const [name, value] of this.sessionHeaders) headers[name] = value
     if (this.cookies.size > 0) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ')
     const token = this.bearerTokens.get(endpoint)
