@@ -1,0 +1,69 @@
+/**
+ * The last training submission of a recipe, kept outside the Relax checkout (so a shared checkout
+ * is never written to) under
+ *   ${XDG_STATE_HOME:-$HOME/.local/state}/gymrecipe/runs/<first 16 hex of sha256(recipe dir)>.json
+ * `gymrecipe train` writes it; `gymrecipe status` and the training rung read it.
+ */
+import {createHash} from 'node:crypto'
+import os from 'node:os'
+import path from 'node:path'
+
+import {readTextIfExists, writeFileAtomic} from '../runtime/fs.js'
+
+export interface RecipeRunState {
+  recipe: string
+  recipeDir: string
+  submissionId: string
+  dashboardAddress: string
+  logFile: string | null
+  submittedAt: string
+  smoke: boolean
+}
+
+/** Directory holding the run-state files. */
+export function runStateRoot(env: NodeJS.ProcessEnv = process.env): string {
+  const stateHome = env.XDG_STATE_HOME && path.isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : path.join(env.HOME || os.homedir(), '.local', 'state')
+  return path.join(stateHome, 'gymrecipe', 'runs')
+}
+
+/** The run-state file of a recipe directory (keyed by its absolute path). */
+export function runStatePath(recipeDir: string, env: NodeJS.ProcessEnv = process.env): string {
+  const key = createHash('sha256').update(path.resolve(recipeDir)).digest('hex').slice(0, 16)
+  return path.join(runStateRoot(env), `${key}.json`)
+}
+
+function isRunState(value: unknown): value is RecipeRunState {
+  if (!value || typeof value !== 'object') return false
+  const v = value as Record<string, unknown>
+  return (
+    typeof v.recipe === 'string' &&
+    typeof v.recipeDir === 'string' &&
+    typeof v.submissionId === 'string' &&
+    typeof v.dashboardAddress === 'string' &&
+    (v.logFile === null || typeof v.logFile === 'string') &&
+    typeof v.submittedAt === 'string' &&
+    typeof v.smoke === 'boolean'
+  )
+}
+
+/** The recorded last submission of this recipe dir, or undefined (none, unreadable or another dir's). */
+export async function readRunState(recipeDir: string, env: NodeJS.ProcessEnv = process.env): Promise<RecipeRunState | undefined> {
+  const text = await readTextIfExists(runStatePath(recipeDir, env))
+  if (text === undefined) return undefined
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  if (!isRunState(parsed)) return undefined
+  // A hash collision or a moved state directory must never attach another recipe's job.
+  if (path.resolve(parsed.recipeDir) !== path.resolve(recipeDir)) return undefined
+  return parsed
+}
+
+/** Record the last submission of a recipe (atomic write). */
+export async function writeRunState(state: RecipeRunState, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const record: RecipeRunState = {...state, recipeDir: path.resolve(state.recipeDir)}
+  await writeFileAtomic(runStatePath(record.recipeDir, env), JSON.stringify(record, null, 2) + '\n', 0o600)
+}
