@@ -1,5 +1,7 @@
 import {isUtf8} from 'node:buffer'
-import {createReadStream, promises as fsp} from 'node:fs'
+import {once} from 'node:events'
+import {createReadStream, createWriteStream, promises as fsp} from 'node:fs'
+import {finished} from 'node:stream/promises'
 
 import {isLosslessNumber, LosslessNumber, parse, stringify} from 'lossless-json'
 
@@ -34,11 +36,6 @@ export function isJsonObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !isLosslessNumber(value)
 }
 
-/** An object from JSON.parse (numbers lossy) or from parseJson (numbers lossless). */
-export function isPlainRecord(value: unknown): value is Record<string, unknown> {
-  return isJsonObject(value)
-}
-
 /** Set a member without tripping the `__proto__` setter. */
 export function setMember(target: JsonObject, key: string, value: JsonValue): void {
   if (key === '__proto__') Object.defineProperty(target, key, {value, enumerable: true, writable: true, configurable: true})
@@ -54,6 +51,7 @@ export function isFiniteLiteral(literal: string): boolean {
   return !isFloatLiteral(literal) || Number.isFinite(Number(literal))
 }
 
+const PLAIN_INTEGER = /^(?:0|-?[1-9]\d{0,399})$/
 const NUMBER_PARTS = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/
 /** Literals with more digits than this are not treated as integers (keeps `1e999999999` from allocating). */
 const MAX_INTEGER_DIGITS = 400
@@ -64,6 +62,7 @@ const MAX_INTEGER_DIGITS = 400
  * 2^53 stay exact.
  */
 export function integerText(literal: string): string | undefined {
+  if (PLAIN_INTEGER.test(literal)) return literal
   const match = NUMBER_PARTS.exec(literal)
   if (!match) return undefined
   const [, sign, whole, fraction = '', exponent = '0'] = match
@@ -80,7 +79,11 @@ export function integerText(literal: string): string | undefined {
   return `${sign}${digits}${'0'.repeat(shift)}`
 }
 
-/** The first number in a value that a float would turn into inf, as a dotted field path. */
+function childPath(path: string, key: string): string {
+  return path === '' ? key : `${path}.${key}`
+}
+
+/** The dotted path of the first number a float would turn into inf, under path ('' for the root). */
 export function findNonFinite(value: JsonValue, path: string): string | undefined {
   if (isLosslessNumber(value)) return isFiniteLiteral(value.value) ? undefined : path
   if (Array.isArray(value)) {
@@ -90,31 +93,69 @@ export function findNonFinite(value: JsonValue, path: string): string | undefine
     }
   } else if (isJsonObject(value)) {
     for (const [key, item] of Object.entries(value)) {
-      const found = findNonFinite(item, `${path}.${key}`)
+      const found = findNonFinite(item, childPath(path, key))
       if (found) return found
     }
   }
   return undefined
 }
 
-/** Cheap pre-check on raw JSON text: only these shapes can overflow a double. */
-const MAYBE_OVERFLOW = /\d[eE]\+?\d{3}|\d{309}/
-
-/** Like findNonFinite, for raw JSON text; parses losslessly only when the text might overflow. */
-export function findNonFiniteInText(text: string, path: string): string | undefined {
-  return MAYBE_OVERFLOW.test(text) ? findNonFinite(parseJson(text), path) : undefined
+/** findNonFinite on JSON text (for the error path, after a scan reported a non-finite number). */
+export function nonFiniteField(text: string, path: string): string | undefined {
+  return findNonFinite(parseJson(text), path)
 }
 
 // ---------------------------------------------------------------------------
-// Raw members: exact source text of an object's members without re-serializing.
+// Raw members: an object's members as their exact source text. The streaming
+// commands validate and split a line in one pass here instead of building
+// objects with JSON.parse, then copy member text to the output unchanged.
 
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
 const COMMA = 0x2c
+const COLON = 0x3a
+const MINUS = 0x2d
+const DOT = 0x2e
 const OPEN_BRACE = 0x7b
 const CLOSE_BRACE = 0x7d
 const OPEN_BRACKET = 0x5b
 const CLOSE_BRACKET = 0x5d
+
+/** What a member value is, read from its first character. */
+export type JsonKind = 'object' | 'array' | 'string' | 'number' | 'boolean' | 'null'
+
+export function jsonKind(rawValue: string): JsonKind {
+  switch (rawValue.charCodeAt(0)) {
+    case OPEN_BRACE:
+      return 'object'
+    case OPEN_BRACKET:
+      return 'array'
+    case QUOTE:
+      return 'string'
+    case 0x6e:
+      return 'null'
+    case 0x74:
+    case 0x66:
+      return 'boolean'
+    default:
+      return 'number'
+  }
+}
+
+/** The kind of a parsed (lossless) value. */
+export function valueKind(value: JsonValue): JsonKind {
+  if (value === null) return 'null'
+  if (typeof value === 'string') return 'string'
+  if (typeof value === 'boolean') return 'boolean'
+  if (isLosslessNumber(value)) return 'number'
+  return Array.isArray(value) ? 'array' : 'object'
+}
+
+class JsonSyntaxError extends Error {}
+
+function syntaxError(what: string, at: number): never {
+  throw new JsonSyntaxError(`${what} at position ${at}`)
+}
 
 function skipWhitespace(text: string, i: number): number {
   let c = text.charCodeAt(i)
@@ -122,7 +163,168 @@ function skipWhitespace(text: string, i: number): number {
   return i
 }
 
-/** Index just past the string token that opens at i. */
+function isDigit(c: number): boolean {
+  return c >= 0x30 && c <= 0x39
+}
+
+function isHexDigit(c: number): boolean {
+  return isDigit(c) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66)
+}
+
+const SIMPLE_ESCAPES = new Set([QUOTE, BACKSLASH, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74])
+
+/** Validate the string token opening at i; index just past its closing quote. */
+function scanString(text: string, i: number): number {
+  let j = i + 1
+  for (;;) {
+    const c = text.charCodeAt(j)
+    if (c === QUOTE) return j + 1
+    if (c === BACKSLASH) {
+      const escaped = text.charCodeAt(j + 1)
+      if (SIMPLE_ESCAPES.has(escaped)) j += 2
+      else if (escaped === 0x75 && isHexDigit(text.charCodeAt(j + 2)) && isHexDigit(text.charCodeAt(j + 3)) && isHexDigit(text.charCodeAt(j + 4)) && isHexDigit(text.charCodeAt(j + 5))) j += 6
+      else syntaxError('invalid escape in string', j)
+    } else if (c < 0x20) {
+      syntaxError('control character in string', j)
+    } else if (j >= text.length) {
+      syntaxError('unterminated string', i)
+    } else {
+      j++
+    }
+  }
+}
+
+function scanDigits(text: string, i: number): number {
+  if (!isDigit(text.charCodeAt(i))) syntaxError('digit expected', i)
+  while (isDigit(text.charCodeAt(i))) i++
+  return i
+}
+
+/** Set by scanNumber when a float literal overflows a double; reset by each scanObjectMembers call. */
+let sawNonFinite = false
+
+/** Validate the number opening at i: -?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)? */
+function scanNumber(text: string, i: number): number {
+  const start = i
+  if (text.charCodeAt(i) === MINUS) i++
+  i = text.charCodeAt(i) === 0x30 ? i + 1 : scanDigits(text, i)
+  const wholeDigits = i - start
+  let float = false
+  if (text.charCodeAt(i) === DOT) {
+    i = scanDigits(text, i + 1)
+    float = true
+  }
+  const e = text.charCodeAt(i)
+  let exponentDigits = 0
+  if (e === 0x65 || e === 0x45) {
+    const sign = text.charCodeAt(i + 1)
+    const digitsStart = sign === 0x2b || sign === MINUS ? i + 2 : i + 1
+    i = scanDigits(text, digitsStart)
+    exponentDigits = i - digitsStart
+    float = true
+  }
+  // Only a float with a 3-digit exponent or 309+ digits can overflow a double.
+  if (float && (exponentDigits >= 3 || wholeDigits >= 309) && !Number.isFinite(Number(text.slice(start, i)))) sawNonFinite = true
+  return i
+}
+
+function scanScalar(text: string, i: number): number {
+  const c = text.charCodeAt(i)
+  if (c === QUOTE) return scanString(text, i)
+  if (c === MINUS || isDigit(c)) return scanNumber(text, i)
+  for (const literal of ['true', 'false', 'null']) if (text.startsWith(literal, i)) return i + literal.length
+  return syntaxError('JSON value expected', i)
+}
+
+/** Validate `"key" :` at i; index of the value that follows. */
+function scanKey(text: string, i: number): number {
+  if (text.charCodeAt(i) !== QUOTE) syntaxError('quoted object key expected', i)
+  const colon = skipWhitespace(text, scanString(text, i))
+  if (text.charCodeAt(colon) !== COLON) syntaxError("':' expected", colon)
+  return skipWhitespace(text, colon + 1)
+}
+
+/** Validate the value at i (nesting handled with an explicit stack); index just past it. */
+function scanValue(text: string, i: number): number {
+  const closers: number[] = []
+  for (;;) {
+    const c = text.charCodeAt(i)
+    if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      const closer = c === OPEN_BRACE ? CLOSE_BRACE : CLOSE_BRACKET
+      i = skipWhitespace(text, i + 1)
+      if (text.charCodeAt(i) === closer) {
+        i++
+      } else {
+        closers.push(closer)
+        if (closer === CLOSE_BRACE) i = scanKey(text, i)
+        continue
+      }
+    } else {
+      i = scanScalar(text, i)
+    }
+    // After a complete value: close finished containers until one continues with a comma.
+    for (;;) {
+      if (closers.length === 0) return i
+      i = skipWhitespace(text, i)
+      const next = text.charCodeAt(i)
+      const closer = closers[closers.length - 1]
+      if (next === closer) {
+        closers.pop()
+        i++
+      } else if (next === COMMA) {
+        i = skipWhitespace(text, i + 1)
+        if (closer === CLOSE_BRACE) i = scanKey(text, i)
+        break
+      } else {
+        syntaxError(`',' or '${String.fromCharCode(closer)}' expected`, i)
+      }
+    }
+  }
+}
+
+function keyOf(token: string): string {
+  return token.includes('\\') ? (JSON.parse(token) as string) : token.slice(1, -1)
+}
+
+/** An object line split into its members; see scanObjectMembers. */
+export interface ScannedObject {
+  /** Key → exact value text, in source order. */
+  members: Map<string, string>
+  /** Some float literal in the text overflows a double (Python would read inf). */
+  hasNonFinite: boolean
+}
+
+/**
+ * Validate a JSON text that must be an object, in one pass, and return its
+ * members as key → exact value text in source order (a repeated key keeps its
+ * first position and last value, like a Python dict). Returns undefined when
+ * the text is valid JSON but not an object; throws on invalid JSON.
+ */
+export function scanObjectMembers(text: string): ScannedObject | undefined {
+  sawNonFinite = false
+  const start = skipWhitespace(text, 0)
+  if (text.charCodeAt(start) !== OPEN_BRACE) {
+    if (skipWhitespace(text, scanValue(text, start)) !== text.length) syntaxError('end of input expected', start)
+    return undefined
+  }
+  const members = new Map<string, string>()
+  let i = skipWhitespace(text, start + 1)
+  if (text.charCodeAt(i) !== CLOSE_BRACE) {
+    for (;;) {
+      const valueStart = scanKey(text, i)
+      const valueEnd = scanValue(text, valueStart)
+      members.set(keyOf(text.slice(i, endOfString(text, i))), text.slice(valueStart, valueEnd))
+      i = skipWhitespace(text, valueEnd)
+      if (text.charCodeAt(i) !== COMMA) break
+      i = skipWhitespace(text, i + 1)
+    }
+    if (text.charCodeAt(i) !== CLOSE_BRACE) syntaxError("',' or '}' expected", i)
+  }
+  if (skipWhitespace(text, i + 1) !== text.length) syntaxError('end of input expected', skipWhitespace(text, i + 1))
+  return {members, hasNonFinite: sawNonFinite}
+}
+
+/** Index just past the (already validated) string token opening at i. */
 function endOfString(text: string, i: number): number {
   let from = i + 1
   for (;;) {
@@ -138,7 +340,7 @@ function isLiteralEnd(c: number): boolean {
   return c === COMMA || c === CLOSE_BRACE || c === CLOSE_BRACKET || c <= 0x20
 }
 
-/** Index just past the value that starts at i. */
+/** Index just past the (already validated) value that starts at i. */
 function endOfValue(text: string, i: number): number {
   const first = text.charCodeAt(i)
   if (first === QUOTE) return endOfString(text, i)
@@ -162,9 +364,8 @@ function endOfValue(text: string, i: number): number {
 }
 
 /**
- * The members of a JSON object text as key → exact value text, in source
- * order (a repeated key keeps its first position and its last value, like a
- * Python dict). The text must already be known to be a valid JSON object.
+ * The members of an object text that is already known to be valid (a member
+ * value returned by scanObjectMembers), without validating it again.
  */
 export function rawMembers(objectText: string): Map<string, string> {
   const members = new Map<string, string>()
@@ -172,15 +373,18 @@ export function rawMembers(objectText: string): Map<string, string> {
   if (objectText.charCodeAt(i) === CLOSE_BRACE) return members
   for (;;) {
     const keyEnd = endOfString(objectText, i)
-    const keyToken = objectText.slice(i, keyEnd)
-    const key = keyToken.includes('\\') ? (JSON.parse(keyToken) as string) : keyToken.slice(1, -1)
     const valueStart = skipWhitespace(objectText, skipWhitespace(objectText, keyEnd) + 1)
     const valueEnd = endOfValue(objectText, valueStart)
-    members.set(key, objectText.slice(valueStart, valueEnd))
+    members.set(keyOf(objectText.slice(i, keyEnd)), objectText.slice(valueStart, valueEnd))
     i = skipWhitespace(objectText, valueEnd)
     if (objectText.charCodeAt(i) !== COMMA) return members
     i = skipWhitespace(objectText, i + 1)
   }
+}
+
+/** The string a raw JSON string token denotes. */
+export function rawString(token: string): string {
+  return keyOf(token)
 }
 
 // ---------------------------------------------------------------------------
@@ -267,29 +471,17 @@ export async function* readJsonlLines(file: string, flag: string): AsyncGenerato
   }
 }
 
-function invalidJson(text: string, file: string, line: number): GymError {
-  let detail = 'not valid JSON'
+/** Validate a line as a JSON object and split it into raw members (see scanObjectMembers). */
+export function scanObjectLine({line, text}: JsonlLine, file: string): ScannedObject {
+  let scanned: ScannedObject | undefined
   try {
-    parseJson(text)
+    scanned = scanObjectMembers(text)
   } catch (error) {
-    detail = (error as Error).message
+    if (!(error instanceof JsonSyntaxError)) throw error
+    throw inputError('E_JSONL_INVALID', `invalid JSON: ${error.message}`, {file, line})
   }
-  return inputError('E_JSONL_INVALID', `invalid JSON: ${detail}`, {file, line})
-}
-
-/**
- * Validate a line as a JSON object with the native parser (fast; numbers in the
- * result are lossy, so take exact values from rawMembers or parseJson).
- */
-export function parseObjectLine({line, text}: JsonlLine, file: string): Record<string, unknown> {
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch {
-    throw invalidJson(text, file, line)
-  }
-  if (!isPlainRecord(value)) throw inputError('E_JSONL_INVALID', 'line must contain a JSON object', {file, line})
-  return value
+  if (!scanned) throw inputError('E_JSONL_INVALID', 'line must contain a JSON object', {file, line})
+  return scanned
 }
 
 /** Parse a line losslessly as a JSON object. */
@@ -297,8 +489,8 @@ export function parseLosslessObjectLine({line, text}: JsonlLine, file: string): 
   let value: JsonValue
   try {
     value = parseJson(text)
-  } catch {
-    throw invalidJson(text, file, line)
+  } catch (error) {
+    throw inputError('E_JSONL_INVALID', `invalid JSON: ${(error as Error).message}`, {file, line})
   }
   if (!isJsonObject(value)) throw inputError('E_JSONL_INVALID', 'line must contain a JSON object', {file, line})
   return value
@@ -318,12 +510,14 @@ export interface JsonlOutput {
   abort(): Promise<void>
 }
 
-const FLUSH_AT = 1 << 20
+const CHUNK = 1 << 20
+/** Up to this much may wait in the stream, so writing overlaps with producing the next lines. */
+const QUEUED = 4 << 20
 
 /**
  * A JSONL output that becomes visible only on commit(): lines are streamed to
- * a temporary sibling and renamed at the end. A dry run counts lines and
- * writes nothing.
+ * a temporary sibling (fsynced on close) and renamed at the end. A dry run
+ * counts lines and writes nothing.
  */
 export async function openJsonlOutput(target: string, dryRun: boolean): Promise<JsonlOutput> {
   if (dryRun) {
@@ -340,38 +534,36 @@ export async function openJsonlOutput(target: string, dryRun: boolean): Promise<
     }
   }
   const atomic = await openAtomicTarget(target)
-  const handle = await fsp.open(atomic.tmpPath, 'w', 0o644)
-  let buffer = ''
+  const stream = createWriteStream(atomic.tmpPath, {flush: true, highWaterMark: QUEUED})
+  let failure: Error | undefined
+  stream.on('error', (error) => (failure ??= error))
+  let chunk = ''
   let lines = 0
-  let closed = false
-  const close = async () => {
-    if (!closed) {
-      closed = true
-      await handle.close()
-    }
+  const send = async (data: string) => {
+    if (failure) throw failure
+    if (!stream.write(data)) await once(stream, 'drain')
   }
   return {
     get lines() {
       return lines
     },
     async write(line: string) {
-      buffer += `${line}\n`
+      chunk += `${line}\n`
       lines++
-      if (buffer.length >= FLUSH_AT) {
-        const chunk = buffer
-        buffer = ''
-        await handle.write(chunk)
+      if (chunk.length >= CHUNK) {
+        const data = chunk
+        chunk = ''
+        await send(data)
       }
     },
     async commit() {
-      if (buffer) await handle.write(buffer)
-      buffer = ''
-      await handle.sync()
-      await close()
+      stream.end(chunk)
+      await finished(stream)
       await atomic.commit()
     },
     async abort() {
-      await close()
+      stream.destroy()
+      await finished(stream).catch(() => undefined)
       await atomic.abort()
     },
   }

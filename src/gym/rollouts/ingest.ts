@@ -1,4 +1,4 @@
-import {assertJsonlFile, type JsonlOutput, locate, parseObjectLine, readJsonlLines, withJsonlOutput} from '../json.js'
+import {assertJsonlFile, type JsonlOutput, locate, readJsonlLines, scanObjectLine, withJsonlOutput} from '../json.js'
 import {normalizeRecord, type RolloutStatus} from './normalize.js'
 import {loadTaskTable, type TaskEntry} from './task-table.js'
 
@@ -22,13 +22,13 @@ export interface IngestSummary {
 
 const JOIN_HINT = 'Rollouts join on _ng_task_index, which Gym stamps while collecting from tasks exported by `gymrecipe tasks export`.'
 
-async function joinFile(file: string, flag: string, status: RolloutStatus, tasks: Map<string, TaskEntry>, out: JsonlOutput): Promise<number> {
+async function joinFile(file: string, flag: string, status: RolloutStatus, tasks: Map<bigint, TaskEntry>, out: JsonlOutput): Promise<number> {
   let records = 0
   for await (const line of readJsonlLines(file, flag)) {
-    const record = parseObjectLine(line, file)
+    const {members} = scanObjectLine(line, file)
     let normalized: string
     try {
-      normalized = normalizeRecord(line.text, record, tasks, status)
+      normalized = normalizeRecord(line.text, members, tasks, status)
     } catch (error) {
       throw locate(error, 'E_ROLLOUT_INVALID', file, line.line, JOIN_HINT)
     }

@@ -1,4 +1,4 @@
-import {FieldError, isPlainRecord, rawMembers} from '../json.js'
+import {FieldError, jsonKind, rawMembers} from '../json.js'
 import {indexKey, type TaskEntry} from './task-table.js'
 
 /**
@@ -24,48 +24,43 @@ export const FIELD_SOURCES = {
 } as const
 
 /** Exact JSON text at a path of nested objects, or undefined when absent or null. */
-function rawAt(record: Record<string, unknown>, members: Map<string, string>, path: readonly string[]): string | undefined {
-  let value: unknown = record
-  let raw: Map<string, string> = members
+function rawAt(members: Map<string, string>, path: readonly string[]): string | undefined {
+  let level = members
   for (const [i, key] of path.entries()) {
-    if (!isPlainRecord(value) || !Object.hasOwn(value, key)) return undefined
-    value = value[key]
-    if (value === null) return undefined
-    const text = raw.get(key) as string
-    if (i === path.length - 1) return text
-    if (isPlainRecord(value)) raw = rawMembers(text)
+    const raw = level.get(key)
+    if (raw === undefined || raw === 'null') return undefined
+    if (i === path.length - 1) return raw
+    if (jsonKind(raw) !== 'object') return undefined
+    level = rawMembers(raw)
   }
   return undefined
 }
 
-function firstOf(record: Record<string, unknown>, members: Map<string, string>, sources: readonly (readonly string[])[]): string {
+function firstOf(members: Map<string, string>, sources: readonly (readonly string[])[]): string {
   for (const path of sources) {
-    const raw = rawAt(record, members, path)
+    const raw = rawAt(members, path)
     if (raw !== undefined) return raw
   }
   return 'null'
 }
 
-function findTask(record: Record<string, unknown>, members: Map<string, string>, tasks: Map<string, TaskEntry>): {key: string; task: TaskEntry} {
-  if (!Object.hasOwn(record, '_ng_task_index')) {
-    throw new FieldError('_ng_task_index', 'missing, so the record cannot be joined to a task')
-  }
-  const raw = members.get('_ng_task_index') as string
-  const key = indexKey(record._ng_task_index, raw)
+function findTask(members: Map<string, string>, tasks: Map<bigint, TaskEntry>): {key: bigint; task: TaskEntry} {
+  const raw = members.get('_ng_task_index')
+  if (raw === undefined) throw new FieldError('_ng_task_index', 'missing, so the record cannot be joined to a task')
+  const key = indexKey(raw)
   const task = key === undefined ? undefined : tasks.get(key)
   if (key === undefined || !task) {
-    const kind = typeof record._ng_task_index === 'string' ? ' (a string; task indices are integers)' : ''
+    const kind = jsonKind(raw) === 'string' ? ' (a string; task indices are integers)' : ''
     throw new FieldError('_ng_task_index', `rollout references unknown task index: ${key ?? raw}${kind}`)
   }
   return {key, task}
 }
 
-/** The normalized JSONL line for one record; `record` is the line parsed with JSON.parse. Throws FieldError. */
-export function normalizeRecord(text: string, record: Record<string, unknown>, tasks: Map<string, TaskEntry>, status: RolloutStatus): string {
-  const members = rawMembers(text)
-  const {key, task} = findTask(record, members, tasks)
+/** The normalized JSONL line for one record, given as its raw members (scanObjectLine). Throws FieldError. */
+export function normalizeRecord(text: string, members: Map<string, string>, tasks: Map<bigint, TaskEntry>, status: RolloutStatus): string {
+  const {key, task} = findTask(members, tasks)
   const own = (name: string, absent: string) => members.get(name) ?? absent
-  const field = (name: keyof typeof FIELD_SOURCES) => firstOf(record, members, FIELD_SOURCES[name])
+  const field = (name: keyof typeof FIELD_SOURCES) => firstOf(members, FIELD_SOURCES[name])
   return (
     `{"scenario_id":${task.scenarioId}` +
     `,"task_index":${key}` +

@@ -1,15 +1,4 @@
-import {
-  FieldError,
-  findNonFiniteInText,
-  inputError,
-  integerText,
-  isPlainRecord,
-  locate,
-  parseJson,
-  parseObjectLine,
-  rawMembers,
-  readJsonlLines,
-} from '../json.js'
+import {FieldError, inputError, integerText, jsonKind, locate, nonFiniteField, parseJson, rawString, readJsonlLines, type ScannedObject, scanObjectLine} from '../json.js'
 import {canonicalJson} from '../tasks/identity.js'
 
 /**
@@ -29,47 +18,42 @@ export interface TaskEntry {
 }
 
 export interface TaskTable {
-  entries: Map<string, TaskEntry>
+  entries: Map<bigint, TaskEntry>
   /** Task lines read. */
   lines: number
   /** Lines that repeated an earlier task exactly. */
   identicalDuplicates: number
 }
 
-/** The exact integer of an index value, or undefined when it is not a whole JSON number. */
-export function indexKey(value: unknown, rawValue: string | undefined): string | undefined {
-  return typeof value === 'number' && rawValue !== undefined ? integerText(rawValue) : undefined
+/** A raw index value as an exact integer, or undefined when it is not a whole JSON number. */
+export function indexKey(rawValue: string): bigint | undefined {
+  const integer = jsonKind(rawValue) === 'number' ? integerText(rawValue) : undefined
+  return integer === undefined ? undefined : BigInt(integer)
 }
 
 interface ParsedTask {
-  key: string
+  key: bigint
   indexField: '_ng_task_index' | 'id'
   entry: TaskEntry
 }
 
-function taskEntry(text: string, task: Record<string, unknown>, line: number): ParsedTask {
-  const members = rawMembers(text)
-  const indexField = Object.hasOwn(task, '_ng_task_index') ? '_ng_task_index' : 'id'
-  if (task[indexField] === undefined || task[indexField] === null) throw new FieldError(indexField, 'every task must contain _ng_task_index or id')
-  const key = indexKey(task[indexField], members.get(indexField))
-  if (key === undefined) throw new FieldError(indexField, `task index must be an integer, got ${members.get(indexField)}`)
-  if (typeof task._dd_scenario_id !== 'string' || task._dd_scenario_id === '') {
+function taskEntry(text: string, {members: task, hasNonFinite}: ScannedObject, line: number): ParsedTask {
+  const indexField = task.has('_ng_task_index') ? '_ng_task_index' : 'id'
+  const rawIndex = task.get(indexField)
+  if (rawIndex === undefined || rawIndex === 'null') throw new FieldError(indexField, 'every task must contain _ng_task_index or id')
+  const key = indexKey(rawIndex)
+  if (key === undefined) throw new FieldError(indexField, `task index must be an integer, got ${rawIndex}`)
+  const scenarioId = task.get('_dd_scenario_id')
+  if (scenarioId === undefined || jsonKind(scenarioId) !== 'string' || rawString(scenarioId) === '') {
     throw new FieldError('_dd_scenario_id', `task ${key} does not contain _dd_scenario_id`)
   }
-  const provenance = task._dd_provenance ?? {}
-  if (!isPlainRecord(provenance)) throw new FieldError('_dd_provenance', 'must be a JSON object')
-  const nonFinite = findNonFiniteInText(text, 'task')
-  if (nonFinite) throw new FieldError(nonFinite, 'must be a finite number (NaN and Infinity are not JSON)')
+  const provenance = task.get('_dd_provenance') ?? 'null'
+  if (provenance !== 'null' && jsonKind(provenance) !== 'object') throw new FieldError('_dd_provenance', 'must be a JSON object')
+  if (hasNonFinite) throw new FieldError(nonFiniteField(text, ''), 'must be a finite number (NaN and Infinity are not JSON)')
   return {
     key,
     indexField,
-    entry: {
-      line,
-      text: text.trim(),
-      scenarioId: JSON.stringify(task._dd_scenario_id),
-      provenance: task._dd_provenance ? (members.get('_dd_provenance') as string) : '{}',
-      agentRef: members.get('agent_ref'),
-    },
+    entry: {line, text: text.trim(), scenarioId, provenance: provenance === 'null' ? '{}' : provenance, agentRef: task.get('agent_ref')},
   }
 }
 
@@ -84,7 +68,7 @@ export async function loadTaskTable(file: string): Promise<TaskTable> {
   const hint = 'Tasks for ingest come from `gymrecipe tasks export`.'
   for await (const line of readJsonlLines(file, '--tasks')) {
     table.lines++
-    const task = parseObjectLine(line, file)
+    const task = scanObjectLine(line, file)
     let parsed: ParsedTask
     try {
       parsed = taskEntry(line.text, task, line.line)

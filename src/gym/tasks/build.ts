@@ -15,7 +15,7 @@ import {defaultScenarioId, isEncodableId} from './identity.js'
 import {decodeJsonText, lookupSourcePath, resolveSourcePath} from './paths.js'
 import {pythonStr, pythonStrip, pythonTruthy} from './python.js'
 import type {TaskSpec} from './spec.js'
-import {checkGymTask, dumpTask} from './task.js'
+import {checkGymTask, dumpTask, kindsOfValue} from './task.js'
 
 /** One line of scenarios.jsonl. */
 export interface ScenarioBundle {
@@ -96,7 +96,7 @@ function assertFinite(value: JsonValue, field: string): void {
 export function scenarioFromRow(row: JsonObject, spec: TaskSpec): ScenarioBundle | undefined {
   if (spec.include !== undefined && !pythonTruthy(lookupSourcePath(row, spec.include, 'include'))) return undefined
   const built = spec.task_column === undefined ? declarativeTask(row, spec) : columnTask(row, spec.task_column)
-  checkGymTask(built, 'task')
+  checkGymTask(isJsonObject(built) ? kindsOfValue(built) : undefined, 'task')
   const task = dumpTask(built as JsonObject)
   assertFinite(task, 'task')
   const scenarioId = spec.scenario_id_column === undefined ? defaultScenarioId(task, spec.scenario_namespace) : explicitScenarioId(row, spec.scenario_id_column)
@@ -129,7 +129,7 @@ export async function buildScenarios(options: {input: string; spec: TaskSpec; ou
       try {
         bundle = scenarioFromRow(row, spec)
       } catch (error) {
-        throw locate(error, 'E_ROW_INVALID', input, line.line)
+        throw locate(error, 'E_ROW_INVALID', input, line.line, 'Check the row against the task spec; `gymrecipe tasks build --help` describes the fields.')
       }
       if (!bundle) {
         summary.skipped++

@@ -1,6 +1,6 @@
-import {FieldError, findNonFiniteInText, isPlainRecord, locate, parseObjectLine, rawMembers, readJsonlLines, withJsonlOutput} from '../json.js'
+import {FieldError, jsonKind, locate, nonFiniteField, rawMembers, rawString, readJsonlLines, type ScannedObject, scanObjectLine, withJsonlOutput} from '../json.js'
 import {isEncodableId, taskIndexOf} from './identity.js'
-import {checkGymTask} from './task.js'
+import {checkGymTask, kindsOfRaw} from './task.js'
 
 /**
  * Scenario bundle → Gym-native task: the task's own members (top-level nulls
@@ -11,45 +11,68 @@ import {checkGymTask} from './task.js'
  */
 
 const BUNDLE_FIELDS = ['schema_version', 'scenario_id', 'task', 'provenance']
+const EMPTY_OBJECT = /^\{\s*\}$/
 
-function checkBundle(bundle: Record<string, unknown>): asserts bundle is {scenario_id: string; task: Record<string, unknown>; provenance?: Record<string, unknown>} {
-  const unknown = Object.keys(bundle).find((key) => !BUNDLE_FIELDS.includes(key))
-  if (unknown !== undefined) throw new FieldError(unknown, `unknown field; a scenario bundle has only ${BUNDLE_FIELDS.join(', ')}`)
-  if (Object.hasOwn(bundle, 'schema_version') && bundle.schema_version !== '1') throw new FieldError('schema_version', 'must be the string "1"')
-  if (!Object.hasOwn(bundle, 'scenario_id')) throw new FieldError('scenario_id', 'is required')
-  if (typeof bundle.scenario_id !== 'string') throw new FieldError('scenario_id', 'must be a string')
-  if (bundle.scenario_id === '') throw new FieldError('scenario_id', 'must not be empty')
-  if (!isEncodableId(bundle.scenario_id)) throw new FieldError('scenario_id', 'must be valid Unicode (it contains a lone surrogate)')
-  if (!Object.hasOwn(bundle, 'task')) throw new FieldError('task', 'is required')
-  checkGymTask(bundle.task, 'task')
-  if (Object.hasOwn(bundle, 'provenance') && !isPlainRecord(bundle.provenance)) throw new FieldError('provenance', 'must be a JSON object')
+function required(members: Map<string, string>, key: string): string {
+  const raw = members.get(key)
+  if (raw === undefined) throw new FieldError(key, 'is required')
+  return raw
+}
+
+function scenarioIdOf(members: Map<string, string>): string {
+  const raw = required(members, 'scenario_id')
+  if (jsonKind(raw) !== 'string') throw new FieldError('scenario_id', 'must be a string')
+  const id = rawString(raw)
+  if (id === '') throw new FieldError('scenario_id', 'must not be empty')
+  if (!isEncodableId(id)) throw new FieldError('scenario_id', 'must be valid Unicode (it contains a lone surrogate)')
+  return id
+}
+
+function taskOf(members: Map<string, string>): Map<string, string> {
+  const raw = required(members, 'task')
+  const task = jsonKind(raw) === 'object' ? rawMembers(raw) : undefined
+  checkGymTask(task && kindsOfRaw(task), 'task')
+  return task as Map<string, string>
 }
 
 function member(key: string, rawValue: string): string {
-  return `${JSON.stringify(key)}:${rawValue}`
+  return `,${JSON.stringify(key)}:${rawValue}`
 }
 
-/** Export one bundle line; `bundle` is the line parsed with JSON.parse. Throws FieldError. */
-export function exportBundle(text: string, bundle: Record<string, unknown>): string {
-  checkBundle(bundle)
-  const bundleMembers = rawMembers(text)
-  const taskText = bundleMembers.get('task') as string
-  const provenanceText = bundleMembers.get('provenance')
-  const nonFinite = findNonFiniteInText(taskText, 'task') ?? (provenanceText === undefined ? undefined : findNonFiniteInText(provenanceText, 'provenance'))
-  if (nonFinite) throw new FieldError(nonFinite, 'must be a finite number (NaN and Infinity are not JSON)')
-
-  const {task, scenario_id: scenarioId} = bundle
-  const taskMembers = rawMembers(taskText)
-  const members: string[] = []
-  const keys = new Set(['responses_create_params', 'agent_ref', ...taskMembers.keys()])
-  for (const key of keys) {
-    if (taskMembers.has(key) && task[key] !== null) members.push(member(key, taskMembers.get(key) as string))
+/** The task's members as the plugin dumps them: declared fields first, top-level nulls dropped. */
+function taskMembers(task: Map<string, string>): string {
+  let out = member('responses_create_params', task.get('responses_create_params') as string)
+  const agentRef = task.get('agent_ref')
+  if (agentRef !== undefined && agentRef !== 'null') out += member('agent_ref', agentRef)
+  for (const [key, raw] of task) {
+    if (key !== 'responses_create_params' && key !== 'agent_ref' && raw !== 'null') out += member(key, raw)
   }
+  return out
+}
+
+/** Export one scanned bundle line. Throws FieldError. */
+export function exportBundle({members: bundle, hasNonFinite}: ScannedObject): string {
+  const unknown = [...bundle.keys()].find((key) => !BUNDLE_FIELDS.includes(key))
+  if (unknown !== undefined) throw new FieldError(unknown, `unknown field; a scenario bundle has only ${BUNDLE_FIELDS.join(', ')}`)
+  const version = bundle.get('schema_version')
+  if (version !== undefined && (jsonKind(version) !== 'string' || rawString(version) !== '1')) throw new FieldError('schema_version', 'must be the string "1"')
+  const scenarioId = scenarioIdOf(bundle)
+  const task = taskOf(bundle)
+  const provenance = bundle.get('provenance')
+  if (provenance !== undefined && jsonKind(provenance) !== 'object') throw new FieldError('provenance', 'must be a JSON object')
+  // The bundle's other members are strings, so a non-finite number is in the task or the provenance.
+  if (hasNonFinite) {
+    const field = nonFiniteField(bundle.get('task') as string, 'task') ?? nonFiniteField(provenance as string, 'provenance')
+    throw new FieldError(field, 'must be a finite number (NaN and Infinity are not JSON)')
+  }
+
   const index = taskIndexOf(scenarioId).toString()
-  if (!Object.hasOwn(task, 'id') || task.id === null) members.push(member('id', index))
-  members.push(member('_ng_task_index', index), member('_dd_scenario_id', JSON.stringify(scenarioId)))
-  if (bundle.provenance && Object.keys(bundle.provenance).length > 0) members.push(member('_dd_provenance', provenanceText as string))
-  return `{${members.join(',')}}`
+  const id = task.get('id')
+  let out = taskMembers(task)
+  if (id === undefined || id === 'null') out += member('id', index)
+  out += member('_ng_task_index', index) + member('_dd_scenario_id', JSON.stringify(scenarioId))
+  if (provenance !== undefined && !EMPTY_OBJECT.test(provenance)) out += member('_dd_provenance', provenance)
+  return `{${out.slice(1)}}`
 }
 
 export interface ExportSummary {
@@ -64,10 +87,10 @@ export async function exportTasks(options: {input: string; output: string; dryRu
   const {input, output, dryRun} = options
   const tasks = await withJsonlOutput(output, dryRun, async (out) => {
     for await (const line of readJsonlLines(input, 'SCENARIOS')) {
-      const bundle = parseObjectLine(line, input)
+      const bundle = scanObjectLine(line, input)
       let task: string
       try {
-        task = exportBundle(line.text, bundle)
+        task = exportBundle(bundle)
       } catch (error) {
         throw locate(error, 'E_BUNDLE_INVALID', input, line.line, 'Scenario bundles come from `gymrecipe tasks build`.')
       }

@@ -1,4 +1,4 @@
-import {createHash} from 'node:crypto'
+import {hash} from 'node:crypto'
 
 import {isLosslessNumber, type JsonObject, type JsonValue} from '../json.js'
 import {compareCodePoints, pythonNumberRepr} from './python.js'
@@ -39,7 +39,7 @@ export function canonicalJson(value: JsonValue): string {
 }
 
 function sha256Hex(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex')
+  return hash('sha256', text, 'hex')
 }
 
 /** `<namespace>-<first 16 hex of SHA-256(canonical task)>`; the task must already have its top-level nulls dropped. */

@@ -1,0 +1,127 @@
+import {mkdtemp, readdir, readFile, writeFile} from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import {describe, expect, it} from 'vitest'
+
+import {repoRoot, runCli} from '../helpers/cli.js'
+
+const fixtures = path.join(repoRoot, 'test', 'fixtures', 'tasks')
+
+/** oclif wraps long error lines with "\n ›   "; join them back. */
+function unwrapped(stderr: string): string {
+  return stderr.replaceAll('\n ›   ', '')
+}
+
+async function tempDir(): Promise<string> {
+  return mkdtemp(path.join(os.tmpdir(), 'gr-tasks-e2e-'))
+}
+
+describe('gymrecipe tasks build', () => {
+  it('shows examples, the spec fields and exit statuses in --help', async () => {
+    const result = await runCli(['tasks', 'build', '--help'])
+    expect(result.exitCode).toBe(0)
+    expect(result.stdout).toContain('tasks build rows.jsonl --spec task-spec.yaml --output scenarios.jsonl')
+    expect(result.stdout).toMatch(/task_column[\s\S]*messages/)
+    expect(result.stdout).toContain('EXIT STATUS')
+    expect(result.stdout).toContain('--dry-run')
+  })
+
+  it('builds the upstream declarative example: one bundle, the plugin scenario ID, the skipped row counted', async () => {
+    const dir = await tempDir()
+    const output = path.join(dir, 'scenarios.jsonl')
+    const result = await runCli(['tasks', 'build', path.join(fixtures, 'seed-rows.jsonl'), '--spec', path.join(fixtures, 'workplace-declarative.yaml'), '--output', output, '--json'])
+    expect(result.exitCode).toBe(0)
+    expect(result.json).toEqual({input: path.join(fixtures, 'seed-rows.jsonl'), output, dryRun: false, rows: 2, skipped: 1, bundles: 1, repeatedScenarioIds: 0})
+    const bundle = JSON.parse(await readFile(output, 'utf8'))
+    expect(bundle.scenario_id).toBe('gym-dc3946e4a77aae4c')
+    expect(bundle.provenance).toEqual({seed_id: 7})
+    expect(bundle.task.responses_create_params.tools[0]).not.toHaveProperty('database')
+  })
+
+  it('prints a line for people', async () => {
+    const dir = await tempDir()
+    const result = await runCli(['tasks', 'build', path.join(fixtures, 'seed-rows.jsonl'), '--spec', path.join(fixtures, 'workplace-declarative.yaml'), '-o', path.join(dir, 's.jsonl')])
+    expect(result.stdout.trim()).toBe(`Wrote 1 scenario bundles to ${path.join(dir, 's.jsonl')} (2 rows, 1 skipped by include)`)
+  })
+
+  it('--dry-run validates and reports without writing', async () => {
+    const dir = await tempDir()
+    const output = path.join(dir, 'scenarios.jsonl')
+    const result = await runCli(['tasks', 'build', path.join(fixtures, 'seed-rows.jsonl'), '--spec', path.join(fixtures, 'workplace-declarative.yaml'), '--output', output, '--dry-run', '--json'])
+    expect(result.exitCode).toBe(0)
+    expect(result.json).toMatchObject({dryRun: true, bundles: 1, output})
+    expect(await readdir(dir)).toEqual([])
+  })
+
+  it('exits 2 naming the spec file, line and field of a broken rule', async () => {
+    const dir = await tempDir()
+    const spec = path.join(dir, 'task-spec.yaml')
+    await writeFile(spec, 'task_column: gym_task\nresponse_params:\n  temperature: 0.5\n')
+    const result = await runCli(['tasks', 'build', path.join(fixtures, 'seed-rows.jsonl'), '--spec', spec, '--output', path.join(dir, 'out.jsonl')])
+    expect(result.exitCode).toBe(2)
+    expect(unwrapped(result.stderr)).toContain(`${spec}:2: response_params: declarative task fields cannot be used with task_column`)
+    expect(await readdir(dir)).toEqual(['task-spec.yaml'])
+  })
+
+  it('exits 2 naming the rows file, line and field of a bad row, with a JSON error under --json', async () => {
+    const dir = await tempDir()
+    const rows = path.join(dir, 'rows.jsonl')
+    const source = '"source":{"file":"rows","line":1}'
+    await writeFile(rows, `{"gym_task":{"responses_create_params":{}},${source}}\n{"gym_task":{"responses_create_params":{},"_ng_task_index":1},${source}}\n`)
+    const result = await runCli(['tasks', 'build', rows, '--spec', path.join(fixtures, 'task-column.yaml'), '--output', path.join(dir, 'out.jsonl'), '--json'])
+    expect(result.exitCode).toBe(2)
+    expect(result.json.error).toEqual({
+      code: 'E_ROW_INVALID',
+      exit: 2,
+      message: 'task: Gym task contains plugin-managed fields: _ng_task_index',
+      hint: 'Check the row against the task spec; `gymrecipe tasks build --help` describes the fields.',
+      location: {file: rows, line: 2, field: 'task'},
+      details: null,
+    })
+    expect(await readdir(dir)).toEqual(['rows.jsonl'])
+  })
+
+  it('exits 2 when a required flag is missing', async () => {
+    const result = await runCli(['tasks', 'build', path.join(fixtures, 'seed-rows.jsonl'), '--output', '/tmp/x.jsonl'])
+    expect(result.exitCode).toBe(2)
+    expect(result.stderr).toMatch(/Missing required flag spec/)
+  })
+})
+
+describe('gymrecipe tasks export', () => {
+  it('shows examples in --help', async () => {
+    const result = await runCli(['tasks', 'export', '--help'])
+    expect(result.exitCode).toBe(0)
+    expect(result.stdout).toContain('tasks export scenarios.jsonl --output gym-tasks.jsonl')
+  })
+
+  it('exports bundles, keeping 60-bit indices and number spellings exact', async () => {
+    const dir = await tempDir()
+    const scenarios = path.join(dir, 'scenarios.jsonl')
+    await writeFile(scenarios, '{"scenario_id":"s1","task":{"responses_create_params":{"temperature":1.0}},"provenance":{"seed":1}}\n')
+    const output = path.join(dir, 'gym-tasks.jsonl')
+    const result = await runCli(['tasks', 'export', scenarios, '--output', output, '--json'])
+    expect(result.exitCode).toBe(0)
+    expect(result.json).toEqual({input: scenarios, output, dryRun: false, tasks: 1})
+    expect(await readFile(output, 'utf8')).toBe(
+      '{"responses_create_params":{"temperature":1.0},"id":1048143972598214168,"_ng_task_index":1048143972598214168,"_dd_scenario_id":"s1","_dd_provenance":{"seed":1}}\n',
+    )
+  })
+
+  it('exits 2 with "JSONL file does not exist" for a missing input', async () => {
+    const dir = await tempDir()
+    const result = await runCli(['tasks', 'export', path.join(dir, 'nope.jsonl'), '--output', path.join(dir, 'out.jsonl')])
+    expect(result.exitCode).toBe(2)
+    expect(unwrapped(result.stderr)).toContain(`Error: JSONL file does not exist: ${path.join(dir, 'nope.jsonl')}`)
+  })
+
+  it('exits 2 naming file, line and field of a bad bundle, writing nothing', async () => {
+    const dir = await tempDir()
+    const scenarios = path.join(dir, 'scenarios.jsonl')
+    await writeFile(scenarios, '{"scenario_id":"s1","task":{"responses_create_params":{}}}\n{"schema_version":1,"scenario_id":"s2","task":{"responses_create_params":{}}}\n')
+    const result = await runCli(['tasks', 'export', scenarios, '--output', path.join(dir, 'out.jsonl')])
+    expect(result.exitCode).toBe(2)
+    expect(unwrapped(result.stderr)).toContain(`${scenarios}:2: schema_version: must be the string "1"`)
+    expect(await readdir(dir)).toEqual(['scenarios.jsonl'])
+  })
+})

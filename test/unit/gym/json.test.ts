@@ -1,0 +1,253 @@
+import {mkdtemp, readdir, readFile, writeFile} from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import {describe, expect, it} from 'vitest'
+
+import {GymError} from '../../../src/errors.js'
+import {
+  integerText,
+  isLosslessNumber,
+  openJsonlOutput,
+  parseJson,
+  rawMembers,
+  readJsonlLines,
+  scanObjectLine,
+  scanObjectMembers,
+  stringifyJson,
+  withJsonlOutput,
+} from '../../../src/gym/json.js'
+
+async function tempDir(): Promise<string> {
+  return mkdtemp(path.join(os.tmpdir(), 'gr-json-'))
+}
+
+async function collect(file: string): Promise<{line: number; text: string}[]> {
+  const lines = []
+  for await (const line of readJsonlLines(file, 'FILE')) lines.push(line)
+  return lines
+}
+
+function members(text: string): [string, string][] {
+  return [...(scanObjectMembers(text)?.members ?? [])]
+}
+
+/** A small deterministic PRNG, so the fuzz cases are the same on every run. */
+function prng(seed: number): () => number {
+  let state = seed
+  return () => {
+    state = (state * 1_103_515_245 + 12_345) % 2 ** 31
+    return state / 2 ** 31
+  }
+}
+
+describe('lossless parse and stringify', () => {
+  it('keeps integers above 2^53 and float spellings exactly', () => {
+    const text = '{"big":1152921504606846975,"near":9007199254740993,"one":1.0,"exp":1e+16,"neg":-0.0}'
+    const value = parseJson(text) as any
+    expect(isLosslessNumber(value.big)).toBe(true)
+    expect(value.big.value).toBe('1152921504606846975')
+    expect(stringifyJson(value)).toBe(text)
+  })
+
+  it('keeps the last value of a repeated key, as Python does', () => {
+    expect(stringifyJson(parseJson('{"a":1,"a":2}'))).toBe('{"a":2}')
+  })
+})
+
+describe('scanObjectMembers', () => {
+  it('returns each member as its exact source text, in order', () => {
+    const text = ' { "b" : 1.0 , "a":{"x": [1, 2e5, "}"]}, "c":"q\\"uote", "d":null } '
+    expect(members(text)).toEqual([
+      ['b', '1.0'],
+      ['a', '{"x": [1, 2e5, "}"]}'],
+      ['c', '"q\\"uote"'],
+      ['d', 'null'],
+    ])
+  })
+
+  it('decodes escaped keys and keeps a repeated key at its first position with its last value', () => {
+    expect(members('{"k\\u00e9":1,"z":2,"k\\u00e9":3}')).toEqual([
+      ['ké', '3'],
+      ['z', '2'],
+    ])
+  })
+
+  it('returns undefined for valid JSON that is not an object', () => {
+    for (const text of ['[1]', '"s"', '12', 'null', 'true']) expect(scanObjectMembers(text)).toBeUndefined()
+  })
+
+  it('accepts and rejects exactly what JSON.parse does on tricky input', () => {
+    const cases = [
+      '{}', '{"a":1}', '{"a":-0}', '{"a":0.5e-3}', '{"a":1E+2}', '{"a":"\\u00e9\\n\\/"}', '{"a":[[],{}]}', '{"a":[{"b":[{"c":{}}]}]}',
+      '', '{', '}', '{"a"}', '{"a":}', '{"a":1,}', '{,"a":1}', '{"a":1 "b":2}', '{a:1}', "{'a':1}", '{"a":01}', '{"a":1.}', '{"a":.5}',
+      '{"a":+1}', '{"a":1e}', '{"a":--1}', '{"a":NaN}', '{"a":Infinity}', '{"a":-Infinity}', '{"a":tru}', '{"a":nul}', '{"a":"\\x"}',
+      '{"a":"\\u12"}', '{"a":"tab\there"}', '{"a":"\u0001"}', '{"a":[1,]}', '{"a":[,1]}', '{"a":[1 2]}', '{"a":{"b":1]}', '{"a":[1}}',
+      '{"a":1}x', '{"a":1}{}', '{"a":"unterminated}', '{"a":"\\"}', '\u00a0{"a":1}', '{"a":1}\u00a0', '{"a":truex}', '{"a":1}\n',
+    ]
+    for (const text of cases) {
+      let native = true
+      try {
+        JSON.parse(text)
+      } catch {
+        native = false
+      }
+      let ours = true
+      try {
+        scanObjectMembers(text)
+      } catch {
+        ours = false
+      }
+      expect({text, ok: ours}).toEqual({text, ok: native})
+    }
+  })
+
+  it('agrees with JSON.parse on thousands of random mutations of a valid line', () => {
+    const base = '{"responses_create_params":{"input":[{"role":"user","content":"h\\u00e9 \\"x\\""}],"temperature":1.0},"reward":-1.5e-3,"ok":[true,false,null],"n":12}'
+    const alphabet = '{}[]":,.-+eE0123456789 \\untrfals\t\n'
+    const random = prng(7)
+    for (let n = 0; n < 5000; n++) {
+      let text = base
+      for (let edits = 1 + Math.floor(random() * 3); edits > 0; edits--) {
+        const at = Math.floor(random() * text.length)
+        const char = alphabet[Math.floor(random() * alphabet.length)]
+        text = random() < 0.5 ? text.slice(0, at) + char + text.slice(at + 1) : text.slice(0, at) + text.slice(at + 1)
+      }
+      let native: unknown
+      try {
+        native = JSON.parse(text)
+      } catch {
+        native = Symbol.for('invalid')
+      }
+      let ours: unknown
+      try {
+        const scanned = scanObjectMembers(text)
+        ours = scanned === undefined ? 'not an object' : Object.fromEntries([...scanned.members].map(([key, raw]) => [key, JSON.parse(raw)]))
+      } catch {
+        ours = Symbol.for('invalid')
+      }
+      const expected = typeof native === 'object' && native !== null && !Array.isArray(native) ? native : typeof native === 'symbol' ? native : 'not an object'
+      expect({text, ours}).toEqual({text, ours: expected})
+    }
+  })
+
+  it('flags float literals that overflow a double, and only those', () => {
+    expect(scanObjectMembers('{"a":1e400}')?.hasNonFinite).toBe(true)
+    expect(scanObjectMembers('{"a":[-1.5E+309]}')?.hasNonFinite).toBe(true)
+    expect(scanObjectMembers(`{"a":${'9'.repeat(400)}.0}`)?.hasNonFinite).toBe(true)
+    expect(scanObjectMembers('{"a":1e308,"b":1e-400,"c":"1e400"}')?.hasNonFinite).toBe(false)
+    expect(scanObjectMembers(`{"a":${'9'.repeat(400)}}`)?.hasNonFinite).toBe(false)
+  })
+
+  it('rawMembers splits an already validated object the same way', () => {
+    const text = '{"a" : {"b":"}{"}, "c":[1,{"d":"\\\\"}],"e":true}'
+    expect([...rawMembers(text)]).toEqual(members(text))
+  })
+})
+
+describe('integerText', () => {
+  it('gives the exact integer of whole-number literals and nothing for fractions', () => {
+    expect(integerText('5')).toBe('5')
+    expect(integerText('5.0')).toBe('5')
+    expect(integerText('5e0')).toBe('5')
+    expect(integerText('1.5e1')).toBe('15')
+    expect(integerText('-0')).toBe('-0'.replace('-', ''))
+    expect(integerText('1152921504606846975')).toBe('1152921504606846975')
+    expect(integerText('1152921504606846975.000')).toBe('1152921504606846975')
+    expect(integerText('5.5')).toBeUndefined()
+    expect(integerText('1e-1')).toBeUndefined()
+    expect(integerText('1e999999999')).toBeUndefined()
+  })
+})
+
+describe('readJsonlLines', () => {
+  it('yields non-blank lines with their 1-based numbers, CRLF and a missing final newline included', async () => {
+    const dir = await tempDir()
+    const file = path.join(dir, 'a.jsonl')
+    await writeFile(file, '{"a":1}\r\n\n   \n{"b":2}\n{"c":3}')
+    expect(await collect(file)).toEqual([
+      {line: 1, text: '{"a":1}'},
+      {line: 4, text: '{"b":2}'},
+      {line: 5, text: '{"c":3}'},
+    ])
+  })
+
+  it('keeps lines longer than a read chunk and multi-byte characters split across chunks intact', async () => {
+    const dir = await tempDir()
+    const file = path.join(dir, 'long.jsonl')
+    const long = `{"s":"${'é😀'.repeat(700_000)}"}`
+    await writeFile(file, `${long}\n{"x":1}\n`)
+    const lines = await collect(file)
+    expect(lines.map((l) => l.line)).toEqual([1, 2])
+    expect(lines[0].text).toBe(long)
+  })
+
+  it('rejects invalid UTF-8 naming the line', async () => {
+    const dir = await tempDir()
+    const file = path.join(dir, 'bad.jsonl')
+    await writeFile(file, Buffer.concat([Buffer.from('{"a":1}\n{"b":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}\n')]))
+    await expect(collect(file)).rejects.toMatchObject({code: 'E_JSONL_INVALID', exit: 2, location: {file, line: 2}, message: 'line is not valid UTF-8'})
+  })
+
+  it('reports a missing file or a directory as "JSONL file does not exist" (exit 2)', async () => {
+    const dir = await tempDir()
+    for (const file of [path.join(dir, 'nope.jsonl'), dir]) {
+      await expect(collect(file)).rejects.toMatchObject({code: 'E_JSONL_MISSING', exit: 2, message: `JSONL file does not exist: ${file}`})
+    }
+  })
+})
+
+describe('scanObjectLine', () => {
+  it('names file and line for invalid JSON and for lines that are not objects', () => {
+    expect(() => scanObjectLine({line: 3, text: '{"a":NaN}'}, 'x.jsonl')).toThrow(GymError)
+    expect(() => scanObjectLine({line: 3, text: '{"a":NaN}'}, 'x.jsonl')).toThrow(/invalid JSON: JSON value expected at position 5/)
+    try {
+      scanObjectLine({line: 4, text: '[1,2]'}, 'x.jsonl')
+      expect.unreachable()
+    } catch (error) {
+      expect(error).toMatchObject({code: 'E_JSONL_INVALID', exit: 2, location: {file: 'x.jsonl', line: 4}, message: 'line must contain a JSON object'})
+      expect((error as GymError).located).toBe('x.jsonl:4: line must contain a JSON object')
+    }
+  })
+})
+
+describe('JSONL output', () => {
+  it('appears only on commit, through a temporary sibling', async () => {
+    const dir = await tempDir()
+    const target = path.join(dir, 'out.jsonl')
+    const output = await openJsonlOutput(target, false)
+    await output.write('{"a":1}')
+    await output.write(`{"b":"${'x'.repeat(2 << 20)}"}`)
+    expect(await readdir(dir)).not.toContain('out.jsonl')
+    await output.commit()
+    const text = await readFile(target, 'utf8')
+    expect(text.split('\n')).toHaveLength(3)
+    expect(text.startsWith('{"a":1}\n{"b":"xxx')).toBe(true)
+    expect(await readdir(dir)).toEqual(['out.jsonl'])
+  })
+
+  it('leaves an existing target untouched and no temporary file when the fill fails', async () => {
+    const dir = await tempDir()
+    const target = path.join(dir, 'out.jsonl')
+    await writeFile(target, 'previous\n')
+    await expect(
+      withJsonlOutput(target, false, async (output) => {
+        await output.write('{"a":1}')
+        throw new Error('bad row')
+      }),
+    ).rejects.toThrow('bad row')
+    expect(await readFile(target, 'utf8')).toBe('previous\n')
+    expect(await readdir(dir)).toEqual(['out.jsonl'])
+  })
+
+  it('counts lines and writes nothing on a dry run', async () => {
+    const dir = await tempDir()
+    const target = path.join(dir, 'sub', 'out.jsonl')
+    const lines = await withJsonlOutput(target, true, async (output) => {
+      await output.write('{"a":1}')
+      await output.write('{"b":2}')
+      return output.lines
+    })
+    expect(lines).toBe(2)
+    expect(await readdir(dir)).toEqual([])
+  })
+})
