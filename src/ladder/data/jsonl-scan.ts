@@ -1,0 +1,722 @@
+import {open} from 'node:fs/promises'
+
+import {FieldTrie} from './fields.js'
+import {Utf8Validator} from './utf8.js'
+
+/**
+ * A streaming, byte-level JSONL checker. It validates every line against the JSON grammar
+ * (RFC 8259) without building strings or objects, finds the verifier fields by walking object
+ * keys through a FieldTrie, and holds no more than one read chunk plus a few small buffers, so
+ * memory stays flat however long the file or any single line is. JSON.parse on every row would
+ * cost more than Python's json.loads; skipping over string bodies byte by byte costs far less.
+ */
+
+export interface LineProblem {
+  line: number
+  /** 1-based byte column where the problem was detected, when there is one. */
+  column: number | null
+  reason: string
+}
+
+export interface MissingField {
+  field: string
+  /** Rows (valid JSON objects) that lack the field or hold null there. */
+  rows: number
+  /** Line numbers of the first such rows. */
+  lines: number[]
+}
+
+export interface JsonlStats {
+  bytes: number
+  /** What `wc -l` prints: the number of newline bytes. */
+  newlines: number
+  /** Physical lines, counting a last line that has no newline. */
+  lines: number
+  /** Non-blank lines: the robust row count (what convert_dataset.py and `awk NF` count). */
+  rows: number
+  blankLines: number
+  /** Rows that are valid JSON objects. */
+  objectRows: number
+  /** Rows that are not (invalid UTF-8, invalid JSON, or not an object). */
+  badRows: number
+  crlfLines: number
+  bom: boolean
+  finalNewline: boolean
+  /** The first bad lines (up to the limit), in file order. */
+  problems: LineProblem[]
+  missing: MissingField[]
+}
+
+/** Chooses rows to keep (parsed later for the conversion check); sees only valid object rows. */
+export interface RowSampler {
+  wants(row: number): boolean
+  take(line: number, row: number, bytes: Uint8Array): void
+}
+
+export interface ScanOptions {
+  fields: readonly string[]
+  maxProblems?: number
+  maxMissingLines?: number
+  sampler?: RowSampler
+  /** Rows longer than this are not sampled (their checks still run). */
+  maxSampleBytes?: number
+}
+
+// Scanner modes: what the next byte may be.
+const LINE_START = 0
+const VALUE = 1
+const ARRAY_FIRST = 2
+const OBJECT_FIRST = 3
+const OBJECT_KEY = 4
+const COLON = 5
+const AFTER_VALUE = 6
+const DONE = 7
+const STRING = 8
+const STRING_ESCAPE = 9
+const STRING_UNICODE = 10
+const NUMBER = 11
+const LITERAL = 12
+const BAD = 13
+
+// Number states (RFC 8259 §6). Terminal: ZERO, INT, FRAC, EXP.
+const N_MINUS = 0
+const N_ZERO = 1
+const N_INT = 2
+const N_DOT = 3
+const N_FRAC = 4
+const N_E = 5
+const N_E_SIGN = 6
+const N_EXP = 7
+
+const OBJECT = 1
+const ARRAY = 2
+
+const NEWLINE = 0x0a
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+
+/** 1 for bytes that cannot end a run of plain string content. */
+const STRING_STOP = new Uint8Array(256)
+for (let b = 0; b < 0x20; b++) STRING_STOP[b] = 1
+STRING_STOP[QUOTE] = 1
+STRING_STOP[BACKSLASH] = 1
+
+const IS_SPACE = new Uint8Array(256)
+IS_SPACE[0x20] = 1
+IS_SPACE[0x09] = 1
+IS_SPACE[0x0d] = 1
+
+const IS_HEX = new Uint8Array(256)
+for (const c of '0123456789abcdefABCDEF') IS_HEX[c.charCodeAt(0)] = 1
+
+const ESCAPABLE = new Uint8Array(256)
+for (const c of '"\\/bfnrtu') ESCAPABLE[c.charCodeAt(0)] = 1
+
+const LITERALS: Record<number, Uint8Array> = {
+  0x74: new TextEncoder().encode('true'),
+  0x66: new TextEncoder().encode('false'),
+  0x6e: new TextEncoder().encode('null'),
+}
+
+const TYPE_NAMES: Record<number, string> = {0x7b: 'an object', 0x5b: 'an array', 0x22: 'a string', 0x74: 'a boolean', 0x66: 'a boolean', 0x6e: 'null'}
+const BOM = [0xef, 0xbb, 0xbf]
+const NO_WORDS = new Int32Array(0)
+
+/**
+ * Index of the first byte at or after i that ends plain string content (a quote, a backslash
+ * or a byte below 0x20), or chunk.length. Whole aligned words are tested at once: a word holds
+ * such a byte exactly when one of the three has-less-than / has-zero bit tests fires.
+ */
+function skipPlainString(chunk: Uint8Array, words: Int32Array, i: number): number {
+  const end = chunk.length
+  while ((i & 3) !== 0 && i < end && STRING_STOP[chunk[i]] === 0) i++
+  if ((i & 3) === 0 && i < end) {
+    let k = i >> 2
+    const wordCount = words.length
+    while (k < wordCount) {
+      const x = words[k]
+      const quote = x ^ 0x22222222
+      const slash = x ^ 0x5c5c5c5c
+      if ((((x - 0x20202020) & ~x) | ((quote - 0x01010101) & ~quote) | ((slash - 0x01010101) & ~slash)) & 0x80808080) break
+      k++
+    }
+    if (k > i >> 2) i = k << 2
+  }
+  while (i < end && STRING_STOP[chunk[i]] === 0) i++
+  return i
+}
+
+/**
+ * Skip string content including complete escapes; stops at a quote, a byte a string may not
+ * hold, an escape that is invalid or cut by the chunk end, or chunk.length.
+ */
+function skipStringBody(chunk: Uint8Array, words: Int32Array, i: number): number {
+  const end = chunk.length
+  for (;;) {
+    i = skipPlainString(chunk, words, i)
+    if (i >= end || chunk[i] !== BACKSLASH || i + 1 >= end) return i
+    const escaped = chunk[i + 1]
+    if (escaped === 0x75) {
+      if (i + 5 < end && IS_HEX[chunk[i + 2]] & IS_HEX[chunk[i + 3]] & IS_HEX[chunk[i + 4]] & IS_HEX[chunk[i + 5]]) i += 6
+      else return i
+    } else if (ESCAPABLE[escaped] === 1) {
+      i += 2
+    } else {
+      return i
+    }
+  }
+}
+
+/** Keys longer than this are not verifier fields; stop collecting their bytes. */
+const MAX_KEY_BYTES = 4096
+
+function describeByte(byte: number): string {
+  if (byte >= 0x20 && byte < 0x7f) return `'${String.fromCharCode(byte)}'`
+  return `byte 0x${byte.toString(16).padStart(2, '0')}`
+}
+
+function numberNext(state: number, byte: number): number {
+  const digit = byte >= 0x30 && byte <= 0x39
+  switch (state) {
+    case N_MINUS:
+      return byte === 0x30 ? N_ZERO : digit ? N_INT : -1
+    case N_ZERO:
+      return byte === 0x2e ? N_DOT : byte === 0x65 || byte === 0x45 ? N_E : -1
+    case N_INT:
+      return digit ? N_INT : byte === 0x2e ? N_DOT : byte === 0x65 || byte === 0x45 ? N_E : -1
+    case N_DOT:
+    case N_FRAC:
+      return digit ? N_FRAC : state === N_FRAC && (byte === 0x65 || byte === 0x45) ? N_E : -1
+    case N_E:
+      return digit ? N_EXP : byte === 0x2b || byte === 0x2d ? N_E_SIGN : -1
+    default:
+      return digit ? N_EXP : -1
+  }
+}
+
+function numberComplete(state: number): boolean {
+  return state === N_ZERO || state === N_INT || state === N_FRAC || state === N_EXP
+}
+
+function containsByte(bytes: Uint8Array, byte: number, start: number, end: number): boolean {
+  for (let k = start; k < end; k++) if (bytes[k] === byte) return true
+  return false
+}
+
+/** A copy (Buffer#slice would return a view of a buffer the reader reuses). */
+function copyBytes(view: Uint8Array): Uint8Array {
+  return new Uint8Array(view)
+}
+
+function concatParts(parts: Uint8Array[], total: number): Uint8Array {
+  if (parts.length === 1) return parts[0]
+  const out = new Uint8Array(total)
+  let at = 0
+  for (const part of parts) {
+    out.set(part, at)
+    at += part.length
+  }
+  return out
+}
+
+export class JsonlScanner {
+  private readonly trie: FieldTrie
+  private readonly maxProblems: number
+  private readonly maxMissingLines: number
+  private readonly sampler?: RowSampler
+  private readonly maxSampleBytes: number
+  private readonly utf8 = new Utf8Validator()
+  private readonly utf8Bad: number[] = []
+  private utf8Head = 0
+
+  // Position.
+  private offset = 0
+  private line = 1
+  private lineStart = 0
+  private lastByte = -1
+
+  // Grammar state of the current line.
+  private mode = LINE_START
+  private stack = new Uint8Array(64)
+  private trieAt = new Int32Array(64)
+  private depth = 0
+  private numberState = 0
+  private literal: Uint8Array = LITERALS[0x74]
+  private literalAt = 0
+  private unicodeLeft = 0
+  private stringIsKey = false
+  private topByte = 0
+  private pendingNode = -1
+  private lineError: {column: number; reason: string} | null = null
+
+  // Verifier fields of the current row.
+  private readonly found: Uint8Array
+  private keyTracking = false
+  private keyStart = 0
+  private keyParts: Uint8Array[] = []
+  private keyBytes = 0
+
+  // Sampling of the current row.
+  private capturing = false
+  private captureStart = 0
+  private captureParts: Uint8Array[] = []
+  private captureBytes = 0
+
+  private bomMatched = 0
+  private readonly stats: JsonlStats
+
+  constructor(options: ScanOptions) {
+    this.trie = new FieldTrie(options.fields)
+    this.found = new Uint8Array(options.fields.length)
+    this.maxProblems = options.maxProblems ?? 20
+    this.maxMissingLines = options.maxMissingLines ?? 20
+    this.sampler = options.sampler
+    this.maxSampleBytes = options.maxSampleBytes ?? 32 * 1024 * 1024
+    this.stats = {
+      bytes: 0,
+      newlines: 0,
+      lines: 0,
+      rows: 0,
+      blankLines: 0,
+      objectRows: 0,
+      badRows: 0,
+      crlfLines: 0,
+      bom: false,
+      finalNewline: false,
+      problems: [],
+      missing: options.fields.map((field) => ({field, rows: 0, lines: []})),
+    }
+  }
+
+  /** Consume the next chunk of the file. The chunk may be reused by the caller afterwards. */
+  push(chunk: Uint8Array): void {
+    for (const offset of this.utf8.push(chunk, this.offset)) this.utf8Bad.push(offset)
+    const end = chunk.length
+    // Whole 32-bit words let string bodies be skipped four bytes at a time.
+    const words = (chunk.byteOffset & 3) === 0 ? new Int32Array(chunk.buffer, chunk.byteOffset, end >> 2) : NO_WORDS
+    let i = this.offset < BOM.length ? this.skipBom(chunk) : 0
+    while (i < end) {
+      if (this.mode === STRING) {
+        i = skipStringBody(chunk, words, i)
+        if (i < end) i = this.stringStop(chunk, i)
+        continue
+      }
+      const byte = chunk[i]
+      const mode = this.mode
+      // Fast paths for the common structural bytes; everything else goes through step().
+      if (mode < STRING && byte === 0x20) {
+        i++
+      } else if (mode === AFTER_VALUE && byte === 0x2c) {
+        this.mode = this.stack[this.depth] === OBJECT ? OBJECT_KEY : VALUE
+        i++
+      } else if (mode === COLON && byte === 0x3a) {
+        this.mode = VALUE
+        i++
+      } else if (mode === OBJECT_KEY && byte === QUOTE) {
+        i = this.startKey(chunk, i, byte)
+      } else if (mode === VALUE && byte === QUOTE && this.pendingNode === -1) {
+        this.mode = STRING
+        this.stringIsKey = false
+        i++
+      } else if (mode === NUMBER && byte >= 0x30 && byte <= 0x39 && this.numberState !== N_ZERO && this.numberState !== N_E) {
+        // Digits keep every number state except a leading zero; a digit after e/E moves to the exponent.
+        if (this.numberState === N_MINUS) this.numberState = N_INT
+        else if (this.numberState === N_DOT) this.numberState = N_FRAC
+        else if (this.numberState === N_E_SIGN) this.numberState = N_EXP
+        i++
+      } else if (byte === NEWLINE) {
+        this.endLine(chunk, i)
+        i++
+      } else if (mode === BAD) {
+        const newline = chunk.indexOf(NEWLINE, i)
+        i = newline === -1 ? end : newline
+      } else {
+        i = this.step(chunk, i, byte, mode)
+      }
+    }
+    this.carryPartials(chunk)
+    if (end > 0) this.lastByte = chunk[end - 1]
+    this.offset += end
+    this.stats.bytes = this.offset
+  }
+
+  /** chunk[i] ends a run of plain string bytes: a quote, an escape, or a byte a string may not hold. */
+  private stringStop(chunk: Uint8Array, i: number): number {
+    const byte = chunk[i]
+    if (byte === QUOTE) {
+      if (this.stringIsKey) this.endKey(chunk, i)
+      else this.afterValue()
+      return i + 1
+    }
+    if (byte === BACKSLASH) {
+      // Complete escapes are skipped here; one cut by the chunk end goes through the escape states.
+      const escaped = i + 1 < chunk.length ? chunk[i + 1] : -1
+      if (escaped === -1) {
+        this.mode = STRING_ESCAPE
+        return i + 1
+      }
+      if (escaped !== 0x75) {
+        return ESCAPABLE[escaped] === 1 ? i + 2 : this.fail(chunk, i + 1, `invalid escape \\${String.fromCharCode(escaped)} in a string`)
+      }
+      if (i + 5 < chunk.length && IS_HEX[chunk[i + 2]] & IS_HEX[chunk[i + 3]] & IS_HEX[chunk[i + 4]] & IS_HEX[chunk[i + 5]]) return i + 6
+      this.mode = STRING_UNICODE
+      this.unicodeLeft = 4
+      return i + 2
+    }
+    if (byte === NEWLINE) return this.fail(chunk, i, 'the line ends inside a string (truncated row?)')
+    return this.fail(chunk, i, `raw control character ${describeByte(byte)} inside a string (must be escaped)`)
+  }
+
+  /** End of file: finish a last line that has no newline, and return the statistics. */
+  end(): JsonlStats {
+    for (const offset of this.utf8.end()) this.utf8Bad.push(offset)
+    this.stats.finalNewline = this.lastByte === NEWLINE
+    const lastLineHasBytes = this.offset > this.lineStart
+    if (lastLineHasBytes) this.endLine(new Uint8Array(0), 0)
+    return this.stats
+  }
+
+  /** One byte outside a string body; returns the next index. */
+  private step(chunk: Uint8Array, i: number, byte: number, mode: number): number {
+    if (IS_SPACE[byte] === 1 && mode !== NUMBER && mode !== LITERAL && mode !== STRING_ESCAPE && mode !== STRING_UNICODE) return i + 1
+    switch (mode) {
+      case LINE_START:
+        this.startRow(i, byte)
+        return this.startValue(chunk, i, byte)
+      case VALUE:
+        return this.startValue(chunk, i, byte)
+      case ARRAY_FIRST:
+        if (byte === 0x5d) return this.close(chunk, i, ARRAY)
+        return this.startValue(chunk, i, byte)
+      case OBJECT_FIRST:
+        if (byte === 0x7d) return this.close(chunk, i, OBJECT)
+        return this.startKey(chunk, i, byte)
+      case OBJECT_KEY:
+        return this.startKey(chunk, i, byte)
+      case COLON:
+        if (byte !== 0x3a) return this.fail(chunk, i, `expected ':' after an object key, found ${describeByte(byte)}`)
+        this.mode = VALUE
+        return i + 1
+      case AFTER_VALUE:
+        return this.afterValueByte(chunk, i, byte)
+      case DONE:
+        return this.fail(chunk, i, `extra data after the JSON value: ${describeByte(byte)}`)
+      case STRING_ESCAPE:
+        if (ESCAPABLE[byte] === 0) return this.fail(chunk, i, `invalid escape \\${String.fromCharCode(byte)} in a string`)
+        if (byte === 0x75) {
+          this.mode = STRING_UNICODE
+          this.unicodeLeft = 4
+        } else {
+          this.mode = STRING
+        }
+        return i + 1
+      case STRING_UNICODE:
+        if (IS_HEX[byte] === 0) return this.fail(chunk, i, `invalid \\u escape: ${describeByte(byte)} is not a hex digit`)
+        if (--this.unicodeLeft === 0) this.mode = STRING
+        return i + 1
+      case NUMBER: {
+        const next = numberNext(this.numberState, byte)
+        if (next !== -1) {
+          this.numberState = next
+          return i + 1
+        }
+        if (!numberComplete(this.numberState)) return this.fail(chunk, i, `malformed number before ${describeByte(byte)}`)
+        this.afterValue()
+        return i // the byte after the number is read in the new mode
+      }
+      default: {
+        // LITERAL
+        if (byte !== this.literal[this.literalAt]) return this.fail(chunk, i, `invalid literal: expected ${decoder.decode(this.literal)}`)
+        if (++this.literalAt === this.literal.length) this.afterValue()
+        return i + 1
+      }
+    }
+  }
+
+  private startRow(i: number, byte: number): void {
+    const row = this.stats.rows + 1
+    this.topByte = byte
+    this.found.fill(0)
+    this.capturing = this.sampler?.wants(row) ?? false
+    this.captureStart = i
+    this.captureParts = []
+    this.captureBytes = 0
+  }
+
+  private startValue(chunk: Uint8Array, i: number, byte: number): number {
+    const node = this.pendingNode
+    this.pendingNode = -1
+    if (node >= 0 && this.trie.fieldAt[node] >= 0 && byte !== 0x6e) this.found[this.trie.fieldAt[node]] = 1
+    if (byte === QUOTE) {
+      this.mode = STRING
+      this.stringIsKey = false
+      return i + 1
+    }
+    if (byte === 0x7b) {
+      const tracked = this.depth === 0 ? 0 : node >= 0 && this.trie.hasChildren(node) ? node : -1
+      this.open(OBJECT, tracked)
+      this.mode = OBJECT_FIRST
+      return i + 1
+    }
+    if (byte === 0x5b) {
+      this.open(ARRAY, -1)
+      this.mode = ARRAY_FIRST
+      return i + 1
+    }
+    if (byte === 0x2d || (byte >= 0x30 && byte <= 0x39)) {
+      this.mode = NUMBER
+      this.numberState = byte === 0x2d ? N_MINUS : byte === 0x30 ? N_ZERO : N_INT
+      return i + 1
+    }
+    const literal = LITERALS[byte]
+    if (literal) {
+      this.mode = LITERAL
+      this.literal = literal
+      this.literalAt = 1
+      return i + 1
+    }
+    const hint = byte === 0x4e || byte === 0x49 ? ' (NaN and Infinity are not JSON)' : byte === 0x27 ? " (JSON strings use double quotes)" : ''
+    return this.fail(chunk, i, `expected a value, found ${describeByte(byte)}${hint}`)
+  }
+
+  private startKey(chunk: Uint8Array, i: number, byte: number): number {
+    if (byte !== QUOTE) return this.fail(chunk, i, `expected an object key in double quotes, found ${describeByte(byte)}`)
+    this.mode = STRING
+    this.stringIsKey = true
+    this.keyTracking = this.trieAt[this.depth] >= 0
+    this.keyStart = i + 1
+    if (this.keyParts.length > 0) this.keyParts = []
+    this.keyBytes = 0
+    return i + 1
+  }
+
+  /** The closing quote of a key is at `quote`. */
+  private endKey(chunk: Uint8Array, quote: number): void {
+    this.mode = COLON
+    this.pendingNode = -1
+    if (!this.keyTracking) return
+    this.keyTracking = false
+    const node = this.trieAt[this.depth]
+    if (this.keyParts.length === 0) {
+      // The usual case: the whole key is in this chunk and has no escapes.
+      const escaped = containsByte(chunk, BACKSLASH, this.keyStart, quote)
+      this.pendingNode = escaped ? this.childOfEscaped(node, chunk.subarray(this.keyStart, quote)) : this.trie.childByBytes(node, chunk, this.keyStart, quote)
+      return
+    }
+    const last = chunk.subarray(this.keyStart, quote)
+    const bytes = concatParts([...this.keyParts, last], this.keyBytes + last.length)
+    this.keyParts = []
+    this.pendingNode = bytes.length > MAX_KEY_BYTES ? -1 : this.childOfEscaped(node, bytes)
+  }
+
+  private childOfEscaped(node: number, bytes: Uint8Array): number {
+    const key = decodeKey(bytes)
+    return key === undefined ? -1 : this.trie.child(node, key)
+  }
+
+  private afterValueByte(chunk: Uint8Array, i: number, byte: number): number {
+    const container = this.stack[this.depth]
+    if (byte === 0x2c) {
+      this.mode = container === OBJECT ? OBJECT_KEY : VALUE
+      return i + 1
+    }
+    if (byte === 0x7d || byte === 0x5d) return this.close(chunk, i, byte === 0x7d ? OBJECT : ARRAY)
+    return this.fail(chunk, i, `expected ',' or '${container === OBJECT ? '}' : ']'}', found ${describeByte(byte)}`)
+  }
+
+  private open(kind: number, trieNode: number): void {
+    this.depth++
+    if (this.depth === this.stack.length) {
+      const stack = new Uint8Array(this.stack.length * 2)
+      stack.set(this.stack)
+      this.stack = stack
+      const trieAt = new Int32Array(this.trieAt.length * 2)
+      trieAt.set(this.trieAt)
+      this.trieAt = trieAt
+    }
+    this.stack[this.depth] = kind
+    this.trieAt[this.depth] = trieNode
+  }
+
+  private close(chunk: Uint8Array, i: number, kind: number): number {
+    if (this.stack[this.depth] !== kind) return this.fail(chunk, i, `unexpected ${describeByte(chunk[i])}`)
+    this.depth--
+    this.afterValue()
+    return i + 1
+  }
+
+  private afterValue(): void {
+    this.mode = this.depth === 0 ? DONE : AFTER_VALUE
+  }
+
+  /** Mark the current line bad (the first problem wins) and skip to its end; returns the next index. */
+  private fail(chunk: Uint8Array, i: number, reason: string): number {
+    this.lineError ??= {column: this.offset + i - this.lineStart + 1, reason: `invalid JSON: ${reason}`}
+    this.mode = BAD
+    this.keyTracking = false
+    const newline = chunk.indexOf(NEWLINE, i)
+    return newline === -1 ? chunk.length : newline
+  }
+
+  /** The newline at chunk[i] (or the end of the file) ends the current line. */
+  private endLine(chunk: Uint8Array, i: number): void {
+    const stats = this.stats
+    const lineEnd = this.offset + i
+    stats.lines++
+    if (i < chunk.length) stats.newlines++
+    const previous = i > 0 ? chunk[i - 1] : this.lastByte
+    if (i < chunk.length && previous === 0x0d) stats.crlfLines++
+    const utf8Error = this.takeUtf8Error(lineEnd)
+
+    if (this.mode === LINE_START && utf8Error === null && this.lineError === null) {
+      stats.blankLines++
+    } else {
+      stats.rows++
+      const problem = utf8Error ?? this.lineError ?? this.completeness()
+      if (problem) this.recordBadRow(problem)
+      else this.recordObjectRow(chunk, i)
+    }
+    this.resetLine(lineEnd + 1)
+  }
+
+  /** Why a line whose bytes all scanned cleanly is still not a JSON object row, or null. */
+  private completeness(): {column: number | null; reason: string} | null {
+    if (this.mode === NUMBER && this.depth === 0 && numberComplete(this.numberState)) this.mode = DONE
+    if (this.mode === LITERAL && this.literalAt === this.literal.length) this.mode = DONE
+    if (this.mode !== DONE) return {column: null, reason: 'invalid JSON: the line ends before the value is complete (truncated row?)'}
+    if (this.topByte !== 0x7b) return {column: 1, reason: `expected a JSON object, got ${TYPE_NAMES[this.topByte] ?? 'a number'}`}
+    return null
+  }
+
+  private takeUtf8Error(lineEnd: number): {column: number; reason: string} | null {
+    let error: {column: number; reason: string} | null = null
+    while (this.utf8Head < this.utf8Bad.length && this.utf8Bad[this.utf8Head] < lineEnd) {
+      const offset = this.utf8Bad[this.utf8Head++]
+      error ??= {column: offset - this.lineStart + 1, reason: `invalid UTF-8 at byte ${offset - this.lineStart + 1}`}
+    }
+    if (this.utf8Head > 1024 && this.utf8Head === this.utf8Bad.length) {
+      this.utf8Bad.length = 0
+      this.utf8Head = 0
+    }
+    return error
+  }
+
+  private recordBadRow(problem: {column: number | null; reason: string}): void {
+    this.stats.badRows++
+    if (this.stats.problems.length < this.maxProblems) this.stats.problems.push({line: this.line, column: problem.column, reason: problem.reason})
+  }
+
+  private recordObjectRow(chunk: Uint8Array, i: number): void {
+    const stats = this.stats
+    stats.objectRows++
+    for (let f = 0; f < this.found.length; f++) {
+      if (this.found[f] === 1) continue
+      const missing = stats.missing[f]
+      missing.rows++
+      if (missing.lines.length < this.maxMissingLines) missing.lines.push(this.line)
+    }
+    if (this.capturing) {
+      const last = chunk.subarray(this.captureStart, i)
+      if (this.captureBytes + last.length <= this.maxSampleBytes) {
+        const bytes = concatParts([...this.captureParts, copyBytes(last)], this.captureBytes + last.length)
+        this.sampler!.take(this.line, stats.rows, bytes)
+      }
+    }
+  }
+
+  private resetLine(nextLineStart: number): void {
+    this.line++
+    this.lineStart = nextLineStart
+    this.mode = LINE_START
+    this.depth = 0
+    this.lineError = null
+    this.pendingNode = -1
+    this.keyTracking = false
+    this.capturing = false
+    this.captureParts = []
+  }
+
+  /** Copy the parts of a key or a sampled row that continue into the next chunk. */
+  private carryPartials(chunk: Uint8Array): void {
+    if (this.keyTracking) {
+      const part = copyBytes(chunk.subarray(this.keyStart))
+      this.keyBytes += part.length
+      if (this.keyBytes > MAX_KEY_BYTES) this.keyTracking = false
+      else this.keyParts.push(part)
+      this.keyStart = 0
+    }
+    if (this.capturing) {
+      const part = chunk.subarray(this.captureStart)
+      this.captureBytes += part.length
+      if (this.captureBytes > this.maxSampleBytes) this.capturing = false
+      else this.captureParts.push(copyBytes(part))
+      this.captureStart = 0
+    }
+  }
+
+  /** Skip a UTF-8 byte order mark at the very start of the file (it is reported, not parsed). */
+  private skipBom(chunk: Uint8Array): number {
+    let i = 0
+    while (this.offset + i < BOM.length && i < chunk.length) {
+      if (chunk[i] !== BOM[this.offset + i]) {
+        if (this.bomMatched > 0) return this.fail(chunk, i, `a broken byte order mark (${describeByte(chunk[i])})`)
+        return i
+      }
+      this.bomMatched++
+      i++
+    }
+    if (this.bomMatched === BOM.length) {
+      this.stats.bom = true
+      this.lineStart = BOM.length
+    }
+    return i
+  }
+}
+
+const decoder = new TextDecoder()
+
+/** Decode the raw bytes of a key; undefined when its escapes are invalid (the scanner reports them). */
+function decodeKey(bytes: Uint8Array): string | undefined {
+  const text = decoder.decode(bytes)
+  if (!text.includes('\\')) return text
+  try {
+    return JSON.parse(`"${text}"`) as string
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Stream a file through a JsonlScanner. Two buffers alternate: the next read is in flight
+ * (on libuv's thread pool) while the current chunk is scanned, so reading costs almost nothing.
+ */
+export async function scanJsonlFile(file: string, options: ScanOptions & {chunkBytes?: number; signal?: AbortSignal}): Promise<JsonlStats> {
+  const scanner = new JsonlScanner(options)
+  const handle = await open(file, 'r')
+  let pending: Promise<number> | undefined
+  try {
+    // Each buffer has its own ArrayBuffer, so the scanner can read it as aligned 32-bit words.
+    const size = options.chunkBytes ?? 1024 * 1024
+    const buffers = [Buffer.allocUnsafeSlow(size), Buffer.allocUnsafeSlow(size)]
+    let position = 0
+    const readInto = (buffer: Buffer) => handle.read(buffer, 0, size, position).then(({bytesRead}) => {
+      position += bytesRead
+      return bytesRead
+    })
+    let current = 0
+    pending = readInto(buffers[current])
+    for (;;) {
+      const bytesRead = await pending
+      if (bytesRead === 0) break
+      options.signal?.throwIfAborted()
+      const chunk = buffers[current]
+      current ^= 1
+      pending = readInto(buffers[current])
+      scanner.push(chunk.subarray(0, bytesRead))
+    }
+  } finally {
+    await pending?.catch(() => 0) // never close the file under a read still in flight
+    await handle.close()
+  }
+  return scanner.end()
+}
