@@ -164,8 +164,9 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
     },
     service: {
       ...base.service,
-      image: `relax-nemo-gym:${o.id}`,
-      container: `nemo-gym-${o.id}`,
+      // Regenerating a built-in keeps its proven names; any other recipe gets its own.
+      image: o.id === o.baseName ? base.service.image : `relax-nemo-gym:${o.id}`,
+      container: o.id === o.baseName ? base.service.container : `nemo-gym-${o.id}`,
       gateway_port: o.ports.gateway_port,
     },
     ray: {

@@ -6,7 +6,7 @@ import {ARCHETYPE_BASE, loadBuiltin} from '../contract/builtin.js'
 import {chooseAgent, contractFromGym, type ExampleRowsSummary} from '../contract/from-gym.js'
 import {loadGymGraph, type GymGraph} from '../contract/gym-config.js'
 import {assertValidContract, contractError, contractProblems} from '../contract/load.js'
-import {allocatePorts, collisions} from '../contract/ports.js'
+import {allocatePorts, collisions, type OccupiedRecipe} from '../contract/ports.js'
 import {assertRecipeId} from '../contract/recipe-id.js'
 import {ARCHETYPES, type Archetype, type RecipeContract} from '../contract/types.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
@@ -93,6 +93,17 @@ function portsFromBase(base: number): ReturnType<typeof allocatePorts> {
   return {gateway_port: base, gcs_port: 0, component_port_base: base + 10, dashboard_port: base + 17, min_worker_port: base + 20, max_worker_port: base + 99}
 }
 
+/**
+ * An explicit --port-base wins (collisions are reported later); otherwise keep the base recipe's
+ * proven layout when nothing in the checkout uses it, else pick a free block.
+ */
+function choosePorts(base: RecipeContract, others: OccupiedRecipe[], portBase: number | undefined): ReturnType<typeof allocatePorts> {
+  const allocated = allocatePorts(others)
+  if (portBase !== undefined) return {...portsFromBase(portBase), gcs_port: allocated.gcs_port}
+  const proven = {gateway_port: base.service.gateway_port, gcs_port: base.ray.gcs_port, dashboard_port: base.ray.dashboard_port, component_port_base: base.ray.component_port_base, min_worker_port: base.ray.min_worker_port, max_worker_port: base.ray.max_worker_port}
+  return collisions({service: base.service, ray: base.ray}, others).length === 0 ? proven : allocated
+}
+
 /** Plan (and unless dry-run, write) a recipe folder from a Gym config and a base contract. */
 export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   assertRecipeId(o.id)
@@ -114,8 +125,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   const verifierOverride = o.verifierFile ? await readVerifierOverride(o.verifierFile) : undefined
 
   const others = await occupiedRecipes(relaxRoot, o.id)
-  let ports = allocatePorts(others)
-  if (o.portBase !== undefined) ports = {...portsFromBase(o.portBase), gcs_port: ports.gcs_port}
+  const ports = choosePorts(base, others, o.portBase)
 
   const draft = contractFromGym({
     id: o.id,

@@ -59,6 +59,14 @@ describe('gymrecipe new', () => {
     expect(verified.exitCode).toBe(0)
   })
 
+  it('regenerating a built-in reproduces its proven ports and names when the checkout has room', async () => {
+    const relax = await relaxRoot()
+    const r = await runCli(newArgs('workplace-assistant', relax, WORKPLACE, ['--from', 'workplace-assistant']))
+    expect(r.exitCode).toBe(0)
+    expect(r.json.contract.service).toMatchObject({gateway_port: 29000, container: 'nemo-gym-workplace', image: 'relax-nemo-gym:workplace-assistant'})
+    expect(r.json.contract.ray).toMatchObject({gcs_port: 6382, dashboard_port: 28365})
+  })
+
   it('picks a port block that no recipe in the checkout uses, and refuses a colliding --port-base', async () => {
     const relax = await relaxRoot()
     const first = await runCli(newArgs('first', relax))
