@@ -1,5 +1,6 @@
 import {staticRung} from './static/index.js'
+import {trialRung} from './trial/index.js'
 import type {RungDefinition} from './types.js'
 
 /** Every rung gymrecipe can climb, in ladder order. */
-export const RUNG_DEFINITIONS: RungDefinition[] = [staticRung]
+export const RUNG_DEFINITIONS: RungDefinition[] = [staticRung, trialRung]

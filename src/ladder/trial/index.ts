@@ -1,0 +1,240 @@
+/**
+ * The trial rung: one deterministic trial through the real Gateway (reference §5, §6.2).
+ *
+ * gymrecipe serves a scripted model on the callback host in the recipe's protocol, creates
+ * the trial with the recipe's task row, renews the lease while polling, and passes only on
+ * the expected status, reward, tool metrics, tool-result history, artifacts (when
+ * configured) and `/readyz.active_trials` back to 0. Stateful environments also abort a
+ * second trial mid-flight and require cleanup to be confirmed.
+ */
+import {readContainerFile} from '../../runtime/container-file.js'
+import {gatewayClient} from '../../runtime/gateway-trials.js'
+import {PROTOCOL_PATHS, startScriptedModel} from '../../runtime/scripted-model.js'
+import type {Check, CheckContext, CheckResult, RungDefinition} from '../types.js'
+import {recipeEnv, serviceAddress, trialOptions, type ServiceAddress} from './context.js'
+import {type AbortRun, type TrialPlan, type TrialRun, runAbortedTrial, runTrial} from './engine.js'
+import {
+  evaluateAbort,
+  evaluateArtifact,
+  evaluateCreate,
+  evaluateGatewayClean,
+  evaluateHistory,
+  evaluateMetrics,
+  evaluateProbe,
+  evaluateReward,
+  evaluateStatus,
+  evaluateToolsOffered,
+} from './evaluate.js'
+import {type RelaxTask, pickRow, readTaskFromGymRoot, toRelaxTask} from './task.js'
+
+type Result = Omit<CheckResult, 'rung'>
+
+interface Prepared {
+  address: ServiceAddress
+  callbackHost: string
+  callbackPort?: number
+  env: Record<string, string>
+  plan: TrialPlan
+  activeBefore: number | null
+}
+
+const PREPARED = 'trial.prepared'
+const MAIN_RUN = 'trial.main-run'
+
+function skip(id: string, title: string, why: string): Result {
+  return {id, title, status: 'skip', message: `not checked: ${why}`}
+}
+
+function stateful(ctx: CheckContext): boolean {
+  const c = ctx.target.contract
+  return Boolean(c?.trial?.cleanup_probe && c.gateway.cleanup)
+}
+
+async function loadTask(ctx: CheckContext): Promise<{task: RelaxTask; source: string}> {
+  const contract = ctx.target.contract!
+  const ref = contract.trial!.task
+  if (ctx.options.gymRoot) {
+    const {text, where} = await readTaskFromGymRoot(ctx.options.gymRoot, ref.file)
+    return {task: toRelaxTask(pickRow(text, ref.row, where)), source: `${where} row ${ref.row}`}
+  }
+  const inImage = `/opt/nemo-gym/${ref.file}`
+  const text = await readContainerFile(contract.service.container, inImage, {recipeId: contract.id})
+  const where = `${contract.service.container}:${inImage}`
+  return {task: toRelaxTask(pickRow(text, ref.row, where)), source: `${where} row ${ref.row}`}
+}
+
+const prepare: Check = {
+  id: 'trial.setup',
+  title: 'Trial set-up: contract, task row, Gateway ready',
+  async run(ctx) {
+    const contract = ctx.target.contract
+    const results: Result[] = []
+    if (!contract) {
+      return [skip('trial.contract', 'Trial contract', 'no recipe.yaml: the scripted turns and expected values live in the recipe contract')]
+    }
+    if (!contract.trial) {
+      return [{
+        id: 'trial.contract', title: 'Trial contract', status: 'fail',
+        message: 'recipe.yaml has no trial block (scripted turns and expected values)',
+        hint: 'Add a trial: block (see recipes/calendar.yaml or recipes/workplace-assistant.yaml), or regenerate with gymrecipe new --from <built-in>.',
+        file: 'recipe.yaml',
+      }]
+    }
+    const trial = contract.trial
+    results.push({
+      id: 'trial.contract', title: 'Trial contract', status: 'pass',
+      message: `${trial.turns.length} scripted turn(s) over ${contract.gateway.callback_protocol}; expect ${trial.expect.status}, reward ${trial.expect.reward}, history [${trial.expect.tool_result_history.join(', ')}]`,
+    })
+    const env = await recipeEnv(ctx)
+    const address = serviceAddress(contract, env)
+    if ('error' in address) {
+      results.push({id: 'trial.gateway-ready', title: 'Gateway ready', status: 'fail', message: address.error, hint: 'The trial targets the Gateway the training script uses: http://${GYM_HOST}:${NEMO_GYM_GATEWAY_PORT}.'})
+      return results
+    }
+    let task: {task: RelaxTask; source: string}
+    try {
+      task = await loadTask(ctx)
+      results.push({id: 'trial.task', title: 'Trial task row', status: 'pass', message: `task from ${task.source} (${task.task.messages.length} message(s))`, evidence: {source: task.source}})
+    } catch (error: any) {
+      results.push({id: 'trial.task', title: 'Trial task row', status: 'fail', message: error?.message ?? String(error), hint: error?.hint})
+      return results
+    }
+    const gateway = gatewayClient(address.gatewayUrl)
+    const ready = await gateway.readyz()
+    const body = ready.body
+    if (ready.status !== 200 || body?.ready !== true) {
+      const why = ready.status === 0 ? `unreachable (${ready.error})` : `HTTP ${ready.status}, ready=${body?.ready}`
+      results.push({
+        id: 'trial.gateway-ready', title: 'Gateway ready', status: 'fail',
+        message: `${address.gatewayUrl}/readyz is ${why}`,
+        hint: `Start the service (gymrecipe start ${contract.id}) and check docker logs ${contract.service.container}.`,
+        evidence: {readyz: body},
+      })
+      return results
+    }
+    const activeBefore = typeof body.active_trials === 'number' ? body.active_trials : null
+    results.push({
+      id: 'trial.gateway-ready', title: 'Gateway ready', status: 'pass',
+      message: `${address.gatewayUrl} ready (trials=${body.trials}, active_trials=${body.active_trials}, epoch ${String(body.service_epoch ?? '?').slice(0, 8)})`,
+      evidence: {readyz: body},
+    })
+    const options = trialOptions(ctx.options)
+    const callbackHost = options.callbackHost ?? address.gymHost
+    const prepared: Prepared = {
+      address,
+      callbackHost,
+      callbackPort: options.callbackPort,
+      env,
+      activeBefore,
+      plan: {
+        recipeId: contract.id,
+        environment: contract.gym.environment,
+        config: contract.gym.gateway_config,
+        task: task.task,
+        turns: trial.turns,
+        interruptPolicy: contract.gateway.interrupt_policy,
+        deadlineS: trial.deadline_s,
+        leaseS: trial.lease_s,
+        captureArtifacts: Boolean(env.NEMO_GYM_ARTIFACT_ROOT),
+        signal: ctx.options.signal,
+      },
+    }
+    ctx.scratch.set(PREPARED, prepared)
+    return results
+  },
+}
+
+const MAIN_IDS: Array<[string, string]> = [
+  ['trial.created', 'Trial created'],
+  ['trial.status', 'Trial status'],
+  ['trial.reward', 'Trial reward'],
+  ['trial.tool-metrics', 'Tool calls and tool outputs'],
+  ['trial.history', 'Tool results fed back (callback history)'],
+]
+
+const runMain: Check = {
+  id: 'trial.run',
+  title: 'Deterministic trial through the Gateway',
+  async run(ctx) {
+    const prepared = ctx.scratch.get(PREPARED) as Prepared | undefined
+    if (!prepared) return MAIN_IDS.map(([id, title]) => skip(id, title, 'the trial set-up did not pass'))
+    const contract = ctx.target.contract!
+    const trial = contract.trial!
+    const protocol = contract.gateway.callback_protocol
+    let model
+    try {
+      model = await startScriptedModel({host: prepared.callbackHost, port: prepared.callbackPort, protocol})
+    } catch (error: any) {
+      return [{
+        id: 'trial.created', title: 'Trial created', status: 'fail',
+        message: `cannot serve the scripted model on ${prepared.callbackHost}:${prepared.callbackPort ?? 0} (${error?.code ?? error?.message})`,
+        hint: 'The callback host must be an address of this machine that the Gym container can reach; pass --callback-host/--callback-port.',
+      }]
+    }
+    let run: TrialRun
+    let rejected
+    try {
+      run = await runTrial(gatewayClient(prepared.address.gatewayUrl), model, prepared.plan)
+      rejected = model.rejected.map((r) => ({...r}))
+    } finally {
+      await model.close()
+    }
+    ctx.scratch.set(MAIN_RUN, run)
+    const base = {requestId: run.requestId, callbackBaseUrl: model.baseUrl, protocol, servedPath: PROTOCOL_PATHS[protocol]}
+    const created = evaluateCreate(run, {...base, callbackHost: prepared.callbackHost, env: prepared.env, kind: 'trial'})
+    if (created.status !== 'pass') return [created, ...MAIN_IDS.slice(1).map(([id, title]) => skip(id, title, 'the trial was not created'))]
+    const results: Result[] = [
+      created,
+      evaluateStatus(run, trial.expect.status),
+      evaluateReward(run, trial.expect.reward),
+      evaluateMetrics(run, trial.expect),
+      evaluateHistory(run, trial.expect.tool_result_history, rejected, base),
+    ]
+    if (contract.data.tools) results.push(evaluateToolsOffered(run))
+    if (prepared.plan.captureArtifacts) results.push(await evaluateArtifact(run, prepared.env.NEMO_GYM_ARTIFACT_ROOT, contract))
+    return results
+  },
+}
+
+const runCleanup: Check = {
+  id: 'trial.cleanup',
+  title: 'Cleanup of an aborted trial',
+  async run(ctx) {
+    const prepared = ctx.scratch.get(PREPARED) as Prepared | undefined
+    if (!prepared) return [skip('trial.cleanup-abort', 'Aborted trial cleaned up', 'the trial set-up did not pass')]
+    const contract = ctx.target.contract!
+    const cleanup = contract.gateway.cleanup!
+    let model
+    try {
+      model = await startScriptedModel({host: prepared.callbackHost, port: prepared.callbackPort, protocol: contract.gateway.callback_protocol})
+    } catch (error: any) {
+      return [{id: 'trial.cleanup-abort', title: 'Aborted trial cleaned up', status: 'fail', message: `cannot serve the scripted model (${error?.code ?? error?.message})`}]
+    }
+    let run: AbortRun
+    try {
+      run = await runAbortedTrial(gatewayClient(prepared.address.gatewayUrl), model, prepared.plan)
+    } finally {
+      await model.close()
+    }
+    const created = evaluateCreate(run, {requestId: run.requestId, callbackHost: prepared.callbackHost, env: prepared.env, kind: 'abort', callbackBaseUrl: model.baseUrl})
+    if (created.status !== 'pass') return [{...created, id: 'trial.cleanup-abort', title: 'Aborted trial cleaned up'}]
+    const server = cleanup.server === 'agent' ? prepared.address.agentUrl : prepared.address.resourceUrl
+    return [evaluateAbort(run), await evaluateProbe(server, cleanup.path)]
+  },
+}
+
+const gatewayClean: Check = {
+  id: 'trial.gateway-clean',
+  title: 'Gateway clean afterwards (active_trials back to 0)',
+  async run(ctx) {
+    const prepared = ctx.scratch.get(PREPARED) as Prepared | undefined
+    if (!prepared) return [skip('trial.gateway-clean', 'Gateway clean afterwards', 'the trial set-up did not pass')]
+    const main = ctx.scratch.get(MAIN_RUN) as TrialRun | undefined
+    return evaluateGatewayClean(gatewayClient(prepared.address.gatewayUrl), prepared.activeBefore, main)
+  },
+}
+
+export const trialRung: RungDefinition = {
+  rung: 'trial',
+  checks: (ctx) => (stateful(ctx) ? [prepare, runMain, runCleanup, gatewayClean] : [prepare, runMain, gatewayClean]),
+}

@@ -1,0 +1,91 @@
+/**
+ * Read a file from inside a running, recipe-owned container through the Docker exec API
+ * (`cat -- <path>`), e.g. a Gym task row that only exists in the image.
+ */
+import {PassThrough} from 'node:stream'
+
+import {ExitCode, GymError} from '../errors.js'
+import {type DockerTarget, OWNERSHIP_LABEL, dockerTarget, requireDocker} from './docker.js'
+
+const MAX_BYTES = 256 * 1024 * 1024
+
+export async function readContainerFile(
+  containerName: string,
+  filePath: string,
+  options: {recipeId: string; target?: DockerTarget; timeoutMs?: number},
+): Promise<string> {
+  const docker = await requireDocker(options.target ?? dockerTarget())
+  const container = docker.getContainer(containerName)
+  let info: any
+  try {
+    info = await container.inspect()
+  } catch (error: any) {
+    throw new GymError(`container ${containerName} not found (${error?.statusCode ?? error?.message})`, {
+      code: 'E_CONTAINER_MISSING',
+      exit: ExitCode.precondition,
+      hint: 'Start the Gym service first (gymrecipe start), or pass --gym-root pointing at the pinned Gym checkout.',
+    })
+  }
+  const owner = info?.Config?.Labels?.[OWNERSHIP_LABEL]
+  if (owner !== options.recipeId) {
+    throw new GymError(`container ${containerName} is not this recipe's (${OWNERSHIP_LABEL}=${owner ?? '<unset>'}, expected ${options.recipeId})`, {
+      code: 'E_FOREIGN_CONTAINER',
+      exit: ExitCode.precondition,
+      hint: 'gymrecipe only reads from containers labelled for the recipe; restart the service with its start script.',
+    })
+  }
+  if (!info?.State?.Running) {
+    throw new GymError(`container ${containerName} is not running (${info?.State?.Status ?? 'unknown state'})`, {
+      code: 'E_CONTAINER_NOT_RUNNING',
+      exit: ExitCode.precondition,
+      hint: 'Start the Gym service first (gymrecipe start), or pass --gym-root.',
+    })
+  }
+  const exec = await container.exec({Cmd: ['cat', '--', filePath], AttachStdout: true, AttachStderr: true, Tty: false})
+  const stream = await exec.start({hijack: true, stdin: false})
+  const out: Buffer[] = []
+  const err: Buffer[] = []
+  let size = 0
+  const stdout = new PassThrough()
+  const stderr = new PassThrough()
+  stdout.on('data', (chunk: Buffer) => {
+    size += chunk.length
+    if (size <= MAX_BYTES) out.push(chunk)
+  })
+  stderr.on('data', (chunk: Buffer) => err.push(chunk))
+  docker.modem.demuxStream(stream, stdout, stderr)
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      stream.destroy()
+      reject(new GymError(`reading ${filePath} from ${containerName} timed out`, {code: 'E_CONTAINER_EXEC', exit: ExitCode.failure}))
+    }, options.timeoutMs ?? 60_000)
+    stream.on('end', () => {
+      clearTimeout(timer)
+      resolve()
+    })
+    stream.on('close', () => {
+      clearTimeout(timer)
+      resolve()
+    })
+    stream.on('error', (error: Error) => {
+      clearTimeout(timer)
+      reject(error)
+    })
+  })
+  let result = await exec.inspect()
+  for (let i = 0; i < 40 && result.Running; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    result = await exec.inspect()
+  }
+  if (result.ExitCode !== 0) {
+    throw new GymError(`cannot read ${filePath} in ${containerName}: ${Buffer.concat(err).toString('utf8').trim() || `exit ${result.ExitCode}`}`, {
+      code: 'E_CONTAINER_FILE',
+      exit: ExitCode.failure,
+      hint: 'The path is relative to the Gym root inside the image (/opt/nemo-gym); check trial.task.file in recipe.yaml.',
+    })
+  }
+  if (size > MAX_BYTES) {
+    throw new GymError(`${filePath} in ${containerName} is larger than ${MAX_BYTES} bytes`, {code: 'E_CONTAINER_FILE', exit: ExitCode.failure})
+  }
+  return Buffer.concat(out).toString('utf8')
+}

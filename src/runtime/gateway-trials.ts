@@ -1,0 +1,78 @@
+/**
+ * HTTP client for the Relax Gateway routes a trial needs (reference §5.1): /readyz,
+ * POST /v1/trials, GET /v1/trials/{id}, POST .../renew and .../abort, plus a plain GET
+ * for cleanup probes. Node's fetch ignores proxy variables, like the integration's
+ * `trust_env=False` clients. Transport failures are returned, never thrown.
+ */
+
+export interface HttpAnswer {
+  /** HTTP status, or 0 when the request never got an answer. */
+  status: number
+  body: any
+  /** Transport error text when status is 0. */
+  error?: string
+}
+
+export const TERMINAL_STATUSES = ['completed', 'truncated', 'aborted', 'failed'] as const
+
+export interface TrialSnapshot {
+  protocol_version?: string
+  request_id: string
+  status: string
+  reward: unknown
+  metrics: Record<string, unknown>
+  artifact_ref: string | null
+  error: null | ({code?: string; type?: string; message?: string; cause?: unknown} & Record<string, unknown>)
+}
+
+export interface ReadyzBody {
+  ready?: boolean
+  trials?: number
+  active_trials?: number
+  terminal_trials?: number
+  service_epoch?: string
+  gym_commit?: string
+  janitor_healthy?: boolean
+  [key: string]: unknown
+}
+
+export async function httpJson(method: string, url: string, body?: unknown, timeoutMs = 30_000): Promise<HttpAnswer> {
+  try {
+    const response = await fetch(url, {
+      method,
+      headers: body === undefined ? {} : {'content-type': 'application/json'},
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+    })
+    const text = await response.text()
+    let parsed: any = text
+    try {
+      parsed = text ? JSON.parse(text) : undefined
+    } catch {
+      // keep the text
+    }
+    return {status: response.status, body: parsed}
+  } catch (error: any) {
+    const cause = error?.cause?.code ?? error?.cause?.message ?? error?.name
+    return {status: 0, body: undefined, error: `${error?.message ?? String(error)}${cause ? ` (${cause})` : ''}`}
+  }
+}
+
+export function gatewayClient(gatewayUrl: string) {
+  const base = gatewayUrl.replace(/\/+$/, '')
+  const trial = (id: string) => `${base}/v1/trials/${encodeURIComponent(id)}`
+  return {
+    url: base,
+    readyz: () => httpJson('GET', `${base}/readyz`, undefined, 10_000) as Promise<HttpAnswer & {body: ReadyzBody | undefined}>,
+    create: (payload: unknown) => httpJson('POST', `${base}/v1/trials`, payload),
+    get: (id: string) => httpJson('GET', trial(id), undefined, 10_000),
+    renew: (id: string) => httpJson('POST', `${trial(id)}/renew`, undefined, 10_000),
+    abort: (id: string, timeoutMs = 150_000) => httpJson('POST', `${trial(id)}/abort`, undefined, timeoutMs),
+  }
+}
+
+export type GatewayClient = ReturnType<typeof gatewayClient>
+
+export function isTerminal(status: unknown): boolean {
+  return typeof status === 'string' && (TERMINAL_STATUSES as readonly string[]).includes(status)
+}
