@@ -112,7 +112,8 @@ export class EvidenceDir implements AttemptWriter {
   /** Record a finished row; writes are batched and kept in order. */
   recordFinished(index: number, line: number, attemptId: string | undefined, columnsText: string): void {
     this.buffer.push(`{"i":${index},"line":${line},"attempt_id":${JSON.stringify(attemptId ?? null)},"columns":${columnsText}}\n`)
-    if (this.buffer.length === 1) this.pending = this.pending.then(() => this.drain())
+    // batched: one write per FLUSH_MS, however many rows finished meanwhile
+    if (this.buffer.length === 1) setTimeout(() => (this.pending = this.pending.then(() => this.drain())), FLUSH_MS)
   }
 
   /** The first journal write error, if any (the run stops on it). */
@@ -159,6 +160,8 @@ export class EvidenceDir implements AttemptWriter {
 }
 
 const SEGMENT_BYTES = 256 * 1024 * 1024
+/** Appends are collected for this long and written together (each write is a syscall and a thread-pool round trip). */
+export const FLUSH_MS = 10
 
 /**
  * Append-only attempt segments. Lines are numbered when queued and written in
@@ -186,7 +189,7 @@ class AttemptLog {
       this.line++
       this.bytes += text.length + 1
       this.queue.push({text, ref: `${ATTEMPTS_DIR}/${this.segment}:${this.line}`, resolve, reject})
-      if (this.queue.length === 1) this.writing = this.writing.then(() => this.flush())
+      if (this.queue.length === 1) setTimeout(() => (this.writing = this.writing.then(() => this.flush())), FLUSH_MS)
     })
   }
 
@@ -199,6 +202,7 @@ class AttemptLog {
 
   async close(): Promise<void> {
     await this.writing
+    if (this.queue.length > 0) await this.flush()
     if (this.handle) {
       await this.handle.sync().catch(() => undefined)
       await this.handle.close().catch(() => undefined)

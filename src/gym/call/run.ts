@@ -6,7 +6,7 @@ import path from 'node:path'
 import {ExitCode, GymError} from '../../errors.js'
 import {openAtomicTarget} from '../../runtime/fs.js'
 import {readBearerTokens} from './config.js'
-import {EvidenceDir, type JournalHeader} from './evidence.js'
+import {EvidenceDir, FLUSH_MS, type JournalHeader} from './evidence.js'
 import {isPlainObject, parseLossless, stringifyLossless} from './json.js'
 import {callRow, type RowCallContext, type RowInput, type RowOutcome} from './lifecycle.js'
 import {Limiter} from './limiter.js'
@@ -81,10 +81,17 @@ export interface CallSummary {
   rows_per_second: number
 }
 
-interface InputRow extends RowInput {
+/** A validated input row; it is parsed again when it starts so only its text stays in memory. */
+interface InputRow {
+  index: number
+  line: number
   /** The row's JSON text, trimmed; output lines extend it so input bytes are kept as they are. */
   raw: string
   empty: boolean
+}
+
+function toRowInput(row: InputRow): RowInput {
+  return {index: row.index, line: row.line, row: parseLossless(row.raw) as Record<string, unknown>}
 }
 
 /** Read JSONL rows losslessly; blank lines are skipped, anything else must be a JSON object. */
@@ -135,7 +142,7 @@ export async function readRows(file: string, config: CallConfig): Promise<{rows:
         location: {file, line: n + 1, field: clash},
       })
     }
-    rows.push({index: rows.length, line: n + 1, row, raw, empty: Object.keys(row).length === 0})
+    rows.push({index: rows.length, line: n + 1, raw, empty: Object.keys(row).length === 0})
   }
   return {rows, sha256}
 }
@@ -175,7 +182,17 @@ class OrderedOutput {
       this.waiting.delete(this.next)
       this.next++
     }
-    if (chunk !== '') this.stream.write(chunk)
+    if (chunk === '') return
+    // batched like the journal
+    if (this.buffered === '') setTimeout(() => this.flush(), FLUSH_MS)
+    this.buffered += chunk
+  }
+
+  private buffered = ''
+  private flush(): void {
+    if (this.buffered === '') return
+    this.stream.write(this.buffered)
+    this.buffered = ''
   }
 
   get error(): Error | undefined {
@@ -183,6 +200,7 @@ class OrderedOutput {
   }
 
   async close(): Promise<void> {
+    this.flush()
     await new Promise<void>((resolve, reject) => {
       this.stream.end((error?: Error | null) => (error ? reject(error) : resolve()))
     })
@@ -232,7 +250,7 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
     let count = 0
     let first: CallSummary['first_request'] = null
     for (const row of rows) {
-      const planned = buildRowPlan(config, row.row, row.line)
+      const planned = buildRowPlan(config, toRowInput(row).row, row.line)
       if (planned.ok) {
         first ??= {url: config.endpoint + config.route, body: parseLossless(planned.plan.body)}
       } else {
@@ -272,8 +290,8 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
 
   // Internal cancellation: the caller's signal, or a fatal journal/output error.
   const cancel = new AbortController()
-  // one listener per row in flight
-  setMaxListeners(config.max_parallel_requests + 16, cancel.signal)
+  // one listener per row in flight or waiting for a slot (see the window below)
+  setMaxListeners(Math.max(config.max_parallel_requests * 5, 300), cancel.signal)
   const onExternal = () => cancel.abort('interrupted')
   options.signal?.addEventListener('abort', onExternal, {once: true})
   if (options.signal?.aborted) cancel.abort('interrupted')
@@ -334,34 +352,54 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
   }
   progress()
 
-  // max_parallel_requests workers, each running one row lifecycle at a time, rows taken in input order.
-  let cursor = 0
-  const worker = async () => {
-    while (cursor < todo.length && !cancel.signal.aborted) {
-      const row = todo[cursor++]
-      const outcome = await callRow(ctx, row)
-      if (outcome.state === 'finished') {
-        const columnsText = stringifyLossless(outcome.columns)
-        evidence.recordFinished(row.index, row.line, outcome.attemptId, columnsText)
-        output.put(row.index, outputLine(row, columnsText))
-        tally(columnsText, outcome)
-        if ((evidence.error || output.error) && !cancel.signal.aborted) cancel.abort('fatal')
-        progress()
-      } else if (outcome.state === 'cancelled') {
-        summary.cancelled++
-      } else {
-        summary.not_started++
-      }
+  // Rows start in input order. The limiter inside callRow bounds the remote
+  // lifecycles (initialize, execute, cleanup) to max_parallel_requests; a row
+  // leaves its slot after cleanup and then writes its evidence, so evidence
+  // writes of finished rows overlap the next rows' calls. The window bounds
+  // how many rows are in memory at once.
+  const handle = (row: InputRow, outcome: RowOutcome) => {
+    if (outcome.state === 'finished') {
+      const columnsText = stringifyLossless(outcome.columns)
+      evidence.recordFinished(row.index, row.line, outcome.attemptId, columnsText)
+      output.put(row.index, outputLine(row, columnsText))
+      tally(columnsText, outcome)
+      if ((evidence.error || output.error) && !cancel.signal.aborted) cancel.abort('fatal')
+      progress()
+    } else if (outcome.state === 'cancelled') {
+      summary.cancelled++
+    } else {
+      summary.not_started++
     }
   }
-  const workers = Array.from({length: Math.min(config.max_parallel_requests, todo.length)}, () => worker())
+  const window = Math.max(config.max_parallel_requests * 4, 256)
+  const running = new Set<Promise<void>>()
   let unexpected: unknown
+  let cursor = 0
+  let wake: (() => void) | undefined
   try {
-    await Promise.all(workers)
-  } catch (error) {
-    unexpected = error
-    cancel.abort('fatal')
-    await Promise.allSettled(workers)
+    while (cursor < todo.length && !cancel.signal.aborted && unexpected === undefined) {
+      if (running.size >= window) {
+        await new Promise<void>((resolve) => {
+          wake = resolve
+        })
+        continue
+      }
+      const row = todo[cursor++]
+      const task: Promise<void> = callRow(ctx, toRowInput(row))
+        .then((outcome) => handle(row, outcome))
+        .catch((error) => {
+          unexpected ??= error
+          cancel.abort('fatal')
+        })
+        .finally(() => {
+          running.delete(task)
+          const w = wake
+          wake = undefined
+          w?.()
+        })
+      running.add(task)
+    }
+    await Promise.all(running)
   } finally {
     options.signal?.removeEventListener('abort', onExternal)
   }
