@@ -236,6 +236,15 @@ export async function startScriptedModel(options: {host: string; port?: number; 
       }
       record.index = session.callbacks.length
       session.callbacks.push(record)
+      // A held callback keeps the trial mid-flight until release() (whatever it asks for).
+      if (session.holdAt !== undefined && record.index === session.holdAt) {
+        session.pending = () => {
+          record.error = 'held by gymrecipe, then refused: the trial was aborted'
+          sendJson(400, {error: {message: 'trial aborted by gymrecipe', type: 'invalid_request_error'}})
+        }
+        session.markHeld()
+        return
+      }
       if (req.method !== 'POST' || path !== servedPath) {
         record.error = `only POST ${servedPath} is served (${protocol} protocol)`
         return sendJson(404, {error: {message: `not found: ${req.method} ${path}`, type: 'not_found'}})
@@ -254,14 +263,6 @@ export async function startScriptedModel(options: {host: string; port?: number; 
         if (protocol === 'responses') return sendJson(200, responsesReply(turn, model))
         if (protocol === 'chat_completions') return stream ? sendSse(chatStream(turn, model)) : sendJson(200, chatReply(turn, model))
         return stream ? sendSse(messagesStream(turn, model)) : sendJson(200, messagesReply(turn, model))
-      }
-      if (session.holdAt !== undefined && record.index === session.holdAt) {
-        session.pending = () => {
-          record.error = 'held by gymrecipe, then refused: the trial was aborted'
-          sendJson(400, {error: {message: 'trial aborted by gymrecipe', type: 'invalid_request_error'}})
-        }
-        session.markHeld()
-        return
       }
       answer()
     })
