@@ -172,4 +172,35 @@ describe('gymrecipe call (CLI)', () => {
     expect(JSON.parse(String(result.stdout))).toMatchObject({interrupted: true, finished: 0, cancelled: 1, not_started: 1})
     expect(gym.liveSessions()).toBe(0)
   })
+
+  it('a killed run (SIGKILL) loses no finished row: --resume calls only rows missing from the journal', async () => {
+    const rows = Array.from({length: 40}, (_, i) => sqlRow(`k${i}`, i >= 10 ? 'gate' : null))
+    const ws = await workspace(rows, 'max_parallel_requests: 4\n')
+    // stateless: a killed process cannot clean up, so this scenario uses no sessions
+    await writeFile(ws.config, configYaml('max_parallel_requests: 4\n').replace(/session:[\s\S]*cleanup_timeout: 5\n/u, ''))
+    const child = execa(process.execPath, [path.join(repoRoot, 'bin', 'run.js'), 'call', 'resource', ws.rows, '--config', ws.config, '--output', ws.out, '--evidence-dir', ws.evidence], {cwd: repoRoot, reject: false})
+    const journalPath = path.join(ws.evidence, 'journal.jsonl')
+    const deadline = Date.now() + 30_000
+    const journaled = async () => (await readFile(journalPath, 'utf8').catch(() => '')).trim().split('\n').length - 1
+    while ((await journaled()) < 10 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    child.kill('SIGKILL')
+    const killed = await child
+    expect(killed.signal).toBe('SIGKILL')
+    const finished = (await readFile(journalPath, 'utf8'))
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => JSON.parse(l).columns.execution.row_id)
+    expect(finished.length).toBeGreaterThanOrEqual(10)
+
+    gym.reset()
+    gym.setGate(true)
+    const resumed = await runCli(['call', 'resource', ws.rows, '--config', ws.config, '--output', ws.out, '--evidence-dir', ws.evidence, '--resume', '--json'])
+    expect(resumed.exitCode).toBe(0)
+    expect(resumed.json).toMatchObject({rows: 40, finished: 40, resumed: finished.length, completed: 40})
+    for (const id of finished) expect(gym.callsFor('/execute', id)).toBe(0)
+    expect(gym.calls('/execute')).toBe(40 - finished.length)
+    const out = (await readFile(ws.out, 'utf8')).trim().split('\n').map((l) => JSON.parse(l))
+    expect(out.map((r) => r.id)).toEqual(rows.map((r) => r.id))
+  })
 })
