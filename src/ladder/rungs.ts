@@ -1,6 +1,7 @@
+import {dataRung} from './data/index.js'
 import {staticRung} from './static/index.js'
 import {trialRung} from './trial/index.js'
 import type {RungDefinition} from './types.js'
 
 /** Every rung gymrecipe can climb, in ladder order. */
-export const RUNG_DEFINITIONS: RungDefinition[] = [staticRung, trialRung]
+export const RUNG_DEFINITIONS: RungDefinition[] = [staticRung, dataRung, trialRung]

@@ -1,0 +1,37 @@
+import path from 'node:path'
+
+import {dockerTarget, tryDocker} from '../../runtime/docker.js'
+import {pickProbeImage, probeSharedPath} from '../../runtime/storage-probe.js'
+import type {Check} from '../types.js'
+import {dataPlan} from './source.js'
+
+export const sharedStorage: Check = {
+  id: 'data.shared-storage',
+  title: 'a container sees the data at the same absolute path',
+  async run(ctx) {
+    const plan = await dataPlan(ctx)
+    if (!plan.file || !plan.stat?.isFile) return {status: 'skip', message: 'not checked: there is no source file to look for'}
+    const target = dockerTarget(ctx.options.env)
+    const docker = await tryDocker(target)
+    if (!docker) {
+      return {status: 'skip', message: `not checked: no Docker daemon answers at ${target.socketPath}`, hint: 'Start Docker (or set DOCKER_HOST) and rerun; a path visible here may still be invisible to the daemon.'}
+    }
+    const image = await pickProbeImage(docker, plan.image, ctx.target.id, ctx.options.env)
+    if (!image) {
+      return {
+        status: 'skip',
+        message: `not checked: no local image to start a probe container from (NEMO_GYM_IMAGE ${plan.image ?? '(unset)'} is not built here)`,
+        hint: '`gymrecipe prepare` builds NEMO_GYM_IMAGE; or set GYMRECIPE_PROBE_IMAGE to a local image that has coreutils.',
+      }
+    }
+    const dir = path.dirname(plan.file)
+    const probe = await probeSharedPath(docker, {image: image.image, file: plan.file, dir, recipeId: ctx.target.id})
+    const evidence = {image: image.image, imageChoice: image.why, mount: `${dir}:${dir}:ro`, network: 'none', ...probe}
+    const hint = 'The Docker daemon must see this path (not the case with Docker-in-Docker, a remote daemon, or a mount only this shell has): put the data on storage that the daemon host and every Ray node mount at the same absolute path.'
+    if (probe.status === 'not-seen') return {status: 'fail', message: `${plan.file} is not visible inside a container at the same path: ${probe.reason}`, file: plan.file, hint, evidence}
+    if (probe.size !== plan.stat.size) {
+      return {status: 'fail', message: `inside a container ${plan.file} has ${probe.size} bytes, on this host ${plan.stat.size}`, file: plan.file, hint, evidence}
+    }
+    return {status: 'pass', message: `visible inside a container at ${plan.file} with the same ${probe.size} bytes (image: ${image.why})`, evidence}
+  },
+}

@@ -1,0 +1,13 @@
+import type {RungDefinition} from '../types.js'
+import {conversion, jsonRows, rowCount, verifierFields} from './checks-rows.js'
+import {notConverted, sourcePath, splitGuard} from './checks-source.js'
+import {sharedStorage} from './checks-storage.js'
+
+/**
+ * The data rung: the raw Gym JSONL that NEMO_GYM_SOURCE_DATA names is right for training.
+ * Row-level checks share one streaming pass over the file.
+ */
+export const dataRung: RungDefinition = {
+  rung: 'data',
+  checks: () => [sourcePath, notConverted, splitGuard, jsonRows, verifierFields, rowCount, conversion, sharedStorage],
+}

@@ -1,0 +1,47 @@
+import type {CheckContext} from '../types.js'
+import {type JsonlStats, scanJsonlFile} from './jsonl-scan.js'
+import {RowSample, type SampledRow} from './sample.js'
+import {type DataPlan, dataPlan} from './source.js'
+
+export interface DataScan {
+  plan: DataPlan
+  /** Null when the source cannot be read (the source check says why). */
+  stats: JsonlStats | null
+  sample: SampledRow[]
+  error?: string
+}
+
+const SCAN_KEY = 'data.scan'
+/** Bad lines and rows missing a field listed by name; the totals are always complete. */
+export const LISTED = 20
+
+/** One streaming pass over the source file, shared by every row-level check of the run. */
+export function dataScan(ctx: CheckContext): Promise<DataScan> {
+  let scan = ctx.scratch.get(SCAN_KEY) as Promise<DataScan> | undefined
+  if (!scan) {
+    scan = runScan(ctx)
+    ctx.scratch.set(SCAN_KEY, scan)
+  }
+  return scan
+}
+
+async function runScan(ctx: CheckContext): Promise<DataScan> {
+  const plan = await dataPlan(ctx)
+  if (!plan.readable || !plan.file) return {plan, stats: null, sample: []}
+  const sample = new RowSample()
+  try {
+    const stats = await scanJsonlFile(plan.file, {fields: plan.fields, maxProblems: LISTED, maxMissingLines: LISTED, sampler: sample, signal: ctx.options.signal})
+    return {plan, stats, sample: sample.rows()}
+  } catch (error: any) {
+    return {plan, stats: null, sample: [], error: `reading ${plan.file} failed: ${error?.message ?? error}`}
+  }
+}
+
+/** A short "not checked" result for checks that need rows when the source is unusable. */
+export function sourceUnusable(scan: DataScan): {status: 'skip'; message: string; hint: string} {
+  return {
+    status: 'skip',
+    message: scan.error ?? 'not checked: the source file is not usable (see the NEMO_GYM_SOURCE_DATA check)',
+    hint: 'Fix NEMO_GYM_SOURCE_DATA first; run `gymrecipe prepare` to materialize it.',
+  }
+}

@@ -1,0 +1,77 @@
+import {copyFile, mkdir, mkdtemp, readFile, writeFile} from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import {parse as parseYaml, stringify as stringifyYaml} from 'yaml'
+
+import {dataRung} from '../../src/ladder/data/index.js'
+import {runLadder} from '../../src/ladder/runner.js'
+import {resolveRecipe} from '../../src/ladder/target.js'
+import type {CheckResult, LadderReport, RungDefinition} from '../../src/ladder/types.js'
+import {repoRoot, snapshotRoot} from './cli.js'
+import {generatedRecipe} from './recipes.js'
+
+export const SNAPSHOT_ROWS = {
+  calendar: path.join(snapshotRoot, 'environments/calendar/data/example.jsonl'),
+  workplace: path.join(snapshotRoot, 'resources_servers/workplace_assistant/data/example.jsonl'),
+  math: path.join(snapshotRoot, 'resources_servers/math_with_judge/data/example.jsonl'),
+}
+
+export const FIXTURE_CONVERTER = path.join(repoRoot, 'test/fixtures/relax-checkout/examples/nemo_gym_agentic/scripts/convert_dataset.py')
+export const CONVERTER_IN_CHECKOUT = 'examples/nemo_gym_agentic/scripts/convert_dataset.py'
+
+/** The static rung is tested elsewhere; an empty one lets the data rung run on its own. */
+const NO_STATIC: RungDefinition = {rung: 'static', checks: () => []}
+
+export interface DataCase {
+  relaxRoot: string
+  dir: string
+  recipe: string
+  /** Shared-data directory for this case (a temp dir). */
+  data: string
+}
+
+/** A generated recipe in a temp Relax root that also has Relax's convert_dataset.py, plus a temp data dir. */
+export async function dataCase(builtin: 'calendar' | 'workplace-assistant' = 'calendar', options: {converter?: boolean} = {}): Promise<DataCase> {
+  const {relaxRoot, dir} = await generatedRecipe(builtin)
+  if (options.converter !== false) {
+    await mkdir(path.join(relaxRoot, path.dirname(CONVERTER_IN_CHECKOUT)), {recursive: true})
+    await copyFile(FIXTURE_CONVERTER, path.join(relaxRoot, CONVERTER_IN_CHECKOUT))
+  }
+  const data = await mkdtemp(path.join(os.tmpdir(), 'gr-data-'))
+  return {relaxRoot, dir, recipe: builtin, data}
+}
+
+/** Edit recipe.yaml's data block (e.g. a math contract, an example split). */
+export async function editContractData(c: DataCase, data: Record<string, unknown>): Promise<void> {
+  const file = path.join(c.dir, 'recipe.yaml')
+  const doc = parseYaml(await readFile(file, 'utf8'))
+  doc.data = {...doc.data, ...data}
+  await writeFile(file, stringifyYaml(doc))
+}
+
+export async function writeData(c: DataCase, name: string, content: string | Uint8Array): Promise<string> {
+  const file = path.join(c.data, name)
+  await writeFile(file, content)
+  return file
+}
+
+/** Climb static (empty) → data with NEMO_GYM_SOURCE_DATA set in the environment env.sh inherits. */
+export async function dataReport(c: DataCase, source: string | undefined, options: {smoke?: boolean; env?: Record<string, string | undefined>} = {}): Promise<LadderReport> {
+  const target = await resolveRecipe(c.relaxRoot, c.recipe)
+  const env: NodeJS.ProcessEnv = {...process.env, NEMO_GYM_SOURCE_DATA: source, NEMO_GYM_IMAGE: 'gymrecipe-test-absent:none', GYMRECIPE_PROBE_IMAGE: undefined, ...options.env}
+  for (const [key, value] of Object.entries(env)) if (value === undefined) delete env[key]
+  return runLadder([NO_STATIC, dataRung], {target, options: {env, smoke: options.smoke ?? false}, scratch: new Map()}, {render: false, level: 'data'})
+}
+
+export function checksOf(report: LadderReport): CheckResult[] {
+  return report.rungs.find((r) => r.rung === 'data')?.checks ?? []
+}
+
+/** Ids of the data checks that failed (each once). */
+export function failedIds(report: LadderReport): string[] {
+  return [...new Set(checksOf(report).filter((c) => c.status === 'fail').map((c) => c.id))].sort()
+}
+
+export function resultsOf(report: LadderReport, id: string): CheckResult[] {
+  return checksOf(report).filter((c) => c.id === id)
+}
