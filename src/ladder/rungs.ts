@@ -1,7 +1,8 @@
+import {serviceRung} from './service/index.js'
 import {dataRung} from './data/index.js'
 import {staticRung} from './static/index.js'
 import {trialRung} from './trial/index.js'
 import type {RungDefinition} from './types.js'
 
 /** Every rung gymrecipe can climb, in ladder order. */
-export const RUNG_DEFINITIONS: RungDefinition[] = [staticRung, dataRung, trialRung]
+export const RUNG_DEFINITIONS: RungDefinition[] = [staticRung, dataRung, trialRung, serviceRung]

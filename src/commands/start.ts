@@ -1,0 +1,95 @@
+import {Args, Flags} from '@oclif/core'
+
+import {BaseCommand} from '../cli/base-command.js'
+import {dryRunFlag, relaxRootFlag} from '../cli/flags.js'
+import {summarizeLadder} from '../cli/ladder-output.js'
+import {ExitCode} from '../errors.js'
+import {startRecipe, type StartReport} from '../steps/start.js'
+
+export default class Start extends BaseCommand<typeof Start> {
+  static override summary = 'Start the recipe\'s Gym service (fresh image, owned container), wait until ready, then verify up to the service rung'
+  static override description = `Runs start_<recipe>_gym.sh from the recipe folder: it builds a fresh image from the checkout,
+refuses a same-named container that lacks the label ai.relax.recipe=<recipe>, replaces only its
+own container, checks the ports and starts the container. Its output is streamed live (to stderr
+under --json). Meanwhile gymrecipe watches the container through the Docker Engine API: a crash
+is reported the moment Docker sees it, with the container's last 200 log lines, and /readyz is
+polled every 150 ms up to a bounded deadline (--timeout, else NEMO_GYM_START_TIMEOUT_S from
+env.sh, else the contract's start_timeout_s). Once ready it climbs static → data → service.
+
+Ctrl+C stops the script's process group and removes the container this run created; the report
+says what state the container was left in. A container of another recipe is never touched.
+
+EXIT STATUS
+  0    ready, and every rung up to service passed
+  1    the container died during start-up, never became ready, or the script failed
+  2    bad input (recipe, env.sh)
+  3    precondition: Docker unreachable, a foreign container under the name, a port in use
+  4    the service started but a rung up to service failed
+  130  interrupted (Ctrl+C)`
+
+  static override examples = [
+    '<%= config.bin %> start calendar --relax-root ~/Relax',
+    '<%= config.bin %> start calendar --relax-root ~/Relax --dry-run',
+    '<%= config.bin %> start calendar --relax-root ~/Relax --timeout 900 --json',
+  ]
+
+  static override args = {
+    recipe: Args.string({description: 'Recipe id (folder under examples/nemo_gym_agentic/recipes).', required: true}),
+  }
+
+  static override flags = {
+    'relax-root': relaxRootFlag,
+    'gym-root': Flags.directory({summary: 'Pinned Gym checkout for the static rung of a recipe without recipe.yaml.', env: 'GYMRECIPE_GYM_ROOT'}),
+    timeout: Flags.integer({summary: 'Seconds to wait for /readyz after the container starts.', min: 1}),
+    smoke: Flags.boolean({summary: 'Accept a non-training split for a smoke run; every report says so.', default: false}),
+    'dry-run': dryRunFlag,
+  }
+
+  public async run(): Promise<StartReport> {
+    const json = this.jsonEnabled()
+    const controller = new AbortController()
+    let signals = 0
+    const onSignal = (signal: NodeJS.Signals) => {
+      signals++
+      if (signals > 1) process.exit(ExitCode.interrupted)
+      process.stderr.write(`\n${signal}: stopping what this start began (press Ctrl+C again to exit at once, skipping cleanup)\n`)
+      controller.abort()
+    }
+    process.on('SIGINT', onSignal)
+    process.on('SIGTERM', onSignal)
+    let report: StartReport
+    try {
+      report = await startRecipe({
+        relaxRoot: this.flags['relax-root'],
+        recipe: this.args.recipe,
+        env: process.env,
+        dryRun: this.flags['dry-run'],
+        timeoutS: this.flags.timeout,
+        gymRoot: this.flags['gym-root'],
+        smoke: this.flags.smoke,
+        render: !json,
+        signal: controller.signal,
+        io: {
+          scriptOutput: (stream, text) => (stream === 'stderr' || json ? process.stderr : process.stdout).write(text),
+          note: (line) => (json ? process.stderr.write(`${line}\n`) : this.log(line)),
+        },
+      })
+    } finally {
+      process.off('SIGINT', onSignal)
+      process.off('SIGTERM', onSignal)
+    }
+    if (report.dryRun) {
+      const plan = report.plan!
+      this.say(`Dry run for ${report.recipe} (${report.dir}); nothing was changed.`)
+      this.say(`  would run: ${plan.env.NEMO_GYM_START_NO_WAIT ? 'NEMO_GYM_START_NO_WAIT=1 ' : ''}${report.script.command.join(' ')}`)
+      this.say(`  image ${plan.env.NEMO_GYM_IMAGE}, container ${report.container.name} (now: ${report.container.state}), Gateway ${report.gateway_url}`)
+      this.say(`  action: ${plan.action}`)
+      if (plan.ports.length > 0) this.say(`  ports: ${plan.ports.map((p) => `${p.port} ${p.label}`).join(', ')}`)
+      this.say(`  then: ${plan.then}`)
+      return report
+    }
+    if (!report.ladder) return report
+    for (const line of summarizeLadder(report.ladder)) this.say(line)
+    return this.withExitCode(report, report.ladder.status === 'pass' ? ExitCode.ok : ExitCode.rungFailed)
+  }
+}

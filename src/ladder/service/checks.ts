@@ -1,0 +1,282 @@
+/**
+ * The service rung (issue 4): the container is the recipe's own, fresh and running; /readyz
+ * reports the pinned commit, a healthy janitor and no trials on a fresh epoch; the recipe's
+ * verifier tells right from wrong against the real resources server; a Gym HTTP 500 leaves a
+ * traceback in the container's logs.
+ */
+import {createHash} from 'node:crypto'
+import {promises as fsp} from 'node:fs'
+import path from 'node:path'
+
+import {containerLogChunks, containerLogTail, execInContainer, imageIdOf, inspectContainer} from '../../runtime/container.js'
+import {OWNERSHIP_LABEL} from '../../runtime/docker.js'
+import {httpRequest, readyz} from '../../runtime/http.js'
+import type {Check, CheckResult} from '../types.js'
+import {dockerFor, runningService, SCRATCH_BUILT_IMAGE, service} from './context.js'
+
+type Result = Omit<CheckResult, 'rung'>
+type Outcome = Omit<CheckResult, 'id' | 'rung' | 'title'>
+
+const short = (id: string | undefined) => (id ?? '').replace(/^sha256:/, '').slice(0, 12)
+
+// ------------------------------------------------------------------ 1. the container
+
+export const containerCheck: Check = {
+  id: 'service.container',
+  title: 'the service container is this recipe\'s, fresh and running',
+  async run(ctx) {
+    const desc = await service(ctx)
+    const {docker, problem} = await dockerFor(ctx)
+    if (!docker) return {status: 'fail', message: problem!.message, hint: problem!.hint}
+    if (!desc.container) {
+      return {status: 'skip', message: 'container name unknown: no recipe.yaml and the start script names no container', hint: 'Record the recipe with `gymrecipe new` or set CONTAINER=<name> in the start script.'}
+    }
+    const c = await inspectContainer(docker, desc.container)
+    if (!c) {
+      return [{id: 'service.container-exists', title: `container ${desc.container} exists`, status: 'fail', message: `no container named ${desc.container} (name from ${desc.containerSource})`, hint: `Start it: gymrecipe start ${desc.recipe}`}]
+    }
+    const out: Result[] = []
+    const evidence = {id: c.id, image: c.imageRef, image_id: c.imageId, status: c.status, started_at: c.startedAt, labels: {[OWNERSHIP_LABEL]: c.owner ?? null}}
+    out.push({id: 'service.container-exists', title: `container ${desc.container} exists`, status: 'pass', message: `${short(c.id)} (name from ${desc.containerSource})`, evidence})
+
+    // Owned: only this recipe's label makes the container ours.
+    out.push(c.owner === desc.recipe
+      ? {id: 'service.container-owned', title: `labelled ${OWNERSHIP_LABEL}=${desc.recipe}`, status: 'pass', message: `${OWNERSHIP_LABEL}=${c.owner}`}
+      : {
+          id: 'service.container-owned',
+          title: `labelled ${OWNERSHIP_LABEL}=${desc.recipe}`,
+          status: 'fail',
+          message: `${desc.container} carries ${OWNERSHIP_LABEL}=${c.owner ?? '<unset>'}: it is not this recipe's container`,
+          hint: 'Someone else owns it; gymrecipe will not touch it. Use another container name or ask its owner.',
+          evidence,
+        })
+
+    // Running and not restarting.
+    if (!c.running || c.restarting) {
+      const tail = await containerLogTail(docker, c.id, 20).catch(() => [])
+      out.push({
+        id: 'service.container-running',
+        title: 'running, not restarting',
+        status: 'fail',
+        message: c.restarting
+          ? `${desc.container} is restarting (restart count ${c.restartCount})`
+          : `${desc.container} is ${c.status} (exit code ${c.exitCode}${c.oomKilled ? ', OOM-killed' : ''}, finished ${c.finishedAt})`,
+        hint: `Read its logs (gymrecipe logs ${desc.recipe}), fix the cause, then gymrecipe start ${desc.recipe}.`,
+        evidence: {...evidence, last_log_lines: tail},
+      })
+    } else if (c.restartCount > 0) {
+      out.push({id: 'service.container-running', title: 'running, not restarting', status: 'fail', message: `${desc.container} runs but restarted ${c.restartCount} time(s): its process crashed at least once`, hint: `gymrecipe logs ${desc.recipe}`, evidence})
+    } else {
+      out.push({id: 'service.container-running', title: 'running, not restarting', status: 'pass', message: `running since ${c.startedAt}, no restarts`})
+    }
+
+    // Fresh: created from the image the tag points to now (a reused tag never updates a container).
+    const tag = desc.imageTag
+    if (!tag) {
+      out.push({id: 'service.container-fresh', title: 'created from the current image', status: 'skip', message: 'the image tag is unknown (NEMO_GYM_IMAGE unset in env.sh)', hint: 'Export NEMO_GYM_IMAGE in env.sh.'})
+      return out
+    }
+    const current = await imageIdOf(docker, tag)
+    const built = ctx.scratch.get(SCRATCH_BUILT_IMAGE) as string | undefined
+    const fresh: Outcome = !current
+      ? {status: 'fail', message: `image ${tag} does not exist any more; the container runs ${short(c.imageId)}`, hint: `gymrecipe start ${desc.recipe} rebuilds it and recreates the container.`}
+      : c.imageRef !== tag
+        ? {status: 'fail', message: `${desc.container} was created from ${c.imageRef}, but the recipe builds ${tag}`, hint: `gymrecipe start ${desc.recipe}`}
+        : c.imageId !== current
+          ? {
+              status: 'fail',
+              message: `stale container: it runs image ${short(c.imageId)}, but ${tag} now points to ${short(current)} (a reused tag never updates a running container)`,
+              hint: `Recreate it from the current image: gymrecipe start ${desc.recipe}`,
+            }
+          : built && built !== current
+            ? {status: 'fail', message: `${tag} points to ${short(current)}, not the image this start just built (${short(built)})`, hint: 'Another build retagged the image meanwhile; run start again.'}
+            : {status: 'pass', message: `${tag} = ${short(current)}${built ? ', built by this start' : ''}`}
+    out.push({id: 'service.container-fresh', title: 'created from the current image', ...fresh, evidence: {tag, tag_image_id: current ?? null, container_image_id: c.imageId}})
+
+    // The recipe files baked into the image are the checkout's (the image holds the scripts it runs).
+    if (fresh.status === 'pass' && c.running) out.push(await bakedFiles(ctx, docker, c.id, desc.recipeDirInImage))
+    return out
+  },
+}
+
+async function bakedFiles(ctx: Parameters<Check['run']>[0], docker: import('dockerode'), id: string, dirInImage: string): Promise<Result> {
+  const names = [ctx.target.files.start, ctx.target.files.verify].filter((n): n is string => Boolean(n))
+  const title = 'the image holds the checkout\'s recipe scripts'
+  const local: Record<string, string> = {}
+  for (const name of names) {
+    const text = await fsp.readFile(path.join(ctx.target.dir, name)).catch(() => undefined)
+    if (text) local[name] = createHash('sha256').update(text).digest('hex')
+  }
+  const r = await execInContainer(docker, id, ['sha256sum', ...Object.keys(local).map((n) => `${dirInImage}/${n}`)], {timeoutMs: 20_000})
+  const inImage: Record<string, string> = {}
+  for (const line of r.stdout.split('\n')) {
+    const m = line.match(/^([0-9a-f]{64})\s+\*?(.+)$/)
+    if (m) inImage[path.basename(m[2])] = m[1]
+  }
+  if (Object.keys(inImage).length === 0) {
+    return {id: 'service.image-files', title, status: 'skip', message: `could not read ${dirInImage} in the container: ${(r.stderr.trim() || `exit ${r.exitCode}`).split('\n')[0]}`}
+  }
+  const differ = Object.keys(local).filter((n) => inImage[n] !== local[n])
+  if (differ.length > 0) {
+    return {id: 'service.image-files', title, status: 'fail', message: `${differ.join(', ')} changed since the image was built (or ${dirInImage} is missing them)`, hint: `Rebuild and recreate: gymrecipe start ${ctx.target.id}`}
+  }
+  return {id: 'service.image-files', title, status: 'pass', message: `${Object.keys(local).join(', ')} match ${dirInImage}`}
+}
+
+// ------------------------------------------------------------------ 2. /readyz
+
+export const readyzCheck: Check = {
+  id: 'service.readyz',
+  title: '/readyz: ready, pinned commit, healthy janitor, no trials on a fresh epoch',
+  async run(ctx) {
+    const found = await runningService(ctx)
+    if ('problem' in found) return {status: 'fail', ...found.problem}
+    const {desc, urls, container} = found.ok
+    const {answer, error} = await readyz(urls.gateway, 5000)
+    if (!answer) return [{id: 'service.readyz', title: 'GET /readyz answers 200 with ready: true', status: 'fail', message: `${urls.gateway}/readyz: ${error}`, hint: `Is the Gateway up? gymrecipe logs ${desc.recipe}`}]
+    const body = (answer.json ?? {}) as Record<string, any>
+    const evidence = {url: `${urls.gateway}/readyz`, status: answer.status, body: answer.json ?? answer.text.slice(0, 500)}
+    const out: Result[] = []
+    out.push(answer.status === 200 && body.ready === true
+      ? {id: 'service.readyz', title: 'GET /readyz answers 200 with ready: true', status: 'pass', message: `200 ready (service_epoch ${body.service_epoch})`, evidence}
+      : {
+          id: 'service.readyz',
+          title: 'GET /readyz answers 200 with ready: true',
+          status: 'fail',
+          message: `HTTP ${answer.status}, ready=${JSON.stringify(body.ready)}`,
+          hint: '/readyz is 503 until every readiness URL (agent, resources server) answers and the janitor runs; read the container logs.',
+          evidence,
+        })
+    if (!desc.commit) {
+      out.push({id: 'service.gym-commit', title: 'gym_commit is the pinned commit', status: 'skip', message: `gym_commit=${body.gym_commit}, but no pinned commit is known (no recipe.yaml, none in the start script)`})
+    } else {
+      out.push(body.gym_commit === desc.commit
+        ? {id: 'service.gym-commit', title: 'gym_commit is the pinned commit', status: 'pass', message: `${desc.commit} (${desc.commitSource})`}
+        : {
+            id: 'service.gym-commit',
+            title: 'gym_commit is the pinned commit',
+            status: 'fail',
+            message: `/readyz reports gym_commit=${body.gym_commit ?? '<missing>'}, ${desc.commitSource} pins ${desc.commit}`,
+            hint: 'The image was built from another NeMo Gym commit; build it with the pinned NEMO_GYM_COMMIT.',
+          })
+    }
+    out.push(body.janitor_healthy === true
+      ? {id: 'service.janitor', title: 'janitor_healthy', status: 'pass', message: 'janitor healthy'}
+      : {id: 'service.janitor', title: 'janitor_healthy', status: 'fail', message: `janitor_healthy=${JSON.stringify(body.janitor_healthy)}: leases and deadlines are not being enforced`, hint: `gymrecipe logs ${desc.recipe}`})
+    const trials = Number(body.trials)
+    const active = Number(body.active_trials)
+    if (body.trials === undefined || body.active_trials === undefined) {
+      out.push({id: 'service.trials', title: 'no trials on a fresh service_epoch', status: 'fail', message: '/readyz has no trials/active_trials counters'})
+    } else if (trials !== 0 || active !== 0) {
+      out.push({
+        id: 'service.trials',
+        title: 'no trials on a fresh service_epoch',
+        status: 'fail',
+        message: `trials=${trials} active_trials=${active} on service_epoch ${body.service_epoch} (container started ${container.startedAt}): a stale requester is still submitting to this Gateway`,
+        hint: `Stop the old Relax job/client first (find it: docker logs ${desc.container} 2>&1 | grep 'POST /v1/trials'), then gymrecipe start ${desc.recipe}.`,
+        evidence: {service_epoch: body.service_epoch, trials, active_trials: active, terminal_trials: body.terminal_trials},
+      })
+    } else {
+      out.push({id: 'service.trials', title: 'no trials on a fresh service_epoch', status: 'pass', message: `trials=0 active_trials=0 on service_epoch ${body.service_epoch}`})
+    }
+    return out
+  },
+}
+
+// ------------------------------------------------------------------ 3. the recipe's verifier
+
+const NUMBER = '(-?\\d+(?:\\.\\d+)?(?:[eE][-+]?\\d+)?|nan|None|null)'
+
+/** Parse `correct_reward=X incorrect_reward=Y` (or `equivalent_reward=`) from a direct verifier's output. */
+export function parseVerifierOutput(text: string): {correct?: number; incorrect?: number; passedLine?: string; golden?: number} {
+  const correct = text.match(new RegExp(`\\b(?:correct|equivalent)_reward=${NUMBER}`))
+  const incorrect = text.match(new RegExp(`\\bincorrect_reward=${NUMBER}`))
+  const golden = text.match(new RegExp(`golden verification passed:.*\\breward=${NUMBER}`))
+  const passedLine = text.split('\n').find((l) => /\bpassed:/.test(l))
+  const num = (m: RegExpMatchArray | null) => (m ? Number(m[1]) : undefined)
+  return {correct: num(correct), incorrect: num(incorrect), golden: num(golden), passedLine}
+}
+
+export const verifierCheck: Check = {
+  id: 'service.verifier',
+  title: 'the recipe verifier: known-correct earns the success reward, known-wrong does not',
+  async run(ctx) {
+    const found = await runningService(ctx)
+    if ('problem' in found) return {status: 'fail', ...found.problem}
+    const {docker, desc, container, urls} = found.ok
+    const v = desc.verifier
+    if (!v) {
+      return {status: 'skip', message: `not checked: which Python runs ${ctx.target.files.verify ?? 'the verifier'} is unknown (no recipe.yaml, no /opt/nemo-gym/.../.venv/bin/python named in the verifier or README)`, hint: 'Record the recipe with `gymrecipe new` (verifier.python).'}
+    }
+    const cmd = [v.python, v.script, ...v.args(urls)]
+    const r = await execInContainer(docker, container.id, cmd, {timeoutMs: 180_000})
+    const output = `${r.stdout}\n${r.stderr}`
+    const parsed = parseVerifierOutput(output)
+    const evidence = {command: cmd.join(' '), exit_code: r.exitCode, stdout: r.stdout.trim().slice(-2000), stderr: r.stderr.trim().slice(-2000), ...parsed}
+    const lastLine = (r.stderr.trim() || r.stdout.trim()).split('\n').at(-1) ?? ''
+    if (r.timedOut) return {status: 'fail', message: `${cmd.join(' ')} did not finish within 180 s`, evidence}
+    if (v.kind === 'golden') {
+      if (r.exitCode === 0 && parsed.golden === v.successReward) return {status: 'pass', message: `${parsed.passedLine?.trim()} (golden trial; there is no known-wrong case in golden mode)`, evidence}
+      return {status: 'fail', message: `golden verifier exit ${r.exitCode}: ${lastLine}`, hint: 'Read the verifier output and the container logs.', evidence}
+    }
+    const problems: string[] = []
+    if (r.exitCode !== 0) problems.push(`exit code ${r.exitCode}${lastLine ? `: ${lastLine}` : ''}`)
+    if (parsed.correct === undefined || parsed.incorrect === undefined) problems.push('no `correct_reward=… incorrect_reward=…` line in its output')
+    else {
+      if (parsed.correct !== v.successReward) problems.push(`the known-correct response got ${parsed.correct}, not the success reward ${v.successReward}`)
+      if (parsed.incorrect === v.successReward) problems.push(`the known-wrong response also got the success reward ${v.successReward}: the verifier cannot tell right from wrong`)
+    }
+    if (problems.length > 0) {
+      return {status: 'fail', message: `${path.basename(v.script)} in ${desc.container}: ${problems.join('; ')}`, hint: 'Run it by hand: docker exec <container> ' + cmd.join(' '), evidence}
+    }
+    return {status: 'pass', message: `correct_reward=${parsed.correct} incorrect_reward=${parsed.incorrect} (${path.basename(v.script)} with ${v.python})`, evidence}
+  },
+}
+
+// ------------------------------------------------------------------ 4. tracebacks for HTTP 500
+
+export const MALFORMED_VERIFY_BODY = {gymrecipe_probe: 'malformed /verify request from the service rung; a 500 here must leave a traceback'}
+
+export const tracebackCheck: Check = {
+  id: 'service.traceback',
+  title: 'a Gym HTTP 500 leaves a traceback in the container logs',
+  async run(ctx) {
+    const found = await runningService(ctx)
+    if ('problem' in found) return {status: 'fail', ...found.problem}
+    const {docker, desc, container, urls} = found.ok
+    // The resources server's /verify, else the agent's /run: both 500 on a malformed body.
+    const target = urls.resource ? `${urls.resource.replace(/\/$/, '')}/verify` : urls.agent ? `${urls.agent}/run` : undefined
+    if (!target) return {status: 'skip', message: 'not checked: no resources server or agent URL is known for this recipe'}
+    const since = Date.now() / 1000 - 0.05
+    let status: number
+    try {
+      status = (await httpRequest('POST', target, {body: JSON.stringify(MALFORMED_VERIFY_BODY), timeoutMs: 30_000})).status
+    } catch (error: any) {
+      return {status: 'fail', message: `POST ${target} failed: ${error?.cause?.code ?? error?.message}`, hint: `gymrecipe logs ${desc.recipe}`}
+    }
+    if (status !== 500) {
+      return {status: 'skip', message: `not checked: the malformed POST ${target} was answered HTTP ${status}, not 500, so there was no 500 to trace`}
+    }
+    let logs: string
+    const deadline = Date.now() + 5000
+    for (;;) {
+      logs = (await containerLogChunks(docker, container.id, {sinceSeconds: since})).map((c) => c.text).join('')
+      if (logs.includes('Traceback (most recent call last)') || Date.now() > deadline) break
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+    const lines = logs.split('\n')
+    const at = lines.findIndex((l) => l.includes('Traceback (most recent call last)'))
+    if (at < 0) {
+      return {
+        status: 'fail',
+        message: `POST ${target} answered HTTP 500 but no traceback reached the container logs within 5 s`,
+        hint: 'The image lacks the HTTP-error traceback patch (print(format_exc(), flush=True) in nemo_gym/server_utils.py); without it 500s are silent (Calendar PITFAIL #13).',
+        evidence: {logs_after_request: lines.slice(-40)},
+      }
+    }
+    // The exception line ends the traceback: the first unindented line after the frames
+    // (Gym prefixes each server's lines with "(<server>) ").
+    const exception = lines.slice(at + 1).map((l) => l.replace(/^\([\w.-]+\) ?/, '')).find((l) => /^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b/.test(l))
+    return {status: 'pass', message: `HTTP 500 from POST ${target} → traceback in the logs${exception ? ` (${exception.trim()})` : ''}`, evidence: {traceback: lines.slice(at, at + 30)}}
+  },
+}

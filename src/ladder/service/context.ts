@@ -1,0 +1,64 @@
+/**
+ * Shared state of one service-rung run: the recipe's environment (env.sh), the service
+ * description, the Docker client and the container, each computed once per run.
+ */
+import type Docker from 'dockerode'
+
+import {isGymError} from '../../errors.js'
+import {type ContainerState, inspectContainer} from '../../runtime/container.js'
+import {dockerTarget, requireDocker} from '../../runtime/docker.js'
+import {recipeEnvironment} from '../../runtime/recipe-env.js'
+import type {CheckContext} from '../types.js'
+import {describeService, type ServiceDescription, serviceUrls, type ServiceUrls} from './describe.js'
+
+/** Scratch keys `gymrecipe start` fills so the rung can compare against what it just did. */
+export const SCRATCH_BUILT_IMAGE = 'start.builtImageId'
+export const SCRATCH_STARTED_CONTAINER = 'start.containerId'
+
+async function once<T>(ctx: CheckContext, key: string, make: () => Promise<T>): Promise<T> {
+  if (!ctx.scratch.has(key)) ctx.scratch.set(key, make())
+  return (await ctx.scratch.get(key)) as T
+}
+
+export function serviceEnv(ctx: CheckContext): Promise<Record<string, string>> {
+  return once(ctx, 'service.env', () => recipeEnvironment(ctx.target.dir, ctx.options.env))
+}
+
+export function service(ctx: CheckContext): Promise<ServiceDescription> {
+  return once(ctx, 'service.description', async () => describeService(ctx.target, await serviceEnv(ctx)))
+}
+
+/** The Docker client, or the reason it cannot be used (message + hint). */
+export function dockerFor(ctx: CheckContext): Promise<{docker?: Docker; problem?: {message: string; hint?: string}}> {
+  return once(ctx, 'service.docker', async () => {
+    try {
+      return {docker: await requireDocker(dockerTarget(ctx.options.env))}
+    } catch (error) {
+      if (isGymError(error)) return {problem: {message: error.message, hint: error.hint}}
+      throw error
+    }
+  })
+}
+
+export interface RunningService {
+  docker: Docker
+  desc: ServiceDescription
+  container: ContainerState
+  urls: ServiceUrls
+}
+
+/**
+ * The service container when it exists and runs, with its URLs; otherwise why not. Later checks
+ * use this to avoid repeating the container check's failure as their own.
+ */
+export async function runningService(ctx: CheckContext): Promise<{ok: RunningService} | {problem: {message: string; hint?: string}}> {
+  const desc = await service(ctx)
+  const {docker, problem} = await dockerFor(ctx)
+  if (!docker) return {problem: problem!}
+  if (!desc.container) return {problem: {message: 'the service container name is unknown (no recipe.yaml, and the start script names none)'}}
+  const container = await inspectContainer(docker, desc.container)
+  if (!container?.running) return {problem: {message: `container ${desc.container} is not running`, hint: `gymrecipe start ${desc.recipe}`}}
+  const urls = serviceUrls(desc, container.env)
+  if (!urls) return {problem: {message: 'the Gym host or Gateway port is unknown (GYM_HOST / NEMO_GYM_GATEWAY_PORT are unset in env.sh and in the container)', hint: 'Set GYM_HOST in env.sh.'}}
+  return {ok: {docker, desc, container, urls}}
+}

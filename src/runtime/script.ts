@@ -1,0 +1,86 @@
+/**
+ * Run a recipe shell script as its own process group, streaming its output live. Killing a
+ * `sh -c` wrapper leaves grandchildren (docker build, curl, sleep) holding the pipes, so the
+ * script is spawned detached (`bash <script>` leads a new group) and signals go to the group.
+ */
+import {execa} from 'execa'
+
+export interface ScriptExit {
+  exitCode: number | undefined
+  signal: string | undefined
+}
+
+export interface ScriptRun {
+  pid: number
+  /** Resolves when bash exits (never rejects). */
+  exited: Promise<ScriptExit>
+  /** Whether bash is still running. */
+  running(): boolean
+  /** Signal the whole process group; false when it is already gone. */
+  signalGroup(signal: NodeJS.Signals): boolean
+  /** The last lines the script printed on each stream. */
+  tail(stream: 'stdout' | 'stderr', lines?: number): string[]
+}
+
+const KEEP_LINES = 400
+
+export function runScript(
+  scriptPath: string,
+  options: {cwd: string; env: Record<string, string | undefined>; onOutput: (stream: 'stdout' | 'stderr', text: string) => void},
+): ScriptRun {
+  const child = execa('bash', [scriptPath], {
+    cwd: options.cwd,
+    env: options.env,
+    extendEnv: false,
+    detached: true,
+    reject: false,
+    buffer: false,
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+    // The group is ended explicitly below; execa must not add its own kill timer.
+    forceKillAfterDelay: false,
+  })
+  const kept: Record<'stdout' | 'stderr', string[]> = {stdout: [], stderr: []}
+  const partial: Record<'stdout' | 'stderr', string> = {stdout: '', stderr: ''}
+  const collect = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
+    const text = chunk.toString('utf8')
+    options.onOutput(stream, text)
+    const lines = (partial[stream] + text).split('\n')
+    partial[stream] = lines.pop() ?? ''
+    kept[stream].push(...lines)
+    if (kept[stream].length > KEEP_LINES) kept[stream].splice(0, kept[stream].length - KEEP_LINES)
+  }
+  child.stdout?.on('data', collect('stdout'))
+  child.stderr?.on('data', collect('stderr'))
+  let done = false
+  const exited = child.then(
+    (result) => {
+      done = true
+      return {exitCode: result.exitCode, signal: result.signal}
+    },
+    (error: any) => {
+      done = true
+      return {exitCode: error?.exitCode, signal: error?.signal}
+    },
+  )
+  const pid = child.pid ?? -1
+  return {
+    pid,
+    exited,
+    running: () => !done,
+    signalGroup(signal) {
+      if (pid <= 0) return false
+      try {
+        process.kill(-pid, signal)
+        return true
+      } catch {
+        return false
+      }
+    },
+    tail(stream, lines = 50) {
+      const all = partial[stream] ? [...kept[stream], partial[stream]] : kept[stream]
+      return all.slice(-lines)
+    },
+  }
+}

@@ -1,0 +1,508 @@
+/**
+ * `gymrecipe start`: run the recipe's start script (host side: fresh image, ownership check,
+ * replace only its own container) and watch the container natively while it does — Docker
+ * events for create/start/die, fast /readyz polling — instead of trusting the script's 2-second
+ * loop. Then climb static → data → service.
+ */
+import type Docker from 'dockerode'
+import {promises as fsp} from 'node:fs'
+import path from 'node:path'
+
+import {ExitCode, GymError, usageError} from '../errors.js'
+import {describeService, type ServiceDescription} from '../ladder/service/describe.js'
+import {SCRATCH_BUILT_IMAGE, SCRATCH_STARTED_CONTAINER} from '../ladder/service/context.js'
+import {RUNG_DEFINITIONS} from '../ladder/rungs.js'
+import {runLadder} from '../ladder/runner.js'
+import {resolveRecipe} from '../ladder/target.js'
+import type {LadderReport, RecipeTarget} from '../ladder/types.js'
+import {type ContainerState, containerLogTail, imageIdOf, inspectContainer, removeContainer} from '../runtime/container.js'
+import {type ContainerEvent, type EventWatch, watchContainerEvents} from '../runtime/docker-events.js'
+import {dockerTarget, OWNERSHIP_LABEL, requireDocker, tryDocker} from '../runtime/docker.js'
+import {type HttpAnswer, readyz} from '../runtime/http.js'
+import {portAcceptsConnections} from '../runtime/net.js'
+import {recipeEnvironment} from '../runtime/recipe-env.js'
+import {runScript, type ScriptRun} from '../runtime/script.js'
+
+export interface StartIO {
+  /** Live output of the start script, as it arrives. */
+  scriptOutput(stream: 'stdout' | 'stderr', text: string): void
+  /** A progress line for people. */
+  note(line: string): void
+}
+
+export interface StartOptions {
+  relaxRoot: string
+  recipe: string
+  env: NodeJS.ProcessEnv
+  dryRun: boolean
+  /** Readiness deadline in seconds after the container starts (default: NEMO_GYM_START_TIMEOUT_S, else the contract's). */
+  timeoutS?: number
+  gymRoot?: string
+  smoke: boolean
+  /** listr2 rendering of the ladder. */
+  render: boolean
+  /** Climb static → data → service after the service is ready (default true). */
+  climb?: boolean
+  /** Ctrl+C: stop what this run started. */
+  signal?: AbortSignal
+  io: StartIO
+  /** /readyz poll period in ms (default 150). */
+  pollMs?: number
+}
+
+export interface ContainerReport {
+  name: string
+  id: string | null
+  image: string | null
+  image_id: string | null
+  /** running | exited (code N) | removed | not created | ... */
+  state: string
+  /** The previous container of this recipe that the script replaced, if any. */
+  replaced: string | null
+}
+
+export interface StartReport {
+  recipe: string
+  dir: string
+  dryRun: boolean
+  script: {path: string; command: string[]; exit_code: number | null}
+  container: ContainerReport
+  gateway_url: string
+  readiness: null | {
+    ready: boolean
+    timeout_s: number
+    container_started_at: string
+    ready_at: string
+    /** From the container's start to the moment start saw /readyz ready. */
+    elapsed_ms: number
+    readyz: unknown
+  }
+  /** Dry run: what would happen. */
+  plan: null | {
+    existing: null | {id: string; owner: string | null; state: string}
+    action: string
+    ports: Array<{label: string; port: number}>
+    env: Record<string, string>
+    then: string
+  }
+  ladder: LadderReport | null
+}
+
+const NO_WAIT_ENV = 'NEMO_GYM_START_NO_WAIT'
+const LOG_LINES = 200
+
+const short = (id: string | null | undefined) => (id ?? '').replace(/^sha256:/, '').slice(0, 12)
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+function stateText(c: ContainerState | undefined): string {
+  if (!c) return 'removed'
+  if (c.running) return c.restarting ? 'restarting' : 'running'
+  if (c.status === 'created') return 'created, never started'
+  return `${c.status} (exit code ${c.exitCode}${c.oomKilled ? ', OOM-killed' : ''})`
+}
+
+/** Resolve the recipe and what its service should look like. */
+async function prepare(o: StartOptions): Promise<{target: RecipeTarget; desc: ServiceDescription; scriptPath: string; recipeEnv: Record<string, string>}> {
+  const target = await resolveRecipe(o.relaxRoot, o.recipe)
+  if (!target.files.start) {
+    throw new GymError(`no start_<recipe>_gym.sh in ${target.dir}`, {code: 'E_NO_START_SCRIPT', exit: ExitCode.usage, hint: `Generate the recipe with \`gymrecipe new ${o.recipe}\`.`})
+  }
+  const scriptPath = path.join(target.dir, target.files.start)
+  if (!(await fsp.stat(scriptPath).catch(() => undefined))?.isFile()) {
+    throw new GymError(`${scriptPath} does not exist`, {code: 'E_NO_START_SCRIPT', exit: ExitCode.usage, hint: `Generate the recipe with \`gymrecipe new ${o.recipe}\`.`, location: {file: scriptPath}})
+  }
+  const recipeEnv = await recipeEnvironment(target.dir, o.env)
+  const desc = await describeService(target, recipeEnv)
+  if (!desc.container) {
+    throw usageError(`cannot tell which container ${target.files.start} creates (no recipe.yaml, no CONTAINER=... or --name in the script)`, 'Record the recipe with `gymrecipe new`, or set CONTAINER=<name> in the start script.', {file: scriptPath})
+  }
+  if (!desc.gymHost) {
+    throw usageError('GYM_HOST is empty', `Set GYM_HOST in ${path.join(target.dir, 'env.sh')} (or the environment): a bare IP of this host reachable from every Relax worker.`, {file: path.join(target.dir, 'env.sh'), field: 'GYM_HOST'})
+  }
+  if (desc.gatewayPort === undefined) {
+    throw usageError('the Gateway port is unknown', 'Set NEMO_GYM_GATEWAY_PORT in env.sh.', {file: path.join(target.dir, 'env.sh'), field: 'NEMO_GYM_GATEWAY_PORT'})
+  }
+  return {target, desc, scriptPath, recipeEnv}
+}
+
+function foreignContainer(desc: ServiceDescription, c: ContainerState): GymError {
+  return new GymError(`Refusing to replace ${c.name} (${short(c.id)}, ${stateText(c)}): ${OWNERSHIP_LABEL}=${c.owner ?? '<unset>'}, expected ${desc.recipe}`, {
+    code: 'E_FOREIGN_CONTAINER',
+    exit: ExitCode.precondition,
+    hint: `That container is not this recipe's; it was left untouched. Stop it if it is yours, or give the recipe another service.container name.`,
+    details: {container: {name: c.name, id: c.id, owner: c.owner ?? null, state: stateText(c)}},
+  })
+}
+
+function portInUse(port: number, label: string, host: string): GymError {
+  return new GymError(`Port ${port} (${label}) is already in use on ${host}`, {
+    code: 'E_PORT_IN_USE',
+    exit: ExitCode.precondition,
+    hint: `Find what holds it (ss -ltnp 'sport = :${port}'), stop it, or give the recipe another port block (gymrecipe new --port-base).`,
+    details: {port, label, host},
+  })
+}
+
+/** Every port of the recipe must be free before a fresh container binds them. */
+async function checkPorts(desc: ServiceDescription, gymHost: string): Promise<void> {
+  const hosts = [...new Set(['127.0.0.1', gymHost])]
+  const busy = await Promise.all(desc.ports.map(async (p) => {
+    for (const host of hosts) if (await portAcceptsConnections(host, p.port)) return {...p, host}
+    return undefined
+  }))
+  const first = busy.find(Boolean)
+  if (first) throw portInUse(first.port, first.label, first.host)
+}
+
+async function dryRunPlan(o: StartOptions, target: RecipeTarget, desc: ServiceDescription, scriptPath: string, gatewayUrl: string, timeoutS: number): Promise<StartReport> {
+  const docker = await tryDocker(dockerTarget(o.env))
+  const existing = docker ? await inspectContainer(docker, desc.container!) : undefined
+  const action = !docker
+    ? 'unknown: the Docker daemon is not reachable (start would stop with exit 3)'
+    : !existing
+      ? `build ${desc.imageTag}, create ${desc.container}, wait up to ${timeoutS}s for ${gatewayUrl}/readyz`
+      : existing.owner === desc.recipe
+        ? `build ${desc.imageTag}, replace ${desc.container} (${short(existing.id)}, ${stateText(existing)}), wait up to ${timeoutS}s for ${gatewayUrl}/readyz`
+        : `refuse: ${desc.container} carries ${OWNERSHIP_LABEL}=${existing.owner ?? '<unset>'} (exit 3, nothing touched)`
+  return {
+    recipe: target.id,
+    dir: target.dir,
+    dryRun: true,
+    script: {path: scriptPath, command: ['bash', scriptPath], exit_code: null},
+    container: {name: desc.container!, id: existing?.id ?? null, image: existing?.imageRef ?? null, image_id: existing?.imageId ?? null, state: existing ? stateText(existing) : 'absent', replaced: null},
+    gateway_url: gatewayUrl,
+    readiness: null,
+    plan: {
+      existing: existing ? {id: existing.id, owner: existing.owner ?? null, state: stateText(existing)} : null,
+      action,
+      ports: desc.ports,
+      env: {[NO_WAIT_ENV]: '1', NEMO_GYM_IMAGE: desc.imageTag ?? '', GYM_HOST: desc.gymHost ?? '', NEMO_GYM_GATEWAY_PORT: String(desc.gatewayPort)},
+      then: 'climb the ladder: static → data → service',
+    },
+    ladder: null,
+  }
+}
+
+type Outcome =
+  | {kind: 'ready'; answer: HttpAnswer; at: number}
+  | {kind: 'died'; container: ContainerState | undefined; at: number}
+  | {kind: 'timeout'; last: string}
+  | {kind: 'script-failed'; exitCode: number | undefined; signal: string | undefined}
+  | {kind: 'no-container'}
+  | {kind: 'interrupted'}
+
+/** What the run learned about its container from Docker events and inspection. */
+class ContainerTracker {
+  createdId: string | undefined
+  startedAtMs: number | undefined
+  diedAtMs: number | undefined
+  destroyed = false
+  replaced: string | undefined
+  private wake: (() => void) | undefined
+  private watch: EventWatch | undefined
+
+  constructor(
+    private readonly docker: Docker,
+    private readonly name: string,
+    private readonly recipe: string,
+    private readonly previousId: string | undefined,
+  ) {}
+
+  async open(): Promise<void> {
+    this.watch = await watchContainerEvents(this.docker, [`${OWNERSHIP_LABEL}=${this.recipe}`], (e) => this.onEvent(e))
+  }
+
+  close(): void {
+    this.watch?.close()
+  }
+
+  /** Resolves at the next event (or after ms). */
+  nextEvent(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = undefined
+        resolve()
+      }, ms)
+      this.wake = () => {
+        clearTimeout(timer)
+        this.wake = undefined
+        resolve()
+      }
+    })
+  }
+
+  private onEvent(e: ContainerEvent): void {
+    if (e.name !== this.name && e.id !== this.createdId) return
+    if (e.action === 'create' && e.name === this.name && e.id !== this.previousId) {
+      this.createdId = e.id
+      this.startedAtMs = undefined
+      this.diedAtMs = undefined
+      this.destroyed = false
+    } else if (e.id === this.createdId) {
+      if (e.action === 'start') this.startedAtMs = e.timeMs
+      if (e.action === 'die') this.diedAtMs = e.timeMs
+      if (e.action === 'destroy') this.destroyed = true
+    } else if (e.id === this.previousId && e.action === 'destroy') {
+      this.replaced = e.id
+    }
+    this.wake?.()
+  }
+
+  /** Events can lag; confirm by inspecting the name (a container created by this run only). */
+  async adopt(runStartedMs: number): Promise<void> {
+    if (this.createdId) return
+    const c = await inspectContainer(this.docker, this.name)
+    if (c && c.id !== this.previousId && c.owner === this.recipe && Date.parse(c.created) >= runStartedMs - 2000) {
+      this.createdId = c.id
+      if (Date.parse(c.startedAt) > 0) this.startedAtMs = Date.parse(c.startedAt)
+      if (!c.running && Date.parse(c.finishedAt) > 0) this.diedAtMs = Date.parse(c.finishedAt)
+    }
+  }
+}
+
+function abortPromise(signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (!signal) return
+    if (signal.aborted) resolve()
+    else signal.addEventListener('abort', () => resolve(), {once: true})
+  })
+}
+
+async function waitForOutcome(
+  o: StartOptions,
+  docker: Docker,
+  tracker: ContainerTracker,
+  script: ScriptRun,
+  gatewayUrl: string,
+  timeoutS: number,
+  runStartedMs: number,
+): Promise<Outcome> {
+  const pollMs = o.pollMs ?? 150
+  let scriptExit: {exitCode: number | undefined; signal: string | undefined} | undefined
+  void script.exited.then((e) => (scriptExit = e))
+  let lastReadyz = '<no answer yet>'
+  let probe: Promise<void> | undefined
+  let ready: {answer: HttpAnswer; at: number} | undefined
+  let lastInspect = 0
+  let scriptExitedAt: number | undefined
+  const aborted = abortPromise(o.signal)
+
+  for (;;) {
+    if (o.signal?.aborted) return {kind: 'interrupted'}
+    const now = Date.now()
+    // A crash is reported the moment Docker says so.
+    if (tracker.createdId && (tracker.diedAtMs !== undefined || tracker.destroyed)) {
+      return {kind: 'died', container: await inspectContainer(docker, tracker.createdId), at: tracker.diedAtMs ?? now}
+    }
+    if (ready) return {kind: 'ready', ...ready}
+    if (scriptExit && scriptExitedAt === undefined) scriptExitedAt = now
+    if (scriptExit && scriptExit.exitCode !== 0) {
+      // The script's own failure (refusal, port, build error, or its own readiness loop): events first.
+      await tracker.adopt(runStartedMs)
+      if (tracker.createdId && tracker.diedAtMs !== undefined) continue
+      return {kind: 'script-failed', ...scriptExit}
+    }
+    if (scriptExit && !tracker.createdId) {
+      await tracker.adopt(runStartedMs)
+      if (!tracker.createdId && now - scriptExitedAt! > 5000) return {kind: 'no-container'}
+    }
+    if (tracker.createdId && tracker.startedAtMs === undefined && now - lastInspect > 1000) {
+      // Fallback for a lost event stream: the container's own state.
+      lastInspect = now
+      const c = await inspectContainer(docker, tracker.createdId)
+      if (!c) tracker.destroyed = true
+      else if (c.running) tracker.startedAtMs = Date.parse(c.startedAt)
+      else if (Date.parse(c.finishedAt) > 0) tracker.diedAtMs = Date.parse(c.finishedAt)
+      continue
+    }
+    if (tracker.startedAtMs !== undefined) {
+      if (now - lastInspect > 1000) {
+        lastInspect = now
+        const c = await inspectContainer(docker, tracker.createdId!)
+        if (!c) tracker.destroyed = true
+        else if (!c.running) tracker.diedAtMs = Date.parse(c.finishedAt) || now
+        if (!c || !c.running) continue
+      }
+      if (now - tracker.startedAtMs > timeoutS * 1000) return {kind: 'timeout', last: lastReadyz}
+      probe ??= readyz(gatewayUrl, 3000).then(({answer, error}) => {
+        probe = undefined
+        if (answer) {
+          lastReadyz = `HTTP ${answer.status} ${answer.text.trim().slice(0, 400)}`
+          if (answer.status === 200 && (answer.json as any)?.ready === true) ready = {answer, at: Date.now()}
+        } else {
+          lastReadyz = error ?? 'no answer'
+        }
+      })
+    }
+    await Promise.race([tracker.nextEvent(pollMs), probe ?? sleep(pollMs), aborted])
+  }
+}
+
+/** End the script's process group: SIGINT (its trap cleans up), then SIGKILL after a grace period. */
+async function stopScript(script: ScriptRun, graceMs: number): Promise<void> {
+  // Once bash has exited its group id may be reused; never signal it then.
+  if (!script.running()) return
+  script.signalGroup('SIGINT')
+  const exited = await Promise.race([script.exited.then(() => true), sleep(graceMs).then(() => false)])
+  if (!exited) {
+    script.signalGroup('SIGKILL')
+    await script.exited
+  }
+}
+
+function scriptFailure(script: ScriptRun, exit: {exitCode: number | undefined; signal: string | undefined}, desc: ServiceDescription, scriptPath: string): GymError {
+  const err = script.tail('stderr', 60)
+  const text = [...err, ...script.tail('stdout', 20)].join('\n')
+  const refused = text.match(/Refusing to replace (\S+): ai\.relax\.recipe=(\S*)/)
+  if (refused) {
+    return new GymError(`Refusing to replace ${refused[1]}: ${OWNERSHIP_LABEL}=${refused[2]} (reported by ${path.basename(scriptPath)})`, {
+      code: 'E_FOREIGN_CONTAINER',
+      exit: ExitCode.precondition,
+      hint: 'That container is not this recipe\'s; it was left untouched.',
+      details: {container: {name: desc.container, owner: refused[2]}},
+    })
+  }
+  const port = text.match(/Port (\d+) \(([^)]*)\) is already in use/)
+  if (port) return portInUse(Number(port[1]), port[2], desc.gymHost ?? '127.0.0.1')
+  const last = err.filter((l) => l.trim()).at(-1) ?? script.tail('stdout', 1)[0] ?? ''
+  const code = exit.exitCode === 2 ? ExitCode.usage : exit.exitCode === 3 ? ExitCode.precondition : ExitCode.failure
+  return new GymError(`${path.basename(scriptPath)} failed (${exit.exitCode === undefined ? `signal ${exit.signal}` : `exit ${exit.exitCode}`})${last ? `: ${last.trim()}` : ''}`, {
+    code: 'E_START_SCRIPT',
+    exit: code,
+    hint: 'Read the script output above; fix env.sh or the checkout and run start again.',
+    details: {exit_code: exit.exitCode ?? null, signal: exit.signal ?? null, last_stderr_lines: err},
+  })
+}
+
+/** Run the start script, watch the container natively, then climb the ladder up to service. */
+export async function startRecipe(o: StartOptions): Promise<StartReport> {
+  const {target, desc, scriptPath, recipeEnv} = await prepare(o)
+  const name = desc.container!
+  const gatewayUrl = `http://${desc.gymHost}:${desc.gatewayPort}`
+  const timeoutS = o.timeoutS ?? desc.startTimeoutS
+  if (o.dryRun) return dryRunPlan(o, target, desc, scriptPath, gatewayUrl, timeoutS)
+
+  const docker = await requireDocker(dockerTarget(o.env))
+  const existing = await inspectContainer(docker, name)
+  if (existing && existing.owner !== desc.recipe) throw foreignContainer(desc, existing)
+  // A running container of this recipe holds the ports itself; the script frees them by replacing it.
+  if (!existing?.running) await checkPorts(desc, desc.gymHost!)
+
+  const tracker = new ContainerTracker(docker, name, desc.recipe, existing?.id)
+  await tracker.open()
+  const runStartedMs = Date.now()
+  o.io.note(`Running ${scriptPath} (${NO_WAIT_ENV}=1: gymrecipe watches ${name} and ${gatewayUrl}/readyz itself)`)
+  const script = runScript(scriptPath, {cwd: target.dir, env: {...o.env, [NO_WAIT_ENV]: '1'}, onOutput: o.io.scriptOutput})
+  let outcome: Outcome
+  try {
+    outcome = await waitForOutcome(o, docker, tracker, script, gatewayUrl, timeoutS, runStartedMs)
+  } catch (error) {
+    tracker.close()
+    await stopScript(script, 10_000)
+    throw error
+  }
+  tracker.close()
+
+  const containerReport = async (id: string | undefined): Promise<ContainerReport> => {
+    const c = id ? await inspectContainer(docker, id) : undefined
+    return {name, id: id ?? null, image: c?.imageRef ?? null, image_id: c?.imageId ?? null, state: id ? stateText(c) : 'not created', replaced: tracker.replaced ?? null}
+  }
+
+  if (outcome.kind === 'interrupted') {
+    await stopScript(script, 15_000)
+    await tracker.adopt(runStartedMs)
+    const id = tracker.createdId
+    let state: string
+    if (id) {
+      const before = await inspectContainer(docker, id)
+      const removed = before ? await removeContainer(docker, id) : false
+      state = before ? (removed ? `removed (it was ${stateText(before)})` : 'already removed') : 'removed by the start script\'s interrupt trap'
+    } else {
+      state = 'not created (interrupted before the container was created)'
+    }
+    const previous = tracker.replaced ?? (existing && !(await inspectContainer(docker, existing.id)) ? existing.id : undefined)
+    throw new GymError(`Interrupted: stopped the start script (process group ${script.pid}); container ${name}${id ? ` (${short(id)})` : ''}: ${state}${previous ? `; the previous container ${short(previous)} had already been replaced` : ''}`, {
+      code: 'E_INTERRUPTED',
+      exit: ExitCode.interrupted,
+      hint: `Run gymrecipe start ${desc.recipe} again when ready.`,
+      details: {container: {name, id: id ?? null, state, replaced: previous ?? null}, script_pid: script.pid},
+    })
+  }
+
+  if (outcome.kind === 'died') {
+    const id = tracker.createdId!
+    const logs = await containerLogTail(docker, id, LOG_LINES).catch(() => [] as string[])
+    const c = outcome.container
+    const reportedAt = Date.now()
+    const after = tracker.startedAtMs ? ` ${((outcome.at - tracker.startedAtMs) / 1000).toFixed(1)}s after it started` : ''
+    o.io.note(`${name} (${short(id)}) exited during start-up${after} (${stateText(c)}); its last ${logs.length} log lines:`)
+    for (const line of logs) o.io.note(`  | ${line}`)
+    await stopScript(script, 5000)
+    throw new GymError(`${name} exited during start-up${after}: ${stateText(c)}; its last log lines are above`, {
+      code: 'E_CONTAINER_DIED',
+      exit: ExitCode.failure,
+      hint: `Fix the cause shown in the logs (the container is kept for inspection: gymrecipe logs ${desc.recipe}), then run start again.`,
+      details: {container: await containerReport(id), exit_code: c?.exitCode ?? null, died_at: new Date(outcome.at).toISOString(), reported_after_ms: reportedAt - outcome.at, last_log_lines: logs},
+    })
+  }
+
+  if (outcome.kind === 'timeout') {
+    const id = tracker.createdId!
+    const logs = await containerLogTail(docker, id, LOG_LINES).catch(() => [] as string[])
+    o.io.note(`${name} did not become ready within ${timeoutS}s; last /readyz: ${outcome.last}`)
+    o.io.note(`Last ${logs.length} log lines of ${name}:`)
+    for (const line of logs) o.io.note(`  | ${line}`)
+    await stopScript(script, 5000)
+    throw new GymError(`${name} did not become ready within ${timeoutS}s (last /readyz: ${outcome.last})`, {
+      code: 'E_NOT_READY',
+      exit: ExitCode.failure,
+      hint: `/readyz stays 503 until the agent and resources servers answer; look for a server that never printed "Uvicorn running" above. The container is left running for inspection (gymrecipe logs ${desc.recipe} --follow); raise NEMO_GYM_START_TIMEOUT_S or --timeout if the image is just slow.`,
+      details: {container: await containerReport(id), timeout_s: timeoutS, last_readyz: outcome.last, last_log_lines: logs},
+    })
+  }
+
+  if (outcome.kind === 'script-failed') throw scriptFailure(script, outcome, desc, scriptPath)
+  if (outcome.kind === 'no-container') {
+    throw new GymError(`${path.basename(scriptPath)} exited 0 but no container named ${name} was created`, {
+      code: 'E_START_SCRIPT',
+      exit: ExitCode.failure,
+      hint: `Does the script create ${name}? (recipe.yaml service.container)`,
+    })
+  }
+
+  // Ready. A hand-written script that runs its own readiness loop finishes within its poll period.
+  const elapsed = outcome.at - (tracker.startedAtMs ?? runStartedMs)
+  o.io.note(`${name} (${short(tracker.createdId)}) is ready at ${gatewayUrl} (${(elapsed / 1000).toFixed(1)}s after the container started)`)
+  const exit = script.running() ? await Promise.race([script.exited, sleep(timeoutS * 1000).then(() => undefined)]) : await script.exited
+  if (!exit) await stopScript(script, 5000)
+  else if (exit.exitCode !== 0) throw scriptFailure(script, exit, desc, scriptPath)
+
+  const builtImageId = desc.imageTag ? await imageIdOf(docker, desc.imageTag) : undefined
+  const report: StartReport = {
+    recipe: target.id,
+    dir: target.dir,
+    dryRun: false,
+    script: {path: scriptPath, command: ['bash', scriptPath], exit_code: exit?.exitCode ?? null},
+    container: await containerReport(tracker.createdId),
+    gateway_url: gatewayUrl,
+    readiness: {
+      ready: true,
+      timeout_s: timeoutS,
+      container_started_at: new Date(tracker.startedAtMs ?? runStartedMs).toISOString(),
+      ready_at: new Date(outcome.at).toISOString(),
+      elapsed_ms: elapsed,
+      readyz: outcome.answer.json,
+    },
+    plan: null,
+    ladder: null,
+  }
+  if (o.climb === false) return report
+
+  const scratch = new Map<string, unknown>([
+    [SCRATCH_BUILT_IMAGE, builtImageId],
+    [SCRATCH_STARTED_CONTAINER, tracker.createdId],
+    ['service.env', Promise.resolve(recipeEnv)],
+  ])
+  report.ladder = await runLadder(RUNG_DEFINITIONS, {target, options: {gymRoot: o.gymRoot, env: o.env, smoke: o.smoke, signal: o.signal}, scratch}, {render: o.render, level: 'service'})
+  return report
+}
