@@ -28,8 +28,7 @@ function scenarioIdOf(members: Map<string, string>): string {
   return id
 }
 
-function taskOf(members: Map<string, string>): Map<string, string> {
-  const raw = required(members, 'task')
+function taskOf(raw: string): Map<string, string> {
   const task = jsonKind(raw) === 'object' ? rawMembers(raw) : undefined
   checkGymTask(task && kindsOfRaw(task), 'task')
   return task as Map<string, string>
@@ -39,40 +38,53 @@ function member(key: string, rawValue: string): string {
   return `,${JSON.stringify(key)}:${rawValue}`
 }
 
-/** The task's members as the plugin dumps them: declared fields first, top-level nulls dropped. */
-function taskMembers(task: Map<string, string>): string {
+/** True when the task text already has the plugin's member order and no top-level null. */
+function isDumped(task: Map<string, string>): boolean {
+  let position = 0
+  for (const [key, raw] of task) {
+    if (raw === 'null' || (position === 0 && key !== 'responses_create_params') || (key === 'agent_ref' && position !== 1)) return false
+    position++
+  }
+  return true
+}
+
+/** The task's members as the plugin dumps them (declared fields first, top-level nulls dropped), without braces. */
+function dumpedMembers(task: Map<string, string>, taskText: string): string {
+  if (isDumped(task)) return taskText.slice(taskText.indexOf('{') + 1, taskText.lastIndexOf('}'))
   let out = member('responses_create_params', task.get('responses_create_params') as string)
   const agentRef = task.get('agent_ref')
   if (agentRef !== undefined && agentRef !== 'null') out += member('agent_ref', agentRef)
   for (const [key, raw] of task) {
     if (key !== 'responses_create_params' && key !== 'agent_ref' && raw !== 'null') out += member(key, raw)
   }
-  return out
+  return out.slice(1)
 }
 
 /** Export one scanned bundle line. Throws FieldError. */
 export function exportBundle({members: bundle, hasNonFinite}: ScannedObject): string {
-  const unknown = [...bundle.keys()].find((key) => !BUNDLE_FIELDS.includes(key))
-  if (unknown !== undefined) throw new FieldError(unknown, `unknown field; a scenario bundle has only ${BUNDLE_FIELDS.join(', ')}`)
+  for (const key of bundle.keys()) {
+    if (!BUNDLE_FIELDS.includes(key)) throw new FieldError(key, `unknown field; a scenario bundle has only ${BUNDLE_FIELDS.join(', ')}`)
+  }
   const version = bundle.get('schema_version')
   if (version !== undefined && (jsonKind(version) !== 'string' || rawString(version) !== '1')) throw new FieldError('schema_version', 'must be the string "1"')
   const scenarioId = scenarioIdOf(bundle)
-  const task = taskOf(bundle)
+  const taskText = required(bundle, 'task')
+  const task = taskOf(taskText)
   const provenance = bundle.get('provenance')
   if (provenance !== undefined && jsonKind(provenance) !== 'object') throw new FieldError('provenance', 'must be a JSON object')
   // The bundle's other members are strings, so a non-finite number is in the task or the provenance.
   if (hasNonFinite) {
-    const field = nonFiniteField(bundle.get('task') as string, 'task') ?? nonFiniteField(provenance as string, 'provenance')
+    const field = nonFiniteField(taskText, 'task') ?? nonFiniteField(provenance as string, 'provenance')
     throw new FieldError(field, 'must be a finite number (NaN and Infinity are not JSON)')
   }
 
   const index = taskIndexOf(scenarioId).toString()
   const id = task.get('id')
-  let out = taskMembers(task)
-  if (id === undefined || id === 'null') out += member('id', index)
-  out += member('_ng_task_index', index) + member('_dd_scenario_id', JSON.stringify(scenarioId))
-  if (provenance !== undefined && !EMPTY_OBJECT.test(provenance)) out += member('_dd_provenance', provenance)
-  return `{${out.slice(1)}}`
+  let out = `{${dumpedMembers(task, taskText)}`
+  if (id === undefined || id === 'null') out += `,"id":${index}`
+  out += `,"_ng_task_index":${index},"_dd_scenario_id":${bundle.get('scenario_id')}`
+  if (provenance !== undefined && !EMPTY_OBJECT.test(provenance)) out += `,"_dd_provenance":${provenance}`
+  return `${out}}`
 }
 
 export interface ExportSummary {

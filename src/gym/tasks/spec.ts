@@ -11,10 +11,10 @@ import {MANAGED_TASK_FIELDS} from './task.js'
 /**
  * The task spec of `tasks build`: the Data Designer Gym processor config
  * (GymTaskProcessorConfig), read from YAML or JSON. Field names mirror the
- * Python config so a spec can be copied between the two.
+ * Python config so a spec can be copied between the two; its `name` and
+ * `processor_type` keys are accepted for that reason and otherwise unused.
  */
 export interface TaskSpec {
-  name?: string
   task_column?: string
   messages: {role: string; content_column: string}[]
   tools_column?: string
@@ -209,7 +209,6 @@ export function taskSpecFrom(raw: unknown): TaskSpec {
   const blankRole = messages.findIndex((message) => pythonStrip(message.role) === '' || pythonStrip(message.content_column) === '')
   if (blankRole !== -1) throw new FieldError(`messages[${blankRole}]`, 'message mapping values must not be empty')
   const spec: TaskSpec = {
-    name: input.name,
     task_column: orUndefined(input.task_column),
     messages,
     tools_column: orUndefined(input.tools_column),
