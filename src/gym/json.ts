@@ -154,7 +154,7 @@ export function valueKind(value: JsonValue): JsonKind {
 class JsonSyntaxError extends Error {}
 
 function syntaxError(what: string, at: number): never {
-  throw new JsonSyntaxError(`${what} at position ${at}`)
+  throw new JsonSyntaxError(`${what} at column ${at + 1}`)
 }
 
 function skipWhitespace(text: string, i: number): number {
@@ -228,11 +228,13 @@ function scanNumber(text: string, i: number): number {
   return i
 }
 
+const LITERALS = ['true', 'false', 'null']
+
 function scanScalar(text: string, i: number): number {
   const c = text.charCodeAt(i)
   if (c === QUOTE) return scanString(text, i)
   if (c === MINUS || isDigit(c)) return scanNumber(text, i)
-  for (const literal of ['true', 'false', 'null']) if (text.startsWith(literal, i)) return i + literal.length
+  for (const literal of LITERALS) if (text.startsWith(literal, i)) return i + literal.length
   return syntaxError('JSON value expected', i)
 }
 
@@ -304,7 +306,8 @@ export function scanObjectMembers(text: string): ScannedObject | undefined {
   sawNonFinite = false
   const start = skipWhitespace(text, 0)
   if (text.charCodeAt(start) !== OPEN_BRACE) {
-    if (skipWhitespace(text, scanValue(text, start)) !== text.length) syntaxError('end of input expected', start)
+    const end = skipWhitespace(text, scanValue(text, start))
+    if (end !== text.length) syntaxError('end of input expected', end)
     return undefined
   }
   const members = new Map<string, string>()
@@ -320,7 +323,8 @@ export function scanObjectMembers(text: string): ScannedObject | undefined {
     }
     if (text.charCodeAt(i) !== CLOSE_BRACE) syntaxError("',' or '}' expected", i)
   }
-  if (skipWhitespace(text, i + 1) !== text.length) syntaxError('end of input expected', skipWhitespace(text, i + 1))
+  const end = skipWhitespace(text, i + 1)
+  if (end !== text.length) syntaxError('end of input expected', end)
   return {members, hasNonFinite: sawNonFinite}
 }
 

@@ -9,6 +9,7 @@ import {
   readJsonlLines,
   setMember,
   stringifyJson,
+  valueKind,
   withJsonlOutput,
 } from '../json.js'
 import {defaultScenarioId, isEncodableId} from './identity.js'
@@ -18,7 +19,7 @@ import type {TaskSpec} from './spec.js'
 import {checkGymTask, dumpTask, kindsOfValue} from './task.js'
 
 /** One line of scenarios.jsonl. */
-export interface ScenarioBundle {
+export type ScenarioBundle = {
   schema_version: '1'
   scenario_id: string
   task: JsonObject
@@ -68,7 +69,7 @@ function explicitScenarioId(row: JsonObject, column: string): string {
   const value = resolveSourcePath(row, column, 'scenario_id_column')
   if (value === null) throw new FieldError('scenario_id_column', `${column} must contain a non-missing scenario ID`)
   const text = pythonStr(value)
-  if (text === undefined) throw new FieldError('scenario_id_column', `${column} must contain a string or a number, not ${Array.isArray(value) ? 'a list' : typeof value === 'boolean' ? 'a boolean' : 'an object'}`)
+  if (text === undefined) throw new FieldError('scenario_id_column', `${column} must contain a string or a number, got ${valueKind(value)}`)
   const id = pythonStrip(text)
   if (id === '') throw new FieldError('scenario_id_column', 'scenario_id must not be empty')
   if (!isEncodableId(id)) throw new FieldError('scenario_id_column', `${column} must be valid Unicode (it contains a lone surrogate)`)
@@ -137,7 +138,7 @@ export async function buildScenarios(options: {input: string; spec: TaskSpec; ou
       }
       if (seen.has(bundle.scenario_id)) summary.repeatedScenarioIds++
       else seen.add(bundle.scenario_id)
-      await out.write(stringifyJson(bundle as unknown as JsonObject))
+      await out.write(stringifyJson(bundle))
       summary.bundles++
     }
   })

@@ -1,4 +1,4 @@
-import {isLosslessNumber, type JsonValue} from '../json.js'
+import {isFloatLiteral, isLosslessNumber, type JsonValue} from '../json.js'
 
 /**
  * The few Python behaviours the Data Designer Gym plugin's results depend on.
@@ -48,7 +48,7 @@ export function pythonFloatRepr(value: number): string {
 
 /** Python's repr() of the number a JSON literal denotes; int and float literals stay distinct. */
 export function pythonNumberRepr(literal: string): string {
-  return /[.eE]/.test(literal) ? pythonFloatRepr(Number(literal)) : BigInt(literal).toString()
+  return isFloatLiteral(literal) ? pythonFloatRepr(Number(literal)) : BigInt(literal).toString()
 }
 
 const SURROGATE = /[\ud800-\udfff]/

@@ -4,7 +4,7 @@ import {Ajv, type ErrorObject} from 'ajv'
 import {type Document, isMap, isSeq, LineCounter, parseDocument} from 'yaml'
 
 import {ExitCode, GymError} from '../../errors.js'
-import {FieldError, type JsonObject, type JsonValue, LosslessNumber, findNonFinite, setMember} from '../json.js'
+import {FieldError, type JsonObject, type JsonValue, LosslessNumber, setMember} from '../json.js'
 import {compareCodePoints, pythonFloatRepr, pythonStrip} from './python.js'
 import {MANAGED_TASK_FIELDS} from './task.js'
 
@@ -220,10 +220,6 @@ export function taskSpecFrom(raw: unknown): TaskSpec {
     include: orUndefined(input.include),
     provenance_columns: input.provenance_columns ?? [],
     scenario_namespace: input.scenario_namespace ?? 'gym',
-  }
-  for (const field of ['response_params', 'task_values'] as const) {
-    const nonFinite = findNonFinite(spec[field], field)
-    if (nonFinite) throw new FieldError(nonFinite, 'must be a finite number')
   }
   checkRules(spec)
   return spec

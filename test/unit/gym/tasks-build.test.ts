@@ -252,7 +252,7 @@ describe('identity and provenance', () => {
     expect(buildError({...GENERIC_ROW, sid: ' \t'}, fields)).toEqual({field: 'scenario_id_column', message: 'scenario_id must not be empty'})
     expect(buildError({...GENERIC_ROW, sid: null}, fields)).toEqual({field: 'scenario_id_column', message: 'sid must contain a non-missing scenario ID'})
     expect(buildError({...GENERIC_ROW}, fields)).toEqual({field: 'scenario_id_column', message: 'missing source path: sid'})
-    expect(buildError({...GENERIC_ROW, sid: true}, fields)).toEqual({field: 'scenario_id_column', message: 'sid must contain a string or a number, not a boolean'})
+    expect(buildError({...GENERIC_ROW, sid: true}, fields)).toEqual({field: 'scenario_id_column', message: 'sid must contain a string or a number, got boolean'})
     expect(buildError({...GENERIC_ROW, sid: '\ud800x'}, fields)).toEqual({field: 'scenario_id_column', message: 'sid must be valid Unicode (it contains a lone surrogate)'})
   })
 })

@@ -49,7 +49,7 @@ describe('exportBundle (reference §3)', () => {
   it('copies a task that is already in dumped form as written, spacing included', () => {
     const text = exported('{"scenario_id":"s1", "task": { "responses_create_params" : { "input" : [ ] } , "n" : 1.0 } }')
     expect(text).toBe('{ "responses_create_params" : { "input" : [ ] } , "n" : 1.0 ,"id":1048143972598214168,"_ng_task_index":1048143972598214168,"_dd_scenario_id":"s1"}')
-    expect(JSON.parse(text)).toEqual({responses_create_params: {input: []}, n: 1, id: 1048143972598214168, _ng_task_index: 1048143972598214168, _dd_scenario_id: 's1'})
+    expect(Object.keys(JSON.parse(text))).toEqual(['responses_create_params', 'n', 'id', '_ng_task_index', '_dd_scenario_id'])
   })
 
   it('adds no _dd_provenance when provenance is empty or absent', () => {
