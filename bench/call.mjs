@@ -20,7 +20,7 @@
  */
 import {execFileSync, spawn} from 'node:child_process'
 import {once} from 'node:events'
-import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
@@ -123,6 +123,10 @@ function measure(variant, url, rowsFile, concurrency, workdir) {
 }
 
 async function main() {
+  if (!existsSync(path.join(root, 'dist', 'gym', 'call', 'index.js'))) {
+    console.error('dist/ is not built: run `npx tsc -p tsconfig.json` first')
+    process.exit(2)
+  }
   const rows = Number(opt('rows', '10000'))
   const repeat = Number(opt('repeat', '2'))
   const workdir = mkdtempSync(path.join(os.tmpdir(), 'gr-bench-call-'))
