@@ -5,13 +5,9 @@ import {type IngestSummary, ingestRollouts} from '../../gym/rollouts/ingest.js'
 
 export default class RolloutsIngest extends BaseCommand<typeof RolloutsIngest> {
   static override summary = 'Join collected Gym rollouts back onto their exported tasks'
-  static override description = `Each rollout is matched to its task by _ng_task_index and written as one normalized record:
-scenario_id, task_index, rollout_index, status, reward, provenance, agent_ref, failure_class,
-failure_terminal, failure_reason, failure_stage, rollout_id, attempt, task_id, environment_server,
-task, rollout. Completed rollouts come first (status "completed"), then the failure sidecar
-(status "failed"). Fields come only from explicit keys; a missing one stays null.
-Tasks that share an index must be identical. Memory holds the task table, not the rollouts.
-Nothing is written unless every record joins.
+  static override description = `Each record is matched to its task by _ng_task_index and written as one normalized line with: scenario_id, task_index, rollout_index, status, reward, provenance, agent_ref, failure_class, failure_terminal, failure_reason, failure_stage, rollout_id, attempt, task_id, environment_server, task, rollout.
+
+Completed rollouts come first (status "completed"), then the failure sidecar (status "failed"). Fields come only from explicit keys (e.g. failure_reason from failure_reason, else _ng_failure_message); a missing one stays null. Tasks that share an index must be identical. Memory holds the task table, not the rollouts. Nothing is written unless every record joins.
 
 EXIT STATUS
   0  records written (or, with --dry-run, validated)

@@ -6,14 +6,19 @@ import {loadTaskSpec} from '../../gym/tasks/spec.js'
 
 export default class TasksBuild extends BaseCommand<typeof TasksBuild> {
   static override summary = 'Turn generated rows (any JSONL) into Gym scenario bundles'
-  static override description = `Applies a task spec (the Data Designer Gym processor config, as YAML or JSON) to every row:
-exactly one of task_column (a preassembled task) or messages (declarative: messages, tools_column,
-tool_fields, response_params, task_columns, task_values); include skips rows whose value is missing
-or falsy; scenario_id_column, provenance_columns and scenario_namespace set identity and provenance.
-The default scenario ID is byte-compatible with the Python plugin.
+  static override description = `Applies a task spec (the Data Designer Gym processor config, as YAML or JSON) to every row and writes one scenario bundle {"schema_version":"1","scenario_id":...,"task":...,"provenance":...} per included row. Nothing is written unless every row is valid.
 
-Output: one {"schema_version":"1","scenario_id",...,"task",...,"provenance",...} bundle per included row.
-Nothing is written unless every row is valid.
+Spec fields: exactly one of task_column (a column holding a preassembled Gym task) or messages (declarative, with tools_column, tool_fields, response_params, task_columns, task_values); include (rows whose value is missing or falsy are skipped); scenario_id_column; provenance_columns; scenario_namespace (default "gym"). Column paths are dot-separated; a JSON string met along a path is decoded. The default scenario ID is byte-compatible with the Python plugin.
+
+Example spec (declarative):
+  messages:
+    - {role: system, content_column: system_prompt}
+    - {role: user, content_column: user_query}
+  tools_column: tools_json
+  task_columns: {ground_truth: reference_plan.tool_calls}
+  include: reference_plan.is_valid
+  provenance_columns: [seed_id]
+  scenario_namespace: workplace
 
 EXIT STATUS
   0  bundles written (or, with --dry-run, validated)
@@ -22,15 +27,6 @@ EXIT STATUS
   static override examples = [
     '<%= config.bin %> tasks build rows.jsonl --spec task-spec.yaml --output scenarios.jsonl',
     '<%= config.bin %> tasks build rows.jsonl --spec task-spec.yaml --output scenarios.jsonl --dry-run --json',
-    `# task-spec.yaml (declarative):
-    messages:
-      - {role: system, content_column: system_prompt}
-      - {role: user, content_column: user_query}
-    tools_column: tools_json
-    task_columns: {ground_truth: reference_plan.tool_calls}
-    include: reference_plan.is_valid
-    provenance_columns: [seed_id]
-    scenario_namespace: workplace`,
   ]
 
   static override args = {

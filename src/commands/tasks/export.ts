@@ -5,10 +5,7 @@ import {type ExportSummary, exportTasks} from '../../gym/tasks/export.js'
 
 export default class TasksExport extends BaseCommand<typeof TasksExport> {
   static override summary = 'Export scenario bundles as Gym tasks for rollout collection or prepare'
-  static override description = `Writes one Gym task per bundle, in order: the task's members (top-level nulls dropped),
-then id (only when the task has none), _ng_task_index (60-bit, from the scenario ID),
-_dd_scenario_id and _dd_provenance (only when non-empty). Values are copied exactly,
-so large integers and number spellings survive. Nothing is written unless every bundle is valid.
+  static override description = `Writes one Gym task per bundle, in order: the task's members (top-level nulls dropped), then id (only when the task has none), _ng_task_index (60-bit, from the scenario ID), _dd_scenario_id, and _dd_provenance (only when non-empty). Values are copied exactly, so large integers and number spellings survive. Nothing is written unless every bundle is valid.
 
 EXIT STATUS
   0  tasks written (or, with --dry-run, validated)
