@@ -432,6 +432,9 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
   }
   try {
     await output.close()
+    const handle = await fsp.open(target.tmpPath, 'r+')
+    await handle.sync()
+    await handle.close()
     await target.commit()
   } catch (error: any) {
     await target.abort()
