@@ -21,7 +21,8 @@ const FORBIDDEN_SESSION_HEADERS = new Set(['host', 'content-length', 'content-ty
 const dotPath = {type: 'string', format: 'dot-path'}
 const envName = {type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$'}
 const route = {type: 'string', pattern: '^/'}
-const seconds = {type: 'number', exclusiveMinimum: 0}
+/** Node timers overflow above 2^31-1 ms (~24.8 days); 1e6 s (~11.6 days) is plenty. */
+const seconds = {type: 'number', exclusiveMinimum: 0, maximum: 1_000_000}
 
 function stepSchema(withHeaders: boolean): Record<string, unknown> {
   const properties: Record<string, unknown> = {
@@ -159,6 +160,8 @@ function describeAjvError(error: ErrorObject): {pointer: string; expected: strin
       return {pointer: base, expected: `must be one of ${(error.params as any).allowedValues.map((v: unknown) => JSON.stringify(v)).join(', ')}`}
     case 'exclusiveMinimum':
       return {pointer: base, expected: 'must be a number of seconds greater than 0'}
+    case 'maximum':
+      return {pointer: base, expected: `must be at most ${(error.params as any).limit}`}
     case 'anyOf':
       return {pointer: base, expected: 'must be a number of seconds greater than 0, or null'}
     default:
