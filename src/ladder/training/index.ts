@@ -1,0 +1,380 @@
+/**
+ * The training rung: prove a run trained, from its outputs (reference §9). A SUCCEEDED job
+ * state is never enough; every check reads an artifact:
+ *
+ * - rollout dumps under `<save>/rollout_result/train/` exist and have Relax's fields;
+ * - groups (by group_index) have >= 4 samples and at least one has reward variance;
+ * - the job log has an optimizer step `step N: {... 'train/grad_norm': <finite> ...}`;
+ * - a checkpoint `iter_XXXXXXX/` named by `latest_checkpointed_iteration.txt`;
+ * - no OOM or Traceback in the driver log or any worker log given;
+ * - the Gateway's `/readyz.active_trials` is back to 0.
+ *
+ * When rewards carry no signal, the groups check says why (triage.ts).
+ */
+import {promises as fsp} from 'node:fs'
+import path from 'node:path'
+
+import type {RecipeContract} from '../../contract/types.js'
+import {gatewayClient} from '../../runtime/gateway-trials.js'
+import {normalizeDashboardAddress, rayJobHeadersFromEnv, rayJobsClient} from '../../runtime/ray-jobs.js'
+import {type RecipeRunState, readRunState} from '../../steps/run-state.js'
+import {recipeEnv, serviceAddress} from '../trial/context.js'
+import type {Check, CheckContext, CheckResult, LadderOptions, RungDefinition} from '../types.js'
+import {
+  type Dumps,
+  checkpointState,
+  groupStats,
+  parseStepLines,
+  readRolloutDumps,
+  readTerminalTraces,
+  scanLog,
+  workerLogFiles,
+} from './outputs.js'
+import {VERDICT_TEXT, triage} from './triage.js'
+
+type Result = Omit<CheckResult, 'rung'>
+
+/** Extra verify options the training rung reads (the verify and train commands pass them through). */
+export interface TrainingRungOptions {
+  /** Ray worker logs (files or directories) to scan for OOM and tracebacks. */
+  workerLogs?: string[]
+  /** The driver log, when it is not the recorded/discovered one. */
+  jobLog?: string
+}
+
+export const MIN_GROUP_SIZE = 4
+
+interface JobLog {
+  text: string
+  source: string
+}
+
+interface Facts {
+  saveDir: string
+  dumps?: Dumps
+  log?: JobLog
+  runState?: RecipeRunState
+}
+
+const FACTS = 'training.facts'
+
+function trainingOptions(options: LadderOptions): TrainingRungOptions {
+  return options as LadderOptions & TrainingRungOptions
+}
+
+/** `${EXP_DIR}/<model>_mcore_<gpus>xgpu` as the generated training script passes it to --save. */
+export function saveDirOf(contract: RecipeContract, env: Record<string, string | undefined>, relaxRoot: string): {saveDir: string; expDir: string; defaulted: boolean} {
+  const exp = (env.EXP_DIR ?? '').trim()
+  const expDir = exp ? path.resolve(relaxRoot, exp) : path.join(relaxRoot, 'outputs', `nemo-gym-${contract.id}`)
+  return {saveDir: path.join(expDir, `${contract.training.model.name}_mcore_${contract.training.gpus}xgpu`), expDir, defaulted: !exp}
+}
+
+/** `log/<slug>-<gpus>xgpu-nemo-gym-<id>-<time>.log` written by the training script's tee. */
+export function logPrefix(contract: RecipeContract): string {
+  return `${contract.training.model.slug}-${contract.training.gpus}xgpu-nemo-gym-${contract.id}-`
+}
+
+async function newestLog(dirs: string[], prefix: string): Promise<string | undefined> {
+  let best: {file: string; mtime: number} | undefined
+  for (const dir of dirs) {
+    const entries = await fsp.readdir(dir).catch(() => [] as string[])
+    for (const entry of entries) {
+      if (!entry.startsWith(prefix) || !entry.endsWith('.log')) continue
+      const file = path.join(dir, entry)
+      const stat = await fsp.stat(file).catch(() => null)
+      if (stat && (!best || stat.mtimeMs > best.mtime)) best = {file, mtime: stat.mtimeMs}
+    }
+  }
+  return best?.file
+}
+
+async function facts(ctx: CheckContext): Promise<Facts> {
+  const existing = ctx.scratch.get(FACTS) as Facts | undefined
+  if (existing) return existing
+  const env = await recipeEnv(ctx)
+  const {saveDir} = saveDirOf(ctx.target.contract!, env, ctx.target.relaxRoot)
+  const made: Facts = {saveDir}
+  ctx.scratch.set(FACTS, made)
+  return made
+}
+
+function skip(id: string, title: string, why: string): Result {
+  return {id, title, status: 'skip', message: `not checked: ${why}`}
+}
+
+const needsContract = (id: string, title: string, run: (ctx: CheckContext) => Promise<Result[]>): Check => ({
+  id,
+  title,
+  async run(ctx) {
+    if (!ctx.target.contract) return [skip(id, title, 'no recipe.yaml: the save directory and log names come from the recipe contract')]
+    return run(ctx)
+  },
+})
+
+const rolloutDumps = needsContract('training.rollout-dumps', 'Rollout dumps under <save>/rollout_result/train/', async (ctx) => {
+  const f = await facts(ctx)
+  const id = 'training.rollout-dumps'
+  const title = 'Rollout dumps under <save>/rollout_result/train/'
+  const stat = await fsp.stat(f.saveDir).catch(() => null)
+  if (!stat?.isDirectory()) {
+    return [{
+      id, title, status: 'fail',
+      message: `save directory ${f.saveDir} does not exist: the run wrote no outputs there`,
+      hint: 'The save directory is ${EXP_DIR}/<model>_mcore_<gpus>xgpu/ with EXP_DIR from env.sh; check EXP_DIR, or that the job ran at all.',
+      evidence: {save_dir: f.saveDir},
+    }]
+  }
+  const dumps = await readRolloutDumps(f.saveDir)
+  f.dumps = dumps
+  const ev = {save_dir: f.saveDir, dump_dir: dumps.dir, files: dumps.files, samples: dumps.samples.length, problems: dumps.problems.slice(0, 10)}
+  if (dumps.samples.length === 0) {
+    const traces = await readTerminalTraces(f.saveDir)
+    const t = traces.length > 0 ? triage([], traces, f.log?.text ?? '') : undefined
+    return [{
+      id, title, status: 'fail',
+      message: `no rollout samples under ${dumps.dir}${dumps.files.length > 0 ? ` (${dumps.files.length} empty file(s))` : ''}` +
+        (t ? `; ${traces.length} sample(s) never committed — ${t.text}` : ''),
+      hint: 'Relax writes <save>/rollout_result/train/{rollout_id}.jsonl whenever --save is set; no file means no rollout committed (see the job log).',
+      evidence: {...ev, ...(t ? {triage: t} : {})},
+    }]
+  }
+  if (dumps.problems.length > 0) {
+    const p = dumps.problems[0]
+    return [{id, title, status: 'fail', message: `${dumps.problems.length} malformed dump record(s); first: ${p.message}`, file: p.file, line: p.line, evidence: ev}]
+  }
+  return [{id, title, status: 'pass', message: `${dumps.samples.length} sample(s) in ${dumps.files.length} dump file(s) under ${dumps.dir}`, evidence: ev}]
+})
+
+const groups = needsContract('training.groups', 'Groups of >= 4 samples with reward variance', async (ctx) => {
+  const f = await facts(ctx)
+  const id = 'training.groups'
+  const title = 'Groups of >= 4 samples with reward variance'
+  if (!f.dumps || f.dumps.samples.length === 0) return [skip(id, title, 'no rollout samples to group')]
+  const stats = groupStats(f.dumps.samples)
+  const small = stats.filter((g) => g.size < MIN_GROUP_SIZE)
+  const varied = stats.filter((g) => g.variance)
+  const sizes = [...new Set(stats.map((g) => g.size))].sort((a, b) => a - b)
+  const ev: Record<string, unknown> = {
+    groups: stats.length,
+    sizes,
+    groups_with_variance: varied.length,
+    rewards: stats.slice(0, 8).map((g) => ({group: g.key, rewards: g.rewards})),
+  }
+  const problems: string[] = []
+  let hint: string | undefined
+  if (small.length > 0) {
+    problems.push(`${small.length} of ${stats.length} group(s) have fewer than ${MIN_GROUP_SIZE} samples (sizes ${sizes.join(', ')})` +
+      (sizes[0] === 1 ? ': one sample per prompt gives zero GRPO advantage by construction' : ''))
+    hint = `Use --n-samples-per-prompt >= ${MIN_GROUP_SIZE} in the training script.`
+  }
+  if (varied.length === 0) {
+    const all = stats.flatMap((g) => g.rewards)
+    const value = all.length > 0 && all.every((r) => r === all[0]) ? all[0] : undefined
+    const traces = await readTerminalTraces(f.saveDir)
+    const t = triage(f.dumps.samples, traces, f.log?.text ?? '')
+    ev.triage = t
+    const what = value === undefined ? 'no group has reward variance' : `every reward is ${value}`
+    problems.push(`${what}: zero advantage in all ${stats.length} group(s), nothing to learn from; ${t.text}`)
+    if (value !== undefined && value > 0 && t.verdict === 'model') problems[problems.length - 1] = `${what}: every sample succeeded, zero advantage in all ${stats.length} group(s) (the task is too easy for this model, or the verifier accepts anything)`
+    hint ??= t.verdict === 'model'
+      ? 'Rewards are real but constant: check a few responses against the verifier (verify_<recipe>.py), the answer format and the parsers.'
+      : `Fix the cause first (${VERDICT_TEXT[t.verdict]}): read the trial statuses and error codes in the job log and rollout_result/reward_terminal_traces/.`
+  }
+  if (problems.length > 0) return [{id, title, status: 'fail', message: problems.join('; '), hint, evidence: ev}]
+  return [{id, title, status: 'pass', message: `${stats.length} group(s) of ${sizes.join('/')} samples; ${varied.length} with reward variance (non-zero advantage)`, evidence: ev}]
+})
+
+async function loadJobLog(ctx: CheckContext, f: Facts): Promise<{log?: JobLog; problem?: string; tried: string[]}> {
+  const contract = ctx.target.contract!
+  const tried: string[] = []
+  const explicit = trainingOptions(ctx.options).jobLog
+  if (explicit) {
+    tried.push(explicit)
+    const text = await fsp.readFile(explicit, 'utf8').catch(() => undefined)
+    return text === undefined ? {problem: `job log ${explicit} is not readable`, tried} : {log: {text, source: explicit}, tried}
+  }
+  const env = await recipeEnv(ctx)
+  const state = await readRunState(ctx.target.dir, {...process.env, ...ctx.options.env}).catch(() => undefined)
+  f.runState = state
+  if (state) {
+    // The dashboard has the whole driver log, also for RAY_NO_WAIT=1 submissions.
+    const where = `Ray job ${state.submissionId} on ${normalizeDashboardAddress(state.dashboardAddress)}`
+    tried.push(where)
+    try {
+      const text = await rayJobsClient(state.dashboardAddress, {headers: rayJobHeadersFromEnv(env), timeoutMs: 20_000}).logs(state.submissionId)
+      if (text.trim()) return {log: {text, source: where}, tried}
+    } catch {
+      // fall back to the local tee of `ray job submit`
+    }
+    if (state.logFile) {
+      tried.push(state.logFile)
+      const text = await fsp.readFile(state.logFile, 'utf8').catch(() => undefined)
+      if (text !== undefined) return {log: {text, source: state.logFile}, tried}
+    }
+  }
+  const dirs = [...new Set([path.join(ctx.target.relaxRoot, 'log'), path.join(process.cwd(), 'log')])]
+  tried.push(...dirs.map((d) => path.join(d, `${logPrefix(contract)}*.log`)))
+  const found = await newestLog(dirs, logPrefix(contract))
+  if (found) return {log: {text: await fsp.readFile(found, 'utf8'), source: found}, tried}
+  return {problem: 'no job log found', tried}
+}
+
+const optimizerStep = needsContract('training.optimizer-step', 'Optimizer step with a finite grad norm', async (ctx) => {
+  const f = await facts(ctx)
+  const id = 'training.optimizer-step'
+  const title = 'Optimizer step with a finite grad norm'
+  const {log, problem, tried} = await loadJobLog(ctx, f)
+  if (!log) {
+    return [{
+      id, title, status: 'fail', message: `${problem} (looked at ${tried.join(', ')})`,
+      hint: 'Pass --job-log <driver log>, or run the training through `gymrecipe train` so the submission is recorded.',
+    }]
+  }
+  f.log = log
+  const steps = parseStepLines(log.text)
+  const finite = steps.filter((s) => s.gradNorm !== null && Number.isFinite(s.gradNorm))
+  const degenerate = (log.text.match(/degenerate\/zero-signal batch/g) ?? []).length
+  const saved = [...log.text.matchAll(/Saved rollout result \((\d+) samples\) to (\S+)/g)].map((m) => ({samples: Number(m[1]), path: m[2]}))
+  const ev = {job_log: log.source, step_lines: steps.length, finite_steps: finite.length, degenerate_batches: degenerate, saved_rollout_results: saved, first_step: steps[0]?.text ?? null}
+  if (steps.length === 0) {
+    return [{
+      id, title, status: 'fail',
+      message: `no optimizer step in the job log ${log.source} (no "step N: {... 'train/grad_norm': ...}" line)${saved.length > 0 ? `, although ${saved.length} rollout result(s) were saved` : ''}`,
+      hint: 'The trainer never finished a step: look for an actor failure in the worker logs (--worker-log) and check global batch size vs samples per rollout.',
+      evidence: ev,
+    }]
+  }
+  if (finite.length === 0) {
+    const shown = steps.slice(0, 3).map((s) => `step ${s.step}: grad_norm ${s.gradNorm === null ? 'missing' : String(s.gradNorm)}`).join(', ')
+    return [{
+      id, title, status: 'fail',
+      message: `${steps.length} step line(s) but no finite train/grad_norm (${shown}): every step was skipped`,
+      hint: 'A NaN/inf grad norm means the optimizer skipped the step: check the loss scale, rewards and the degenerate-batch lines.',
+      file: log.source.startsWith('/') ? log.source : undefined,
+      line: log.source.startsWith('/') ? steps[0].line : undefined,
+      evidence: ev,
+    }]
+  }
+  return [{id, title, status: 'pass', message: `${finite.length} optimizer step(s) with a finite grad norm (last: step ${finite.at(-1)!.step}, grad_norm ${finite.at(-1)!.gradNorm}) in ${log.source}`, evidence: ev}]
+})
+
+const checkpoint = needsContract('training.checkpoint', 'Checkpoint iter_XXXXXXX + latest_checkpointed_iteration.txt', async (ctx) => {
+  const f = await facts(ctx)
+  const id = 'training.checkpoint'
+  const title = 'Checkpoint iter_XXXXXXX + latest_checkpointed_iteration.txt'
+  const state = await checkpointState(f.saveDir)
+  const ev = {save_dir: f.saveDir, tracker: state.tracker, iteration: state.iteration, iter_dirs: state.iterDirs}
+  if (state.tracker === null) {
+    return [{
+      id, title, status: 'fail',
+      message: `no checkpoint: ${path.join(f.saveDir, 'latest_checkpointed_iteration.txt')} is missing${state.iterDirs.length > 0 ? ` (iter dirs: ${state.iterDirs.join(', ')})` : ' and there is no iter_* directory'}`,
+      hint: 'Relax saves every --save-interval rollouts and after the last one; a missing checkpoint means the run did not get there (or --save points elsewhere).',
+      evidence: ev,
+    }]
+  }
+  if (!state.iteration || !/^\d+$/.test(state.iteration)) {
+    return [{id, title, status: 'fail', message: `latest_checkpointed_iteration.txt holds ${JSON.stringify(state.iteration)}, not an iteration number`, file: state.tracker, evidence: ev}]
+  }
+  if (!state.iterDirExists) {
+    return [{id, title, status: 'fail', message: `latest_checkpointed_iteration.txt names iteration ${state.iteration}, but ${state.iterDir} is missing or empty`, file: state.tracker, evidence: ev}]
+  }
+  return [{id, title, status: 'pass', message: `checkpoint ${state.iterDir} (latest_checkpointed_iteration.txt = ${state.iteration})`, evidence: ev}]
+})
+
+const logsClean = needsContract('training.logs-clean', 'No OOM or traceback in the driver and worker logs', async (ctx) => {
+  const f = await facts(ctx)
+  const id = 'training.logs-clean'
+  const title = 'No OOM or traceback in the driver and worker logs'
+  const findings = f.log ? scanLog(f.log.text, f.log.source) : []
+  const scanned: string[] = f.log ? [f.log.source] : []
+  const missing: string[] = []
+  for (const target of trainingOptions(ctx.options).workerLogs ?? []) {
+    let files: string[]
+    try {
+      files = await workerLogFiles(target)
+    } catch {
+      missing.push(target)
+      continue
+    }
+    for (const file of files) {
+      findings.push(...scanLog(await fsp.readFile(file, 'utf8'), file))
+      scanned.push(file)
+    }
+  }
+  const ev = {scanned, findings: findings.slice(0, 20), missing}
+  if (missing.length > 0) {
+    return [{id, title, status: 'fail', message: `worker log(s) not found: ${missing.join(', ')}`, evidence: ev}]
+  }
+  if (!f.log) {
+    return [{id, title, status: 'fail', message: 'the driver log could not be read (see the optimizer-step check)', evidence: ev}]
+  }
+  if (findings.length > 0) {
+    const first = findings.find((x) => x.kind === 'oom') ?? findings[0]
+    const ooms = findings.filter((x) => x.kind === 'oom').length
+    const tbs = findings.filter((x) => x.kind === 'traceback').length
+    return [{
+      id, title, status: 'fail',
+      message: `${ooms > 0 ? `${ooms} OOM line(s)` : ''}${ooms > 0 && tbs > 0 ? ' and ' : ''}${tbs > 0 ? `${tbs} traceback(s)` : ''}; first in ${first.source}:${first.line}: ${first.text}`,
+      hint: first.kind === 'oom'
+        ? 'An actor ran out of GPU memory while the job may still report SUCCEEDED: lower max tokens per GPU, use --log-probs-chunk-size, or recompute.'
+        : 'Read the traceback: a failure there is hidden by the job state.',
+      file: first.source.startsWith('/') ? first.source : undefined,
+      line: first.source.startsWith('/') ? first.line : undefined,
+      evidence: ev,
+    }]
+  }
+  const workers = scanned.length - 1
+  return [{
+    id, title, status: 'pass',
+    message: `no OOM or traceback in the driver log${workers > 0 ? ` and ${workers} worker log file(s)` : ' (no worker logs given: pass --worker-log to scan Ray worker logs)'}`,
+    evidence: ev,
+  }]
+})
+
+const gatewayClean = needsContract('training.gateway-clean', 'Gateway clean after the run (active_trials 0)', async (ctx) => {
+  const id = 'training.gateway-clean'
+  const title = 'Gateway clean after the run (active_trials 0)'
+  const env = await recipeEnv(ctx)
+  const address = serviceAddress(ctx.target.contract!, env)
+  if ('error' in address) return [{id, title, status: 'fail', message: address.error}]
+  const ready = await gatewayClient(address.gatewayUrl).readyz()
+  const active = ready.body?.active_trials
+  const ev = {gateway: address.gatewayUrl, readyz: ready.body ?? ready.error ?? null}
+  if (ready.status === 0 || typeof active !== 'number') {
+    return [{id, title, status: 'fail', message: `${address.gatewayUrl}/readyz did not answer (${ready.status === 0 ? ready.error : `HTTP ${ready.status}`})`, evidence: ev}]
+  }
+  if (active > 0) {
+    return [{
+      id, title, status: 'fail',
+      message: `active_trials=${active} on ${address.gatewayUrl} after the run: a trial leaked (a requester died without aborting, or an actor still hangs)`,
+      hint: 'Stop the leftover requester or actor, then restart the service so the Gateway starts clean (trials=0).',
+      evidence: ev,
+    }]
+  }
+  return [{id, title, status: 'pass', message: `active_trials=0 (trials=${ready.body?.trials}, terminal_trials=${ready.body?.terminal_trials})`, evidence: ev}]
+})
+
+const jobState = needsContract('training.job-state', 'Ray job state (never proof on its own)', async (ctx) => {
+  const f = await facts(ctx)
+  const id = 'training.job-state'
+  const title = 'Ray job state (never proof on its own)'
+  const state = f.runState
+  if (!state) return []
+  const env = await recipeEnv(ctx)
+  try {
+    const details = await rayJobsClient(state.dashboardAddress, {headers: rayJobHeadersFromEnv(env), timeoutMs: 20_000}).status(state.submissionId)
+    const ev = {submission_id: state.submissionId, status: details.status, message: details.message, driver_exit_code: details.driver_exit_code}
+    if (details.status === 'SUCCEEDED') {
+      return [{id, title, status: 'pass', message: `job ${state.submissionId} SUCCEEDED (not proof by itself: the other checks are)`, evidence: ev}]
+    }
+    return [{id, title, status: 'fail', message: `job ${state.submissionId} is ${details.status}${details.message ? `: ${String(details.message).slice(0, 300)}` : ''}`, evidence: ev}]
+  } catch (error: any) {
+    return [skip(id, title, `the Ray dashboard did not report job ${state.submissionId} (${error?.message ?? error})`)]
+  }
+})
+
+export const trainingRung: RungDefinition = {
+  rung: 'training',
+  // The optimizer-step check reads the job log first: the other log-based checks reuse it.
+  checks: () => [optimizerStep, rolloutDumps, groups, checkpoint, logsClean, gatewayClean, jobState],
+}

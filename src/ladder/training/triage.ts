@@ -1,0 +1,98 @@
+/**
+ * Failure triage when rewards carry no signal (reference §10, SKILL triage table): tell
+ * apart, from statuses, error codes and log lines,
+ *
+ * - lifecycle:   the callback/lifecycle failed (cleanup_unverified, 410, lease_expired, ...);
+ * - verifier:    the verifier never ran or could not parse the response (reward null,
+ *                truncated/deadline, agent_error before verification, `<think>` or empty answers);
+ * - environment: the environment failed (seed_session/verify/tool server errors, 5xx);
+ * - model:       every trial completed and was scored, and the model answered wrongly.
+ */
+import {type DumpSample, rewardNumber} from './outputs.js'
+
+export type Verdict = 'lifecycle' | 'verifier' | 'environment' | 'model'
+
+export const VERDICT_TEXT: Record<Verdict, string> = {
+  lifecycle: 'callback/lifecycle failed',
+  verifier: 'the verifier never ran or could not parse the response',
+  environment: 'the environment failed',
+  model: 'the model answered wrongly',
+}
+
+const ORDER: Verdict[] = ['lifecycle', 'environment', 'verifier', 'model']
+
+const LIFECYCLE = /cleanup_unverified|cleanup_failed|cleanup_probe_failed|lease_expired|service_shutdown|\b410\b|callback capability is unavailable|ended aborted|model call failed|model callback/
+const VERIFIER = /deadline_exceeded|without a reward|reward[=: ]+None|reward[=: ]+null|\btruncated\b/i
+const ENVIRONMENT = /seed_session failed|verify failed with HTTP|resources? server|HTTP 5\d\d|Traceback|KeyError|No container file|unknown tool/i
+
+export interface Triage {
+  verdict: Verdict
+  text: string
+  counts: Record<Verdict, number>
+  examples: string[]
+  errorCodes: Record<string, number>
+}
+
+/** Classify one failure text (a terminal trace's error, a thin-client failure line). */
+export function classifyFailure(text: string): Verdict {
+  if (LIFECYCLE.test(text)) return 'lifecycle'
+  if (VERIFIER.test(text)) return 'verifier'
+  if (ENVIRONMENT.test(text)) return 'environment'
+  return 'verifier' // e.g. a bare agent_error: the episode never reached the verifier
+}
+
+function classifySample(s: DumpSample): {verdict: Verdict; why: string} {
+  const reward = rewardNumber(s.reward)
+  const response = typeof s.response === 'string' ? s.response : ''
+  if (reward === null) return {verdict: 'verifier', why: `sample ${String(s.sample_index)}: reward ${JSON.stringify(s.reward)}`}
+  if (s.status === 'truncated') return {verdict: 'verifier', why: `sample ${String(s.sample_index)}: status truncated`}
+  if (response.includes('<think>')) return {verdict: 'verifier', why: `sample ${String(s.sample_index)}: the response still contains <think> (reasoning parser missing?)`}
+  if (response.trim() === '') return {verdict: 'verifier', why: `sample ${String(s.sample_index)}: empty response`}
+  return {verdict: 'model', why: `sample ${String(s.sample_index)}: completed and scored ${reward}`}
+}
+
+function codesIn(text: string, into: Record<string, number>): void {
+  for (const m of text.matchAll(/['"]code['"]\s*:\s*['"]([a-z_]+)['"]/g)) into[m[1]] = (into[m[1]] ?? 0) + 1
+  for (const m of text.matchAll(/error code ([a-z_]+)/g)) into[m[1]] = (into[m[1]] ?? 0) + 1
+}
+
+/**
+ * Triage from the committed samples, the terminal traces (dropped samples) and the thin-client
+ * failure lines of the job log.
+ */
+export function triage(samples: DumpSample[], traces: Array<Record<string, unknown>>, log: string): Triage {
+  const counts: Record<Verdict, number> = {lifecycle: 0, environment: 0, verifier: 0, model: 0}
+  const examples: string[] = []
+  const errorCodes: Record<string, number> = {}
+  const note = (verdict: Verdict, why: string) => {
+    counts[verdict]++
+    if (examples.length < 5) examples.push(`${VERDICT_TEXT[verdict]}: ${why}`)
+  }
+  for (const trace of traces) {
+    const text = typeof trace.error === 'string' ? trace.error : JSON.stringify(trace)
+    codesIn(text, errorCodes)
+    note(classifyFailure(text), text.slice(0, 240))
+  }
+  // Thin-client failures that left no trace file (other Relax versions only log them).
+  if (traces.length === 0) {
+    for (const line of log.split('\n')) {
+      if (!line.includes('NeMo Gym thin client failed')) continue
+      codesIn(line, errorCodes)
+      note(classifyFailure(line), line.trim().slice(0, 240))
+    }
+  }
+  for (const sample of samples) {
+    const {verdict, why} = classifySample(sample)
+    note(verdict, why)
+  }
+  const verdict = ORDER.find((v) => counts[v] > 0) ?? 'verifier'
+  const parts = ORDER.filter((v) => counts[v] > 0).map((v) => `${counts[v]} ${v}`)
+  const codes = Object.entries(errorCodes).map(([c, n]) => `${c}×${n}`).join(', ')
+  return {
+    verdict,
+    text: `triage: ${VERDICT_TEXT[verdict]} (${parts.join(', ') || 'no samples'}${codes ? `; error codes ${codes}` : ''})`,
+    counts,
+    examples,
+    errorCodes,
+  }
+}
