@@ -205,6 +205,15 @@ describe('loadTaskSpec', () => {
     })
   })
 
+  it('rejects YAML values that are not JSON (sets, timestamps, binary)', async () => {
+    for (const value of ['!!set {a, b}', '!!timestamp 2001-12-14', '!!binary aGVsbG8=']) {
+      await expect(loadTaskSpec(await specFile(`messages: [{role: user, content_column: q}]\ntask_values:\n  x: ${value}\n`))).rejects.toMatchObject({
+        message: 'task_values.x: must contain JSON-compatible data',
+        location: {line: 3, field: 'task_values.x'},
+      })
+    }
+  })
+
   it('reports a missing spec file with exit 2', async () => {
     await expect(loadTaskSpec('/nonexistent/task-spec.yaml')).rejects.toMatchObject({code: 'E_SPEC_MISSING', exit: 2, message: 'cannot read task spec /nonexistent/task-spec.yaml: ENOENT'})
   })
