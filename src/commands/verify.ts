@@ -4,8 +4,10 @@ import {BaseCommand} from '../cli/base-command.js'
 import {relaxRootFlag} from '../cli/flags.js'
 import {summarizeLadder} from '../cli/ladder-output.js'
 import {ExitCode} from '../errors.js'
+import type {TrainingRungOptions} from '../ladder/training/index.js'
+import type {TrialRungOptions} from '../ladder/trial/context.js'
 import {type LadderReport, type Rung, RUNGS} from '../ladder/types.js'
-import {verifyRecipe} from '../ladder/verify.js'
+import {type VerifyOptions, verifyRecipe} from '../ladder/verify.js'
 
 export default class Verify extends BaseCommand<typeof Verify> {
   static override summary = 'Climb the validation ladder of a recipe up to a rung'
@@ -26,6 +28,8 @@ EXIT STATUS
     '<%= config.bin %> verify calendar --level static --relax-root ~/Relax',
     '<%= config.bin %> verify calendar --level data --relax-root ~/Relax --json',
     '<%= config.bin %> verify my-hand-written-recipe --level static --relax-root ~/Relax --gym-root ~/Gym',
+    '<%= config.bin %> verify workplace-assistant --level trial --relax-root ~/Relax --callback-host 10.0.0.12',
+    '<%= config.bin %> verify calendar --level training --relax-root ~/Relax --worker-log /tmp/ray/session_latest/logs',
   ]
 
   static override args = {
@@ -37,10 +41,14 @@ EXIT STATUS
     'relax-root': relaxRootFlag,
     'gym-root': Flags.directory({summary: 'Pinned Gym checkout to check graph names against.', env: 'GYMRECIPE_GYM_ROOT'}),
     smoke: Flags.boolean({summary: 'Accept a non-training split for a smoke run; every report says so.', default: false}),
+    'callback-host': Flags.string({summary: 'trial: host the scripted model listens on and the Gateway calls back (default: GYM_HOST); must be inside the callback allowlist.'}),
+    'callback-port': Flags.integer({summary: 'trial: port of the scripted model (default: any free port).', min: 1, max: 65535}),
+    'job-log': Flags.file({summary: 'training: the driver log (default: the recorded submission via the Ray Jobs API, else the newest log/<run>-<time>.log).'}),
+    'worker-log': Flags.string({summary: 'training: a Ray worker log file or directory to scan for OOM and tracebacks (repeatable).', multiple: true}),
   }
 
   public async run(): Promise<LadderReport> {
-    const report = await verifyRecipe({
+    const options: VerifyOptions & TrialRungOptions & TrainingRungOptions = {
       relaxRoot: this.flags['relax-root'],
       recipe: this.args.recipe,
       level: this.flags.level as Rung,
@@ -48,7 +56,12 @@ EXIT STATUS
       smoke: this.flags.smoke,
       env: process.env,
       render: !this.jsonEnabled(),
-    })
+      callbackHost: this.flags['callback-host'],
+      callbackPort: this.flags['callback-port'],
+      jobLog: this.flags['job-log'],
+      workerLogs: this.flags['worker-log'],
+    }
+    const report = await verifyRecipe(options)
     for (const line of summarizeLadder(report)) this.say(line)
     return this.withExitCode(report, report.status === 'pass' ? ExitCode.ok : ExitCode.rungFailed)
   }
