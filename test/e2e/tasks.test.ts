@@ -81,6 +81,16 @@ describe('gymrecipe tasks build', () => {
     expect(await readdir(dir)).toEqual(['rows.jsonl'])
   })
 
+  it('warns when bundles repeat a scenario_id (same task, different provenance)', async () => {
+    const dir = await tempDir()
+    const rows = path.join(dir, 'rows.jsonl')
+    await writeFile(rows, [1, 2].map((line) => `{"gym_task":{"responses_create_params":{}},"source":{"file":"rows","line":${line}}}\n`).join(''))
+    const result = await runCli(['tasks', 'build', rows, '--spec', path.join(fixtures, 'task-column.yaml'), '--output', path.join(dir, 'scenarios.jsonl')])
+    expect(result.exitCode).toBe(0)
+    expect(result.stderr).toContain('1 bundles repeat an earlier scenario_id')
+    expect(result.stderr).toContain('Set scenario_id_column to keep them apart.')
+  })
+
   it('exits 2 when a required flag is missing', async () => {
     const result = await runCli(['tasks', 'build', path.join(fixtures, 'seed-rows.jsonl'), '--output', '/tmp/x.jsonl'])
     expect(result.exitCode).toBe(2)

@@ -45,7 +45,10 @@ EXIT STATUS
     const verb = summary.dryRun ? 'Would write' : 'Wrote'
     this.say(`${verb} ${summary.bundles} scenario bundles to ${summary.output} (${summary.rows} rows, ${summary.skipped} skipped by include)`)
     if (summary.repeatedScenarioIds > 0) {
-      this.warnLine(`${summary.repeatedScenarioIds} bundles repeat an earlier scenario_id (identical tasks); set scenario_id_column if they must stay distinct`)
+      this.warnLine(
+        `${summary.repeatedScenarioIds} bundles repeat an earlier scenario_id: they share a task index, and ingest rejects tasks that share one but differ ` +
+          '(e.g. in provenance). Set scenario_id_column to keep them apart.',
+      )
     }
     return summary
   }

@@ -113,7 +113,7 @@ export interface BuildSummary {
   rows: number
   skipped: number
   bundles: number
-  /** Bundles whose scenario_id an earlier bundle already had (identical tasks, no scenario_id_column). */
+  /** Bundles whose scenario_id an earlier bundle already had (the same task, or a repeated explicit ID). */
   repeatedScenarioIds: number
 }
 
