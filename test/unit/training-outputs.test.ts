@@ -72,7 +72,7 @@ describe('groups and checkpoints', () => {
     await fs.mkdir(path.join(save, 'rollout_result', 'train'), {recursive: true})
     await fs.writeFile(path.join(save, 'rollout_result', 'train', '0.jsonl'), '{"rollout_id": 0}\nnot json\n')
     const dumps = await readRolloutDumps(save)
-    expect(dumps.problems.map((p) => [p.line, p.message.slice(0, 19)])).toEqual([[1, 'missing sample_ind'], [2, 'not JSON (Unexpecte']])
+    expect(dumps.problems.map((p) => [p.line, p.message.slice(0, 19)])).toEqual([[1, 'missing sample_inde'], [2, 'not JSON (Unexpecte']])
     await fs.writeFile(path.join(save, 'latest_checkpointed_iteration.txt'), '3\n')
     expect(await checkpointState(save)).toMatchObject({iteration: '3', iterDirExists: false, iterDirs: []})
     await fs.mkdir(path.join(save, 'iter_0000003'))
