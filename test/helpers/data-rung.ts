@@ -55,10 +55,17 @@ export async function writeData(c: DataCase, name: string, content: string | Uin
   return file
 }
 
-/** Climb static (empty) → data with NEMO_GYM_SOURCE_DATA set in the environment env.sh inherits. */
+/** A socket no daemon listens on: the probe is skipped unless a test asks for the real daemon. */
+export const NO_DOCKER = {DOCKER_HOST: 'unix:///nonexistent/gymrecipe-test-no-docker.sock'}
+export const REAL_DOCKER = {DOCKER_HOST: process.env.DOCKER_HOST}
+
+/**
+ * Climb static (empty) → data with NEMO_GYM_SOURCE_DATA set in the environment env.sh inherits.
+ * Docker is off unless options.env brings REAL_DOCKER (container probes are slow on vfs).
+ */
 export async function dataReport(c: DataCase, source: string | undefined, options: {smoke?: boolean; env?: Record<string, string | undefined>} = {}): Promise<LadderReport> {
   const target = await resolveRecipe(c.relaxRoot, c.recipe)
-  const env: NodeJS.ProcessEnv = {...process.env, NEMO_GYM_SOURCE_DATA: source, NEMO_GYM_IMAGE: 'gymrecipe-test-absent:none', GYMRECIPE_PROBE_IMAGE: undefined, ...options.env}
+  const env: NodeJS.ProcessEnv = {...process.env, NEMO_GYM_SOURCE_DATA: source, NEMO_GYM_IMAGE: 'gymrecipe-test-absent:none', GYMRECIPE_PROBE_IMAGE: undefined, ...NO_DOCKER, ...options.env}
   for (const [key, value] of Object.entries(env)) if (value === undefined) delete env[key]
   return runLadder([NO_STATIC, dataRung], {target, options: {env, smoke: options.smoke ?? false}, scratch: new Map()}, {render: false, level: 'data'})
 }
