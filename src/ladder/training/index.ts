@@ -16,7 +16,7 @@ import path from 'node:path'
 
 import type {RecipeContract} from '../../contract/types.js'
 import {gatewayClient} from '../../runtime/gateway-trials.js'
-import {normalizeDashboardAddress, rayJobHeadersFromEnv, rayJobsClient} from '../../runtime/ray-jobs.js'
+import {type JobDetails, normalizeDashboardAddress, rayJobHeadersFromEnv, rayJobsClient} from '../../runtime/ray-jobs.js'
 import {type RecipeRunState, readRunState} from '../../steps/run-state.js'
 import {recipeEnv, serviceAddress} from '../trial/context.js'
 import type {Check, CheckContext, CheckResult, LadderOptions, RungDefinition} from '../types.js'
@@ -194,8 +194,14 @@ async function loadJobLog(ctx: CheckContext, f: Facts): Promise<{log?: JobLog; p
     return text === undefined ? {problem: `job log ${explicit} is not readable`, tried} : {log: {text, source: explicit}, tried}
   }
   const env = await recipeEnv(ctx)
-  const state = await readRunState(ctx.target.dir, {...process.env, ...ctx.options.env}).catch(() => undefined)
+  // `gymrecipe train` hands over the submission it followed and the logs it fetched.
+  const handed = ctx.scratch.get('train.runState') as RecipeRunState | undefined
+  const state = handed ?? (await readRunState(ctx.target.dir, {...process.env, ...ctx.options.env}).catch(() => undefined))
   f.runState = state
+  const handedLogs = ctx.scratch.get('train.jobLogs')
+  if (state && typeof handedLogs === 'string' && handedLogs.trim()) {
+    return {log: {text: handedLogs, source: `Ray job ${state.submissionId} on ${normalizeDashboardAddress(state.dashboardAddress)}`}, tried}
+  }
   if (state) {
     // The dashboard has the whole driver log, also for RAY_NO_WAIT=1 submissions.
     const where = `Ray job ${state.submissionId} on ${normalizeDashboardAddress(state.dashboardAddress)}`
@@ -362,7 +368,8 @@ const jobState = needsContract('training.job-state', 'Ray job state (never proof
   if (!state) return []
   const env = await recipeEnv(ctx)
   try {
-    const details = await rayJobsClient(state.dashboardAddress, {headers: rayJobHeadersFromEnv(env), timeoutMs: 20_000}).status(state.submissionId)
+    const handed = ctx.scratch.get('train.job') as JobDetails | undefined
+    const details = handed?.submission_id === state.submissionId ? handed : await rayJobsClient(state.dashboardAddress, {headers: rayJobHeadersFromEnv(env), timeoutMs: 20_000}).status(state.submissionId)
     const ev = {submission_id: state.submissionId, status: details.status, message: details.message, driver_exit_code: details.driver_exit_code}
     if (details.status === 'SUCCEEDED') {
       return [{id, title, status: 'pass', message: `job ${state.submissionId} SUCCEEDED (not proof by itself: the other checks are)`, evidence: ev}]
