@@ -1,6 +1,7 @@
 import {isLosslessNumber} from 'lossless-json'
 import {randomUUID} from 'node:crypto'
 
+import {onAbort} from './abort.js'
 import {EMPTY_EPISODE, episodeOutcome} from './episode.js'
 import {harnessOutcome} from './harness.js'
 import {clip, parseLossless, stringifyLossless} from './json.js'
@@ -127,8 +128,7 @@ export async function callRow(ctx: RowCallContext, input: RowInput): Promise<Row
         const plan = planned.plan
         // One deadline for initialize plus execute; cancellation of the run aborts it too.
         const rowAbort = new AbortController()
-        const onCancel = () => rowAbort.abort(CANCEL_REASON)
-        ctx.cancel.addEventListener('abort', onCancel, {once: true})
+        const unsubscribe = ctx.cancel.aborted ? (rowAbort.abort(CANCEL_REASON), () => {}) : onAbort(ctx.cancel, () => rowAbort.abort(CANCEL_REASON))
         const timer = setTimeout(() => rowAbort.abort('timeout'), config.timeout * 1000)
         const signal = rowAbort.signal
         let sent = false
@@ -231,7 +231,7 @@ export async function callRow(ctx: RowCallContext, input: RowInput): Promise<Row
           lifecycle.push(entry)
         } finally {
           clearTimeout(timer)
-          ctx.cancel.removeEventListener('abort', onCancel)
+          unsubscribe()
         }
 
         // Cleanup runs whenever a request was sent: after success, partial initialization, timeout and cancellation.

@@ -1,3 +1,5 @@
+import {onAbort} from './abort.js'
+
 /**
  * Admission for row lifecycles: at most `limit` rows hold a slot at once, the
  * rest wait in input order. A wait can end by a slot, by its own admission
@@ -31,14 +33,14 @@ export class Limiter {
     }
     return new Promise<Admission>((resolve) => {
       const waiter: Waiter = {resolve, done: false}
+      let unsubscribe = () => {}
       const settle = (a: Admission) => {
         if (waiter.done) return
         waiter.done = true
         if (waiter.timer) clearTimeout(waiter.timer)
-        signal.removeEventListener('abort', onAbort)
+        unsubscribe()
         resolve(a)
       }
-      const onAbort = () => settle('cancelled')
       waiter.resolve = settle
       if (deadlineMs !== undefined) {
         const wait = deadlineMs - Date.now()
@@ -48,7 +50,7 @@ export class Limiter {
         }
         waiter.timer = setTimeout(() => settle('timeout'), wait)
       }
-      signal.addEventListener('abort', onAbort, {once: true})
+      unsubscribe = onAbort(signal, () => settle('cancelled'))
       this.queue.push(waiter)
     })
   }

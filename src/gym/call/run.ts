@@ -1,5 +1,4 @@
 import {createHash} from 'node:crypto'
-import {setMaxListeners} from 'node:events'
 import {createWriteStream, promises as fsp, type WriteStream} from 'node:fs'
 import path from 'node:path'
 
@@ -290,8 +289,6 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
 
   // Internal cancellation: the caller's signal, or a fatal journal/output error.
   const cancel = new AbortController()
-  // one listener per row in flight or waiting for a slot (see the window below)
-  setMaxListeners(Math.max(config.max_parallel_requests * 5, 300), cancel.signal)
   const onExternal = () => cancel.abort('interrupted')
   options.signal?.addEventListener('abort', onExternal, {once: true})
   if (options.signal?.aborted) cancel.abort('interrupted')
