@@ -118,6 +118,22 @@ describe('trial rung: workplace-assistant (stateful, Responses, history [0, 1, 2
     expect(r['trial.artifact'].message).toContain(artifactRoot)
   })
 
+  it('renews the lease while a slow trial runs (lease 0.6 s, trial ~1.5 s)', async () => {
+    await setFaults({agent_delay_s: 0.5})
+    try {
+      const ctx = await context()
+      ctx.target.contract!.trial!.lease_s = 0.6
+      const results = await runRungChecks(trialRung, ctx)
+      const r = byId(results)
+      expect(r['trial.status'].message).toBe('status completed')
+      expect(r['trial.status'].evidence?.renewals).toBeGreaterThanOrEqual(3)
+      expect(r['trial.status'].evidence?.elapsed_ms).toBeGreaterThan(1200)
+      expect(r['trial.history'].status).toBe('pass')
+    } finally {
+      await setFaults({})
+    }
+  })
+
   it('fails on a wrong expected reward, naming expected and actual', async () => {
     const ctx = await context()
     ctx.target.contract!.trial!.expect.reward = 0.5
