@@ -1,11 +1,11 @@
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
-import {isJsonObject, type JsonObject, parseJson} from '../../gym/json.js'
+import {isJsonObject, type JsonObject} from '../../gym/json.js'
 import {runConvertDataset} from '../../runtime/convert-dataset.js'
 import type {Check, CheckResult} from '../types.js'
 import {outcomes} from './checks-source.js'
-import {ConversionError, convertRow, expectedInConverted, jsonDifferences, type RelaxRow, valueAtPath} from './convert.js'
+import {ConversionError, convertRow, expectedInConverted, jsonDifferences, parseRow, type RelaxRow, valueAtPath} from './convert.js'
 import {countNonBlankLines} from './count.js'
 import type {JsonlStats} from './jsonl-scan.js'
 import {dataScan, sourceUnusable} from './scan.js'
@@ -119,7 +119,7 @@ export const conversion: Check = {
     const problems: Outcome[] = []
     const converted: Converted[] = []
     for (const sampled of scan.sample) {
-      const raw = parseJson(sampled.text)
+      const raw = parseRow(sampled.text)
       if (!isJsonObject(raw)) continue
       try {
         const relax = convertRow(raw)
@@ -161,7 +161,7 @@ async function compareWithPython(script: string, converted: Converted[], fields:
   }
   const problems: Outcome[] = []
   converted.forEach((c, k) => {
-    const python = parseJson(outcome.lines[k])
+    const python = parseRow(outcome.lines[k])
     const line = c.sampled.line
     if (!isJsonObject(python)) {
       problems.push({status: 'fail', message: `line ${line}: ${CONVERTER} wrote something that is not a JSON object`, file, line})

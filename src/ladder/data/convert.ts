@@ -1,4 +1,4 @@
-import {isJsonObject, isLosslessNumber, type JsonObject, type JsonValue, type LosslessNumber} from '../../gym/json.js'
+import {isJsonObject, isLosslessNumber, type JsonObject, type JsonValue, LosslessNumber, parseJson} from '../../gym/json.js'
 
 /**
  * The Relax conversion of a raw Gym row (reference relax-nemo-gym.md §8, what
@@ -9,6 +9,29 @@ import {isJsonObject, isLosslessNumber, type JsonObject, type JsonValue, type Lo
 export interface RelaxRow {
   input: JsonValue
   metadata: JsonObject
+}
+
+/** Above this size a row is parsed natively: the lossless parser takes about a second per 10 MB. */
+const LOSSLESS_LIMIT = 1024 * 1024
+
+/**
+ * Parse a sampled row keeping number spellings (`1.0` stays `1.0`, as Python's str() needs for
+ * expected_answer). Giant rows, which are text, are parsed natively and their numbers re-spelled.
+ */
+export function parseRow(text: string): JsonValue {
+  if (text.length <= LOSSLESS_LIMIT) return parseJson(text)
+  return toLossless(JSON.parse(text))
+}
+
+function toLossless(value: unknown): JsonValue {
+  if (typeof value === 'number') return new LosslessNumber(String(value))
+  if (Array.isArray(value)) return value.map(toLossless)
+  if (value && typeof value === 'object') {
+    const out: JsonObject = {}
+    for (const [key, item] of Object.entries(value)) define(out, key, toLossless(item))
+    return out
+  }
+  return value as JsonValue
 }
 
 export const GSM8K_PROMPT = 'Solve the following math problem. Make sure to put the answer (and only answer) inside \\boxed{}.\n\n'
