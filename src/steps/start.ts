@@ -94,6 +94,16 @@ const LOG_LINES = 200
 const short = (id: string | null | undefined) => (id ?? '').replace(/^sha256:/, '').slice(0, 12)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** The promise's value, or undefined after ms; the timer never outlives the race (it would keep the CLI alive). */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined
+  try {
+    return await Promise.race([promise, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 function stateText(c: ContainerState | undefined): string {
   if (!c) return 'removed'
   if (c.running) return c.restarting ? 'restarting' : 'running'
@@ -343,8 +353,7 @@ async function stopScript(script: ScriptRun, graceMs: number): Promise<void> {
   // Once bash has exited its group id may be reused; never signal it then.
   if (!script.running()) return
   script.signalGroup('SIGINT')
-  const exited = await Promise.race([script.exited.then(() => true), sleep(graceMs).then(() => false)])
-  if (!exited) {
+  if (!(await within(script.exited, graceMs))) {
     script.signalGroup('SIGKILL')
     await script.exited
   }
@@ -473,7 +482,7 @@ export async function startRecipe(o: StartOptions): Promise<StartReport> {
   // Ready. A hand-written script that runs its own readiness loop finishes within its poll period.
   const elapsed = outcome.at - (tracker.startedAtMs ?? runStartedMs)
   o.io.note(`${name} (${short(tracker.createdId)}) is ready at ${gatewayUrl} (${(elapsed / 1000).toFixed(1)}s after the container started)`)
-  const exit = script.running() ? await Promise.race([script.exited, sleep(timeoutS * 1000).then(() => undefined)]) : await script.exited
+  const exit = await within(script.exited, timeoutS * 1000)
   if (!exit) await stopScript(script, 5000)
   else if (exit.exitCode !== 0) throw scriptFailure(script, exit, desc, scriptPath)
 
