@@ -2,7 +2,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  {ignores: ['dist/', 'node_modules/', 'coverage/', 'test/fixtures/**/*.py', '**/*.d.ts']},
+  {ignores: ['dist/', 'node_modules/', 'coverage/', '.bench-work/', 'test/fixtures/**/*.py', '**/*.d.ts']},
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
