@@ -1,0 +1,114 @@
+import {Args, Flags} from '@oclif/core'
+import path from 'node:path'
+
+import {BaseCommand} from '../cli/base-command.js'
+import {dryRunFlag, relaxRootFlag} from '../cli/flags.js'
+import {summarizeLadder} from '../cli/ladder-output.js'
+import {ExitCode} from '../errors.js'
+import {prepareRecipe, type PrepareResult} from '../steps/prepare.js'
+
+const EXIT_FOR: Record<PrepareResult['status'], number> = {
+  planned: ExitCode.ok,
+  pass: ExitCode.ok,
+  fail: ExitCode.rungFailed,
+  'script-failed': ExitCode.failure,
+  interrupted: ExitCode.interrupted,
+}
+
+export default class Prepare extends BaseCommand<typeof Prepare> {
+  static override summary = "Step 1: run the recipe's prepare script, then verify the data (static → data rungs)"
+  static override description = `Runs prepare_<recipe>.sh with bash from the Relax root (the script sources its env.sh). It
+materializes the dataset split inside the Gym image onto NEMO_GYM_SOURCE_DATA, validates and
+converts the rows and publishes them atomically. Its output is streamed live (to stderr under
+--json, so stdout stays pure JSON). Nothing is retried: a failure is reported with the script's
+exit code, its last lines and what to do.
+
+Then the ladder is climbed static → data: the raw file (absolute, the expected name, non-empty),
+every line a JSON object, every verifier field in every row, raw vs converted row counts, the
+split guard, conversion preservation (checked against the checkout's convert_dataset.py) and a
+probe container that must see the file at the same absolute path.
+
+Ctrl+C stops the script's process group (SIGTERM, then SIGKILL after 10 s).
+
+EXIT STATUS
+  0    the script succeeded and every rung up to data passed (or --dry-run)
+  1    the prepare script failed
+  2    bad input (recipe id, recipe.yaml, env.sh, no prepare script)
+  3    precondition: bash missing
+  4    the script succeeded but a rung up to data failed or could not be fully checked
+  130  interrupted (Ctrl+C)`
+
+  static override examples = [
+    '<%= config.bin %> prepare calendar --relax-root ~/Relax',
+    '<%= config.bin %> prepare calendar --relax-root ~/Relax --dry-run',
+    '<%= config.bin %> prepare calendar-smoke --relax-root ~/Relax --smoke --json',
+  ]
+
+  static override args = {
+    recipe: Args.string({description: 'Recipe id (folder under examples/nemo_gym_agentic/recipes).', required: true}),
+  }
+
+  static override flags = {
+    'relax-root': relaxRootFlag,
+    'gym-root': Flags.directory({summary: 'Pinned Gym checkout for the static rung of a recipe without recipe.yaml.', env: 'GYMRECIPE_GYM_ROOT'}),
+    smoke: Flags.boolean({summary: 'Accept a non-training split for a smoke run; every report says so.', default: false}),
+    'dry-run': dryRunFlag,
+  }
+
+  public async run(): Promise<PrepareResult> {
+    const json = this.jsonEnabled()
+    const controller = new AbortController()
+    let signals = 0
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (++signals > 1) process.exit(ExitCode.interrupted)
+      process.stderr.write(`\n${signal}: stopping the prepare script (Ctrl+C again exits at once)\n`)
+      controller.abort()
+    }
+    process.on('SIGINT', onSignal)
+    process.on('SIGTERM', onSignal)
+    let result: PrepareResult
+    try {
+      result = await prepareRecipe({
+        relaxRoot: this.flags['relax-root'],
+        recipe: this.args.recipe,
+        dryRun: this.flags['dry-run'],
+        smoke: this.flags.smoke,
+        gymRoot: this.flags['gym-root'],
+        env: process.env,
+        render: !json,
+        stdout: json ? process.stderr : process.stdout,
+        stderr: process.stderr,
+        signal: controller.signal,
+      })
+    } finally {
+      process.off('SIGINT', onSignal)
+      process.off('SIGTERM', onSignal)
+    }
+    this.report(result)
+    return this.withExitCode(result, EXIT_FOR[result.status])
+  }
+
+  private report(r: PrepareResult): void {
+    if (r.status === 'planned') {
+      this.say(`Dry run for ${r.recipe} (${r.dir}); nothing was run.`)
+      this.say(`  would run: (cd ${r.cwd} && ${r.command.join(' ')})`)
+      this.say(`  it writes: ${r.source ?? 'NEMO_GYM_SOURCE_DATA (not set in env.sh!)'}${r.preview ? ` and the preview ${r.preview}` : ''}`)
+      this.say(`  in image:  ${r.image ?? 'NEMO_GYM_IMAGE (not set in env.sh!)'} (built from the checkout if missing)`)
+      this.say(`  then:      climb static → ${r.level}${r.smoke ? ' (SMOKE run)' : ''}`)
+      return
+    }
+    const script = r.script!
+    const took = `${(script.durationMs / 1000).toFixed(1)}s`
+    if (r.status === 'script-failed' || r.status === 'interrupted') {
+      const how = r.status === 'interrupted' ? 'was stopped' : `exited with ${script.exitCode ?? script.signal}`
+      this.say(`✖ ${path.basename(r.command.at(-1) ?? '')} ${how} after ${took}`)
+      const lines = [...script.stdoutTail.slice(-8), ...script.stderrTail.slice(-12)]
+      if (lines.length > 0) this.say('  last lines of its output:')
+      for (const line of lines) this.say(`    ${line}`)
+      if (r.hint) this.say(`  hint: ${r.hint}`)
+      return
+    }
+    this.say(`✔ ${path.basename(r.command.at(-1) ?? '')} finished in ${took}`)
+    if (r.ladder) for (const line of summarizeLadder(r.ladder)) this.say(line)
+  }
+}

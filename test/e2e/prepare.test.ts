@@ -1,0 +1,202 @@
+/**
+ * `gymrecipe prepare` end to end, as a user runs it: the built CLI runs the generated
+ * prepare_<recipe>.sh inside the fixture Relax checkout. On the real Docker Engine the script
+ * builds the fixture Gym image offline (from the checkout's Dockerfile, labelled with the
+ * recipe id), materializes the `example` split onto a host directory mounted at the same
+ * absolute path, validates, converts and publishes it; then the data rung runs, including a
+ * real shared-storage probe container. Everything created is removed by its labels.
+ */
+import {execa} from 'execa'
+import {randomBytes} from 'node:crypto'
+import {existsSync} from 'node:fs'
+import fs from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {PROBE_LABEL} from '../../src/runtime/storage-probe.js'
+import {repoRoot, runCli, snapshotRoot} from '../helpers/cli.js'
+import {docker, dockerUnavailableReason, ensureBaseImage, removeByLabel} from '../helpers/docker.js'
+import {makeRelaxCheckout, type RelaxCheckout} from '../helpers/relax-fixture.js'
+
+const unavailable = await dockerUnavailableReason()
+if (unavailable) {
+  const banner = '!'.repeat(78)
+  console.error(`\n${banner}\n!! SKIPPING prepare e2e tests on Docker: ${unavailable}\n!! CI always has a Docker daemon; these tests must run there.\n${banner}\n`)
+}
+
+const CALENDAR_CONFIG = 'environments/calendar/config.yaml'
+const EXAMPLE_ROWS = path.join(snapshotRoot, 'environments/calendar/data/example.jsonl')
+
+async function newRecipe(root: string, id: string, extra: string[] = []): Promise<string> {
+  const r = await runCli(['new', id, '--gym-root', snapshotRoot, '--gym-config', CALENDAR_CONFIG, '--from', 'calendar', '--relax-root', root, ...extra])
+  if (r.exitCode !== 0) throw new Error(`gymrecipe new failed: ${r.stderr}${r.stdout}`)
+  return path.join(root, 'examples/nemo_gym_agentic/recipes', id)
+}
+
+/**
+ * Whether a process still runs after up to `ms`. A zombie counts as ended: killed orphans are
+ * re-parented to PID 1, which may never reap them (it does not in some sandboxes).
+ */
+async function runningAfter(pid: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3)
+    if (!stat || state === 'Z' || state === 'X') return false
+    if (Date.now() > deadline) return true
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+const dataCheck = (report: any, id: string) => report.rungs.find((r: any) => r.rung === 'data').checks.find((c: any) => c.id === id)
+
+describe.skipIf(unavailable !== undefined)('gymrecipe prepare on the Docker Engine', () => {
+  const id = `cal-e2e-${randomBytes(3).toString('hex')}`
+  const snake = id.replaceAll('-', '_')
+  const image = `relax-nemo-gym:${id}`
+  let tmp: string
+  let checkout: RelaxCheckout
+  let shared: string
+  let source: string
+
+  beforeAll(async () => {
+    await ensureBaseImage()
+    tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'gymrecipe-prepare-e2e-'))
+    checkout = await makeRelaxCheckout(path.join(tmp, 'relax'), {hostGym: false})
+    await newRecipe(checkout.root, id, ['--dataset', 'example', '--smoke'])
+    shared = path.join(tmp, 'shared', 'nemo-gym')
+    source = path.join(shared, `${snake}_example.jsonl`)
+  }, 900_000)
+
+  afterAll(async () => {
+    // The script labels the image it builds and its containers with the recipe id.
+    await removeByLabel(`ai.relax.recipe=${id}`)
+    await removeByLabel(`${PROBE_LABEL}=${id}`)
+    if (tmp) await fs.rm(tmp, {recursive: true, force: true})
+  }, 300_000)
+
+  it('--dry-run shows the command and the paths, and runs nothing', async () => {
+    const r = await runCli(['prepare', id, '--relax-root', checkout.root, '--dry-run'], {env: {NEMO_GYM_SOURCE_DATA: source}})
+    expect(r.exitCode).toBe(0)
+    expect(r.stdout).toContain(`would run: (cd ${checkout.root} && `)
+    expect(r.stdout).toContain(`examples/nemo_gym_agentic/recipes/${id}/prepare_${snake}.sh`)
+    expect(r.stdout).toContain(`it writes: ${source} and the preview ${source.replace('.jsonl', '_relax.jsonl')}`)
+    expect(r.stdout).toContain('(SMOKE run)')
+    expect(existsSync(source)).toBe(false)
+    expect((await docker(['image', 'inspect', image])).exitCode).not.toBe(0)
+  })
+
+  it('builds the image, materializes the example split at the same absolute path, and passes static → data', async () => {
+    const r = await runCli(['prepare', id, '--relax-root', checkout.root, '--json'], {env: {NEMO_GYM_SOURCE_DATA: source}, timeout: 900_000})
+    // Script output goes to stderr under --json; stdout is the report alone.
+    expect(r.json, r.stderr.slice(-3000)).toBeDefined()
+    expect(r.stderr).toContain(`Image ${image} not found; building it`)
+    expect(r.stderr).toContain('published 5 row(s)')
+    expect({exit: r.exitCode, status: r.json.status}).toEqual({exit: 0, status: 'pass'})
+    expect(r.json.smoke).toBe(true)
+    expect(r.json.ladder.rungs.map((rung: any) => [rung.rung, rung.status])).toEqual([['static', 'pass'], ['data', 'pass']])
+    expect(dataCheck(r.json.ladder, 'data.split').message).toMatch(/^SMOKE RUN: the example split is accepted only because recipe.yaml sets data.smoke/)
+
+    // The data really is the snapshot's example split, published on the host.
+    const expected = (await fs.readFile(EXAMPLE_ROWS, 'utf8')).split('\n').filter((l) => l.trim())
+    const written = (await fs.readFile(source, 'utf8')).split('\n').filter((l) => l.trim())
+    expect(written.map((l) => JSON.parse(l))).toEqual(expected.map((l) => JSON.parse(l)))
+    expect(dataCheck(r.json.ladder, 'data.row-count').message).toBe(`5 raw rows = 5 rows in ${snake}_example_relax.jsonl`)
+
+    // The shared-storage probe ran in a real container from the recipe's own image, and is gone.
+    const storage = dataCheck(r.json.ladder, 'data.shared-storage')
+    expect(storage).toMatchObject({status: 'pass', evidence: {image, status: 'seen', network: 'none', size: (await fs.stat(source)).size}})
+    expect((await docker(['ps', '-a', '-q', '--filter', `label=${PROBE_LABEL}=${id}`])).stdout.trim()).toBe('')
+    expect((await docker(['image', 'inspect', '--format', '{{ index .Config.Labels "ai.relax.recipe" }}', image])).stdout.trim()).toBe(id)
+  }, 900_000)
+
+  it('verify --level data then passes on its own, and says SMOKE', async () => {
+    const r = await runCli(['verify', id, '--level', 'data', '--relax-root', checkout.root, '--json'], {env: {NEMO_GYM_SOURCE_DATA: source}, timeout: 300_000})
+    expect({exit: r.exitCode, status: r.json?.status}).toEqual({exit: 0, status: 'pass'})
+    expect(r.json.smoke).toBe(true)
+    expect(dataCheck(r.json, 'data.shared-storage').status).toBe('pass')
+    const human = await runCli(['verify', id, '--level', 'data', '--relax-root', checkout.root], {env: {NEMO_GYM_SOURCE_DATA: source}, timeout: 300_000})
+    expect(human.stdout).toContain('SMOKE RUN')
+  }, 600_000)
+
+  it('a broken published file fails the data rung with the line and field (exit 4 from verify)', async () => {
+    const lines = (await fs.readFile(source, 'utf8')).split('\n').filter((l) => l.trim())
+    const row = JSON.parse(lines[3])
+    delete row.exp_cal_state
+    lines[3] = JSON.stringify(row)
+    const broken = path.join(tmp, 'broken', `${snake}_example.jsonl`)
+    await fs.mkdir(path.dirname(broken), {recursive: true})
+    await fs.writeFile(broken, lines.join('\n') + '\n')
+    const r = await runCli(['verify', id, '--level', 'data', '--relax-root', checkout.root, '--json'], {env: {NEMO_GYM_SOURCE_DATA: broken}, timeout: 300_000})
+    expect(r.exitCode).toBe(4)
+    expect(dataCheck(r.json, 'data.fields')).toMatchObject({status: 'fail', file: broken, line: 4, message: '1 of 5 rows miss exp_cal_state (absent or null): line 4'})
+  }, 600_000)
+})
+
+describe('gymrecipe prepare without Docker: failures and Ctrl+C', () => {
+  let root: string
+  let dir: string
+  const id = 'calendar'
+  beforeAll(async () => {
+    root = await fs.mkdtemp(path.join(os.tmpdir(), 'gymrecipe-prepare-'))
+    dir = await newRecipe(root, id)
+  })
+  afterAll(async () => {
+    await fs.rm(root, {recursive: true, force: true})
+  })
+
+  it('reports a failing script with its exit code, last lines and a hint (exit 1), and never retries', async () => {
+    const r = await runCli(['prepare', id, '--relax-root', root, '--json'], {env: {NEMO_GYM_SOURCE_DATA: 'data/calendar_train.jsonl'}})
+    expect(r.exitCode).toBe(1)
+    expect(r.json).toMatchObject({status: 'script-failed', script: {exitCode: 2}})
+    expect(r.json.script.stderrTail.join('\n')).toContain('NEMO_GYM_SOURCE_DATA must be an absolute path on shared storage, got: data/calendar_train.jsonl')
+    expect(r.json.hint).toContain(`Set NEMO_GYM_SOURCE_DATA in ${path.join(dir, 'env.sh')}`)
+    expect(r.json.ladder).toBeUndefined()
+    // The same for people, with the script's own words.
+    const human = await runCli(['prepare', id, '--relax-root', root], {env: {NEMO_GYM_SOURCE_DATA: 'data/calendar_train.jsonl'}})
+    expect(human.exitCode).toBe(1)
+    expect(human.stdout).toContain('✖ prepare_calendar.sh exited with 2 after')
+    expect(human.stdout).toContain('    NEMO_GYM_SOURCE_DATA must be an absolute path on shared storage')
+    expect(human.stderr).toContain('NEMO_GYM_SOURCE_DATA must be an absolute path') // streamed live as well
+  })
+
+  it('usage errors: unknown recipe (exit 2), missing prepare script (exit 2)', async () => {
+    const unknown = await runCli(['prepare', 'nope', '--relax-root', root, '--json'])
+    expect(unknown.exitCode).toBe(2)
+    expect(unknown.json.error.code).toBe('E_RECIPE_NOT_FOUND')
+    const other = await newRecipe(root, 'calendar-two')
+    await fs.rename(path.join(other, 'prepare_calendar_two.sh'), path.join(other, 'prepare_calendar_two.sh.off'))
+    const missing = await runCli(['prepare', 'calendar-two', '--relax-root', root, '--json'])
+    expect(missing.exitCode).toBe(2)
+    expect(missing.json.error).toMatchObject({code: 'E_NO_PREPARE_SCRIPT'})
+  })
+
+  it('Ctrl+C stops the script and everything it started (its process group), exit 130', async () => {
+    const pids = path.join(root, 'pids')
+    const script = path.join(dir, 'prepare_calendar.sh')
+    const original = await fs.readFile(script, 'utf8')
+    await fs.writeFile(script, `#!/usr/bin/env bash\nsleep 300 &\necho "$$ $!" > ${pids}\necho started\nwait\n`)
+    try {
+      const child = execa(process.execPath, [path.join(repoRoot, 'bin/run.js'), 'prepare', id, '--relax-root', root], {reject: false, env: {NO_COLOR: '1'}})
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('the script never started')), 30_000)
+        child.stdout?.on('data', (chunk: Buffer) => {
+          if (chunk.toString().includes('started')) {
+            clearTimeout(timer)
+            resolve()
+          }
+        })
+      })
+      const [bash, sleep] = (await fs.readFile(pids, 'utf8')).trim().split(' ').map(Number)
+      child.kill('SIGINT')
+      const result = await child
+      expect(result.exitCode).toBe(130)
+      expect(String(result.stderr)).toContain('SIGINT: stopping the prepare script')
+      expect(String(result.stdout)).toContain('was stopped after')
+      for (const pid of [bash, sleep]) expect(await runningAfter(pid, 5000), `pid ${pid} still running`).toBe(false)
+    } finally {
+      await fs.writeFile(script, original)
+    }
+  }, 60_000)
+})
