@@ -1,0 +1,73 @@
+import fs from 'node:fs/promises'
+import path from 'node:path'
+import {describe, expect, it} from 'vitest'
+
+import {describeService, serviceUrls} from '../../src/ladder/service/describe.js'
+import {parseVerifierOutput} from '../../src/ladder/service/checks.js'
+import {resolveRecipe} from '../../src/ladder/target.js'
+import {demuxLogBuffer} from '../../src/runtime/container.js'
+import {generatedRecipe} from '../helpers/recipes.js'
+
+describe('parseVerifierOutput', () => {
+  it('reads the direct verifier line, workplace wording, golden lines and missing values', () => {
+    expect(parseVerifierOutput('calendar verifier contract passed: correct_reward=1.0 incorrect_reward=0.0\n')).toMatchObject({correct: 1, incorrect: 0})
+    expect(parseVerifierOutput('Workplace Assistant verifier contract passed: equivalent_reward=1.0 incorrect_reward=0.0')).toMatchObject({correct: 1, incorrect: 0})
+    expect(parseVerifierOutput('x verifier contract failed: correct_reward=1.0 incorrect_reward=1.0 (expected ...)')).toMatchObject({correct: 1, incorrect: 1})
+    expect(parseVerifierOutput('r2e golden verification passed: task_row=0 reward=1.0 active_trials=0').golden).toBe(1)
+    expect(parseVerifierOutput('Traceback (most recent call last):\nRuntimeError: boom')).toMatchObject({correct: undefined, incorrect: undefined})
+  })
+})
+
+describe('demuxLogBuffer', () => {
+  it('splits Docker frames by stream and passes raw (TTY) output through', () => {
+    const frame = (kind: number, text: string) => {
+      const body = Buffer.from(text)
+      const head = Buffer.alloc(8)
+      head[0] = kind
+      head.writeUInt32BE(body.length, 4)
+      return Buffer.concat([head, body])
+    }
+    const buf = Buffer.concat([frame(1, 'out 1\n'), frame(2, 'err 1\n'), frame(1, 'out 2\n')])
+    expect(demuxLogBuffer(buf)).toEqual([{stream: 'stdout', text: 'out 1\n'}, {stream: 'stderr', text: 'err 1\n'}, {stream: 'stdout', text: 'out 2\n'}])
+    expect(demuxLogBuffer(Buffer.from('plain text\n'), true)).toEqual([{stream: 'stdout', text: 'plain text\n'}])
+    expect(demuxLogBuffer(Buffer.from('not a frame at all\n'))).toEqual([{stream: 'stdout', text: 'not a frame at all\n'}])
+  })
+})
+
+describe('describeService', () => {
+  it('takes names, ports, commit and verifier from recipe.yaml, with env.sh overrides', async () => {
+    const {relaxRoot} = await generatedRecipe('calendar', 'desc-cal')
+    const target = await resolveRecipe(relaxRoot, 'desc-cal')
+    const d = await describeService(target, {GYM_HOST: '127.0.0.1', NEMO_GYM_IMAGE: 'img:x', NEMO_GYM_GATEWAY_PORT: '25000'})
+    expect(d).toMatchObject({container: 'nemo-gym-desc-cal', imageTag: 'img:x', gatewayPort: 25000, resourcePort: 25002, commit: 'a85670eb167ba9b48cc53a36a070eed815e6c40d'})
+    expect(d.ports.map((p) => p.label)).toEqual(expect.arrayContaining(['gateway', 'agent', 'resource', 'head', 'private Ray GCS']))
+    const urls = serviceUrls(d, {GYM_HOST: '127.0.0.2', NEMO_GYM_GATEWAY_PORT: '25010'})!
+    // The running container's own values win, and the resource port moves with the gateway.
+    expect(urls).toMatchObject({gateway: 'http://127.0.0.2:25010', resource: 'http://127.0.0.2:25012'})
+    expect(d.verifier!.args(urls)).toEqual(['--resource-url', 'http://127.0.0.2:25012'])
+    expect(d.verifier!.script).toBe('/opt/relax-integration/examples/nemo_gym_agentic/recipes/desc-cal/verify_desc_cal.py')
+  })
+
+  it('reads a hand-written recipe from its files, and leaves unknowns undefined', async () => {
+    const {relaxRoot, dir} = await generatedRecipe('calendar', 'desc-hand')
+    await fs.rm(path.join(dir, 'recipe.yaml'))
+    const target = await resolveRecipe(relaxRoot, 'desc-hand')
+    const d = await describeService(target, {GYM_HOST: '127.0.0.1', NEMO_GYM_CONTAINER: 'ignored'})
+    expect(d.container).toBe('nemo-gym-desc-hand')
+    expect(d.commit).toBe('a85670eb167ba9b48cc53a36a070eed815e6c40d')
+    expect(d.verifier?.python).toBe('/opt/nemo-gym/resources_servers/calendar/.venv/bin/python')
+    expect(d.verifier?.args({gymHost: 'h', gateway: 'g'})).toEqual([])
+    expect(d.resourceUrlDefault).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+    expect(d.ports).toEqual([])
+
+    // The reference launchers' style: NEMO_GYM_CONTAINER with a default, overridable from env.sh.
+    await fs.writeFile(path.join(dir, 'start_desc_hand_gym.sh'), '#!/usr/bin/env bash\nNEMO_GYM_CONTAINER="${NEMO_GYM_CONTAINER:-nemo-gym-multienv}"\ndocker create --name "${NEMO_GYM_CONTAINER}" img\n')
+    await fs.writeFile(path.join(dir, 'verify_desc_hand.py'), '"""no python named here"""\n')
+    await fs.writeFile(path.join(dir, 'README.md'), 'nothing\n')
+    const hand = await describeService(target, {})
+    expect(hand.container).toBe('nemo-gym-multienv')
+    expect(hand.commit).toBeUndefined()
+    expect(hand.verifier).toBeUndefined()
+    expect((await describeService(target, {NEMO_GYM_CONTAINER: 'mine'})).container).toBe('mine')
+  })
+})
