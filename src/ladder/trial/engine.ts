@@ -43,6 +43,20 @@ export interface TrialRun {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** Replace a secret wherever a Gateway answer might echo it (e.g. a 422 quoting the payload). */
+export function scrub<T>(value: T, secret: string): T {
+  if (value === undefined || !secret) return value
+  const text = JSON.stringify(value)
+  return text.includes(secret) ? (JSON.parse(text.split(secret).join('<redacted>')) as T) : value
+}
+
+function scrubRun(run: TrialRun & {abort?: HttpAnswer | null}, secret: string): void {
+  run.create = scrub(run.create, secret)
+  run.snapshot = scrub(run.snapshot, secret)
+  run.renewFailures = scrub(run.renewFailures, secret)
+  if (run.abort) run.abort = scrub(run.abort, secret)
+}
+
 function requestId(recipeId: string, kind: string): string {
   const stamp = new Date().toISOString().replace(/[-:.TZ]/g, '').slice(0, 14)
   return `gymrecipe-${kind}-${recipeId}-${stamp}-${randomBytes(6).toString('hex')}`
@@ -111,6 +125,7 @@ export async function runTrial(gateway: GatewayClient, model: ScriptedModel, pla
   run.history = session.history()
   run.callbacks = session.callbacks.map((c) => ({...c}))
   run.elapsedMs = Date.now() - started
+  scrubRun(run, apiKey)
   return run
 }
 
@@ -168,6 +183,7 @@ export async function runAbortedTrial(gateway: GatewayClient, model: ScriptedMod
     run.history = session.history()
     run.callbacks = session.callbacks.map((c) => ({...c}))
     run.elapsedMs = Date.now() - started
+    scrubRun(run, apiKey)
   }
   return run
 }
