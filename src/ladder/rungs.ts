@@ -7,4 +7,4 @@ import {trialRung} from './trial/index.js'
 import type {RungDefinition} from './types.js'
 
 /** Every rung gymrecipe can climb, in ladder order. */
-export const RUNG_DEFINITIONS: RungDefinition[] = [staticRung, dataRung, trialRung, serviceRung, networkRung, trainingRung]
+export const RUNG_DEFINITIONS: RungDefinition[] = [staticRung, dataRung, serviceRung, networkRung, trialRung, trainingRung]
