@@ -209,6 +209,7 @@ describe('trial rung: workplace-assistant (stateful, Responses, history [0, 1, 2
     expect(r['trial.created'].message).toBe('POST /v1/trials answered 400: model_endpoint.base_url host is not in the callback allowlist')
     expect(r['trial.created'].hint).toContain('The callback host localhost is not in the Gateway\'s callback allowlist (env.sh: NEMO_GYM_CALLBACK_ALLOWED_NETWORKS=127.0.0.1/32, which does not contain localhost)')
     expect(r['trial.status'].status).toBe('skip')
+    expect(r['trial.cleanup-abort'].message).toBe('not checked: the Gateway refused the first trial (see trial.created)')
   })
 
   it('fails with the 401 visible when callbacks carry the wrong bearer token', async () => {

@@ -202,6 +202,8 @@ const runCleanup: Check = {
   async run(ctx) {
     const prepared = ctx.scratch.get(PREPARED) as Prepared | undefined
     if (!prepared) return [skip('trial.cleanup-abort', 'Aborted trial cleaned up', 'the trial set-up did not pass')]
+    const main = ctx.scratch.get(MAIN_RUN) as TrialRun | undefined
+    if (main && main.create.status !== 202) return [skip('trial.cleanup-abort', 'Aborted trial cleaned up', 'the Gateway refused the first trial (see trial.created)')]
     const contract = ctx.target.contract!
     const cleanup = contract.gateway.cleanup!
     let model
