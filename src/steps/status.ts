@@ -1,0 +1,192 @@
+/**
+ * `gymrecipe status`: the recipe's last training submission (run state + Ray Jobs API), its
+ * Gateway (/readyz) and its Gym container (Docker Engine API), at a glance. Read-only.
+ */
+import {inspectContainer} from '../runtime/container.js'
+import {dockerTarget, tryDocker} from '../runtime/docker.js'
+import {readyz} from '../runtime/http.js'
+import {rayJobHeadersFromEnv, rayJobsClient} from '../runtime/ray-jobs.js'
+import {recipeEnvironment} from '../runtime/recipe-env.js'
+import {resolveRecipe} from '../ladder/target.js'
+import {trainingGateway} from './endpoints.js'
+import {readRunState} from './run-state.js'
+
+export interface JobStatusView {
+  submissionId: string
+  dashboardAddress: string
+  submittedAt: string
+  logFile: string | null
+  smoke: boolean
+  /** The Ray job status, or null when the dashboard could not tell. */
+  status: string | null
+  message: string | null
+  errorType: string | null
+  driverExitCode: number | null
+  startTime: number | null
+  endTime: number | null
+  problem: string | null
+}
+
+export interface GatewayView {
+  url: string | null
+  reachable: boolean
+  httpStatus: number | null
+  ready: boolean | null
+  serviceEpoch: string | null
+  trials: number | null
+  activeTrials: number | null
+  terminalTrials: number | null
+  gymCommit: string | null
+  problem: string | null
+}
+
+export interface ContainerView {
+  name: string | null
+  exists: boolean
+  state: string | null
+  running: boolean
+  /** Value of the ownership label ai.relax.recipe. */
+  label: string | null
+  owned: boolean
+  image: string | null
+  gatewayPort: number | null
+  problem: string | null
+}
+
+export interface StatusReport {
+  recipe: string
+  dir: string
+  job: JobStatusView | null
+  gateway: GatewayView
+  container: ContainerView
+}
+
+export async function recipeStatus(options: {relaxRoot: string; recipe: string; env: NodeJS.ProcessEnv}): Promise<StatusReport> {
+  const target = await resolveRecipe(options.relaxRoot, options.recipe)
+  const env = await recipeEnvironment(target.dir, options.env)
+  const contract = target.contract
+
+  // ------------------------------------------------------------ job
+  let job: JobStatusView | null = null
+  const state = await readRunState(target.dir, options.env)
+  if (state) {
+    job = {
+      submissionId: state.submissionId,
+      dashboardAddress: state.dashboardAddress,
+      submittedAt: state.submittedAt,
+      logFile: state.logFile,
+      smoke: state.smoke,
+      status: null,
+      message: null,
+      errorType: null,
+      driverExitCode: null,
+      startTime: null,
+      endTime: null,
+      problem: null,
+    }
+    try {
+      const details = await rayJobsClient(state.dashboardAddress, {headers: rayJobHeadersFromEnv(env), timeoutMs: 10_000}).status(state.submissionId)
+      Object.assign(job, {
+        status: details.status,
+        message: details.message,
+        errorType: details.error_type,
+        driverExitCode: details.driver_exit_code,
+        startTime: details.start_time,
+        endTime: details.end_time,
+      })
+    } catch (error: any) {
+      job.problem = error?.message ?? String(error)
+    }
+  }
+
+  // ------------------------------------------------------------ gateway
+  const gateway: GatewayView = {
+    url: null,
+    reachable: false,
+    httpStatus: null,
+    ready: null,
+    serviceEpoch: null,
+    trials: null,
+    activeTrials: null,
+    terminalTrials: null,
+    gymCommit: null,
+    problem: null,
+  }
+  const endpoint = contract ? trainingGateway(contract, env) : {problem: 'recipe.yaml is missing: the Gateway port is unknown'}
+  if ('problem' in endpoint) {
+    gateway.problem = endpoint.problem
+  } else {
+    gateway.url = endpoint.url
+    const {answer, error} = await readyz(endpoint.url, 3000)
+    if (!answer) {
+      gateway.problem = `no answer: ${error}`
+    } else {
+      const body = (answer.json && typeof answer.json === 'object' ? answer.json : {}) as Record<string, any>
+      gateway.reachable = true
+      gateway.httpStatus = answer.status
+      gateway.ready = typeof body.ready === 'boolean' ? body.ready : null
+      gateway.serviceEpoch = typeof body.service_epoch === 'string' ? body.service_epoch : null
+      gateway.trials = typeof body.trials === 'number' ? body.trials : null
+      gateway.activeTrials = typeof body.active_trials === 'number' ? body.active_trials : null
+      gateway.terminalTrials = typeof body.terminal_trials === 'number' ? body.terminal_trials : null
+      gateway.gymCommit = typeof body.gym_commit === 'string' ? body.gym_commit : null
+      if (body.protocol_version !== 'relax-nemo-gym/v1') gateway.problem = `HTTP ${answer.status} but not a Relax Gateway`
+    }
+  }
+
+  // ------------------------------------------------------------ container
+  const container: ContainerView = {name: contract?.service.container ?? null, exists: false, state: null, running: false, label: null, owned: false, image: null, gatewayPort: null, problem: null}
+  if (!contract) {
+    container.problem = 'recipe.yaml is missing: the container name is unknown'
+  } else {
+    const target_ = dockerTarget(options.env)
+    const docker = await tryDocker(target_)
+    if (!docker) {
+      container.problem = `Docker is not reachable at ${target_.socketPath}`
+    } else {
+      const found = await inspectContainer(docker, contract.service.container)
+      if (found) {
+        container.exists = true
+        container.state = found.status
+        container.running = found.running
+        container.label = found.owner ?? null
+        container.owned = found.owner === contract.id
+        container.image = found.imageRef
+        const port = Number(found.env.NEMO_GYM_GATEWAY_PORT)
+        container.gatewayPort = Number.isInteger(port) && port > 0 ? port : null
+        if (!container.owned) container.problem = `not this recipe's container (ai.relax.recipe=${found.owner ?? '<unset>'})`
+      }
+    }
+  }
+  return {recipe: target.id, dir: target.dir, job, gateway, container}
+}
+
+/** Three lines for people. */
+export function statusLines(report: StatusReport): string[] {
+  const lines = [`${report.recipe} (${report.dir})`]
+  const job = report.job
+  if (!job) {
+    lines.push('  job        none recorded (gymrecipe train records its submission)')
+  } else {
+    const when = job.endTime ? `, ended ${new Date(job.endTime).toISOString()}` : ''
+    const status = job.status ?? `UNKNOWN (${job.problem})`
+    lines.push(`  job        ${job.submissionId}  ${status}  on ${job.dashboardAddress}  submitted ${job.submittedAt}${when}${job.smoke ? '  [SMOKE]' : ''}`)
+    if (job.status === 'FAILED' && job.message) lines.push(`             ${job.message.split('\n')[0]}`)
+    if (job.status === 'SUCCEEDED') lines.push(`             a SUCCEEDED job is not proof: gymrecipe verify ${report.recipe} --level training`)
+    if (job.logFile) lines.push(`             log: ${job.logFile}`)
+  }
+  const g = report.gateway
+  if (!g.reachable) {
+    lines.push(`  gateway    ${g.url ?? '?'}  unreachable: ${g.problem}`)
+  } else {
+    const ready = g.ready ? 'ready' : `NOT ready (HTTP ${g.httpStatus})`
+    lines.push(`  gateway    ${g.url}  ${ready}  epoch ${g.serviceEpoch?.slice(0, 8) ?? '?'}  trials ${g.trials ?? '?'}  active ${g.activeTrials ?? '?'}${g.problem ? `  (${g.problem})` : ''}`)
+  }
+  const c = report.container
+  if (!c.exists) {
+    lines.push(`  container  ${c.name ?? '?'}  ${c.problem ?? 'does not exist'}`)
+  } else {
+    lines.push(`  container  ${c.name}  ${c.state}  ai.relax.recipe=${c.label ?? '<unset>'}${c.owned ? '' : ' (NOT this recipe)'}  image ${c.image}  port ${c.gatewayPort ?? '?'}`)
+  }
+  return lines
+}

@@ -1,0 +1,400 @@
+/**
+ * `gymrecipe train`: pre-flight, then run the recipe's generated training script (which ends in
+ * `ray job submit`), follow the job through the Ray Jobs REST API, and prove the run with the
+ * training rung. A SUCCEEDED job state alone is never reported as success.
+ *
+ * The script runs unmodified, as `bash <run script>` from the Relax checkout, in its own process
+ * group with its output streamed. gymrecipe only sets RELAX_SUBMISSION_ID (a fresh unique id, so it
+ * knows which job is its own) and RAY_DASHBOARD_ADDRESS (the address it derived exactly as the
+ * script would, so both talk to the same dashboard). Waiting is the script's default; only the
+ * user's RAY_NO_WAIT=1 makes it return after submission, and gymrecipe then follows the job itself.
+ * Ctrl+C never stops anything broadly: at most this run's own submission, by id.
+ */
+import {randomBytes} from 'node:crypto'
+import {promises as fsp} from 'node:fs'
+import path from 'node:path'
+
+import {ExitCode, GymError} from '../errors.js'
+import {resolveRecipe} from '../ladder/target.js'
+import {trainingRung} from '../ladder/training/index.js'
+import type {RecipeTarget, RungReport} from '../ladder/types.js'
+import {
+  dashboardAddressFromEnv,
+  followJob,
+  isTerminal,
+  type JobDetails,
+  logTail,
+  rayJobHeadersFromEnv,
+  rayJobsClient,
+} from '../runtime/ray-jobs.js'
+import {recipeEnvironment} from '../runtime/recipe-env.js'
+import {runScript, type ScriptRun} from '../runtime/script.js'
+import type {RecipeContract} from '../contract/types.js'
+import {submissionIdFor, trainingLogName} from './endpoints.js'
+import {type RecipeRunState, writeRunState} from './run-state.js'
+import {runSingleRung} from './rung.js'
+import {type PreflightItem, runPreflight} from './train-preflight.js'
+
+export type TrainOutcome =
+  | 'dry-run'
+  | 'preflight-failed'
+  | 'not-submitted'
+  | 'succeeded'
+  | 'job-failed'
+  | 'job-stopped'
+  | 'training-rung-failed'
+  | 'interrupted'
+
+export interface TrainOptions {
+  relaxRoot: string
+  recipe: string
+  /** The caller's environment; the script runs with it (plus the two variables above). */
+  env: NodeJS.ProcessEnv
+  dryRun: boolean
+  /** Non-interactive Ctrl+C/SIGTERM: stop this run's own submission instead of only printing the command. */
+  stopOnInterrupt: boolean
+  smoke: boolean
+  gymRoot?: string
+  /** Ray worker logs (files or directories) the training rung scans for OOM and tracebacks. */
+  workerLogs?: string[]
+  /** Aborted when the user interrupts (Ctrl+C, SIGTERM). */
+  interrupt: AbortSignal
+  /** Ask a yes/no question on a terminal; undefined when nobody can answer. */
+  confirm?: (question: string) => Promise<boolean>
+  /** A line for people. */
+  say: (line: string) => void
+  /** The script's own output and the job log, as they arrive. */
+  passthrough?: (stream: 'stdout' | 'stderr', text: string) => void
+  pollIntervalMs?: number
+}
+
+export interface TrainCommand {
+  cwd: string
+  argv: string[]
+  /** Variables gymrecipe adds to the caller's environment. */
+  env: Record<string, string>
+  /** The same as one shell line. */
+  shell: string
+}
+
+export interface TrainReport {
+  recipe: string
+  dir: string
+  outcome: TrainOutcome
+  exitCode: number
+  message: string
+  submissionId: string
+  dashboardAddress: string
+  /** True when the script waits for the job (RAY_NO_WAIT is not 1). */
+  waits: boolean
+  command: TrainCommand
+  preflight: PreflightItem[]
+  /** The job as the Ray Jobs API last reported it (runtime_env omitted: it may hold secrets). */
+  job: Omit<JobDetails, 'runtime_env'> | null
+  logFile: string | null
+  logTail: string[]
+  scriptExitCode: number | null
+  trainingRung: RungReport | null
+  /** How to stop the job by hand, when it was left running. */
+  stopCommand: string | null
+}
+
+function shQuote(word: string): string {
+  return /^[A-Za-z0-9_./:=+,@%-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve()
+    else signal.addEventListener('abort', () => resolve(), {once: true})
+  })
+}
+
+function publicJob(job: JobDetails | undefined): Omit<JobDetails, 'runtime_env'> | null {
+  if (!job) return null
+  const {runtime_env: _runtimeEnv, ...rest} = job
+  return rest
+}
+
+async function requireContract(target: RecipeTarget): Promise<RecipeTarget & {contract: RecipeContract}> {
+  if (!target.contract) {
+    throw new GymError(`${target.dir} has no recipe.yaml`, {
+      code: 'E_CONTRACT_MISSING',
+      exit: ExitCode.usage,
+      hint: 'train needs the recorded contract (model, raw filename, ports); generate the recipe with `gymrecipe new`.',
+    })
+  }
+  return target as RecipeTarget & {contract: RecipeContract}
+}
+
+/** The newest `log/<name>-*.log` the script's tee created since `since` (ms). */
+async function findScriptLog(cwd: string, logName: string, since: number): Promise<string | null> {
+  const dir = path.join(cwd, 'log')
+  let entries: string[]
+  try {
+    entries = await fsp.readdir(dir)
+  } catch {
+    return null
+  }
+  let best: {file: string; mtime: number} | null = null
+  for (const entry of entries) {
+    if (!entry.startsWith(`${logName}-`) || !entry.endsWith('.log')) continue
+    const file = path.join(dir, entry)
+    const stat = await fsp.stat(file).catch(() => undefined)
+    if (!stat || stat.mtimeMs < since - 2000) continue
+    if (!best || stat.mtimeMs > best.mtime) best = {file, mtime: stat.mtimeMs}
+  }
+  return best?.file ?? null
+}
+
+export async function train(options: TrainOptions): Promise<TrainReport> {
+  const target = await requireContract(await resolveRecipe(options.relaxRoot, options.recipe))
+  const contract = target.contract
+  const scriptEnv = await recipeEnvironment(target.dir, options.env)
+  const dashboard = dashboardAddressFromEnv(scriptEnv).address
+  const submissionId = submissionIdFor(contract, new Date(), randomBytes(3).toString('hex'))
+  const runScriptPath = path.join(target.dir, target.files.run!)
+  const waits = scriptEnv.RAY_NO_WAIT !== '1'
+  const addedEnv = {RELAX_SUBMISSION_ID: submissionId, RAY_DASHBOARD_ADDRESS: dashboard}
+  const relScript = path.relative(target.relaxRoot, runScriptPath)
+  const command: TrainCommand = {
+    cwd: target.relaxRoot,
+    argv: ['bash', relScript],
+    env: addedEnv,
+    shell: `cd ${shQuote(target.relaxRoot)} && ${Object.entries(addedEnv)
+      .map(([k, v]) => `${k}=${shQuote(v)}`)
+      .join(' ')} bash ${shQuote(relScript)}`,
+  }
+  const stopCommand = `ray job stop --address=${dashboard} ${submissionId}`
+  const report: TrainReport = {
+    recipe: target.id,
+    dir: target.dir,
+    outcome: 'dry-run',
+    exitCode: ExitCode.ok,
+    message: '',
+    submissionId,
+    dashboardAddress: dashboard,
+    waits,
+    command,
+    preflight: [],
+    job: null,
+    logFile: null,
+    logTail: [],
+    scriptExitCode: null,
+    trainingRung: null,
+    stopCommand: null,
+  }
+  const finish = (outcome: TrainOutcome, exitCode: number, message: string): TrainReport => {
+    report.outcome = outcome
+    report.exitCode = exitCode
+    report.message = message
+    return report
+  }
+
+  // ---------------------------------------------------------------- pre-flight
+  options.say(`Pre-flight for ${target.id} (${target.dir})`)
+  report.preflight = await runPreflight({target, callerEnv: options.env, scriptEnv, smoke: options.smoke, gymRoot: options.gymRoot, signal: options.interrupt, submissionId})
+  for (const item of report.preflight) {
+    options.say(`  ${item.status === 'pass' ? '✔' : '✖'} ${item.title}: ${item.message}`)
+    if (item.status !== 'pass' && item.hint) options.say(`      hint: ${item.hint}`)
+  }
+  if (scriptEnv.RELAX_SUBMISSION_ID) options.say(`  note: RELAX_SUBMISSION_ID=${scriptEnv.RELAX_SUBMISSION_ID} from the environment is replaced by a fresh id`)
+  const failed = report.preflight.filter((i) => i.status !== 'pass')
+  options.say(`${options.dryRun ? 'Would run' : 'Running'} (in ${command.cwd}): ${Object.entries(addedEnv).map(([k, v]) => `${k}=${v}`).join(' ')} bash ${relScript}`)
+  options.say(`  the script ${waits ? 'waits for the job and streams its log (RAY_NO_WAIT=1 would return after submission)' : 'returns after submission (RAY_NO_WAIT=1); gymrecipe follows the job'}`)
+  if (options.interrupt.aborted) return finish('interrupted', ExitCode.interrupted, 'interrupted during pre-flight; nothing was submitted')
+  if (failed.length > 0) {
+    return finish('preflight-failed', ExitCode.precondition, `pre-flight failed (${failed.map((i) => i.id).join(', ')}); nothing was submitted`)
+  }
+  if (options.dryRun) return finish('dry-run', ExitCode.ok, 'dry run: pre-flight passed; nothing was submitted')
+
+  // ---------------------------------------------------------------- run the script
+  const client = rayJobsClient(dashboard, {headers: rayJobHeadersFromEnv(scriptEnv)})
+  const interval = options.pollIntervalMs ?? 2000
+  const logName = trainingLogName(contract)
+  const startedAt = Date.now()
+  let job: JobDetails | undefined
+  let logs = ''
+  let state: RecipeRunState | undefined
+  let lastPollError: string | undefined
+
+  const record = async () => {
+    if (!state) return
+    await writeRunState(state, options.env)
+  }
+  const poll = async () => {
+    try {
+      job = await client.status(submissionId)
+    } catch (error: any) {
+      if (error?.code !== 'E_RAY_JOB_NOT_FOUND') lastPollError = error?.message ?? String(error)
+      return
+    }
+    lastPollError = undefined
+    if (!state) {
+      state = {
+        recipe: target.id,
+        recipeDir: target.dir,
+        submissionId,
+        dashboardAddress: dashboard,
+        logFile: null,
+        submittedAt: new Date().toISOString(),
+        smoke: options.smoke || contract.data.smoke,
+      }
+      await record()
+      options.say(`gymrecipe: submission ${submissionId} is ${job.status} on ${dashboard}`)
+    }
+    try {
+      logs = await client.logs(submissionId)
+    } catch {
+      // keep the previous text
+    }
+    if (!state.logFile) {
+      const found = await findScriptLog(command.cwd, logName, startedAt)
+      if (found) {
+        state.logFile = found
+        report.logFile = found
+        await record()
+      }
+    }
+  }
+
+  const script: ScriptRun = runScript(runScriptPath, {
+    cwd: command.cwd,
+    env: {...options.env, ...addedEnv},
+    onOutput: (stream, text) => options.passthrough?.(stream, text),
+  })
+  const scriptExit = script.exited
+
+  const interrupted = async (): Promise<TrainReport> => {
+    options.say('')
+    options.say('gymrecipe: interrupted')
+    if (script.running()) {
+      script.signalGroup('SIGTERM')
+      const gone = await Promise.race([scriptExit.then(() => true), sleep(5000).then(() => false)])
+      if (!gone) script.signalGroup('SIGKILL')
+      await scriptExit
+    }
+    await poll()
+    if (!job) {
+      await sleep(500)
+      await poll()
+    }
+    report.job = publicJob(job)
+    report.logTail = logTail(logs)
+    if (!job) return finish('interrupted', ExitCode.interrupted, `interrupted before ${submissionId} reached Ray; nothing is running`)
+    if (isTerminal(job.status)) return finish('interrupted', ExitCode.interrupted, `interrupted; job ${submissionId} had already ended ${job.status}`)
+    let stop = options.stopOnInterrupt
+    if (options.confirm) {
+      try {
+        stop = await options.confirm(`Stop Ray job ${submissionId} (this run's own submission) on ${dashboard}? [y/N] `)
+      } catch {
+        stop = false
+      }
+    }
+    if (!stop) {
+      report.stopCommand = stopCommand
+      options.say(`gymrecipe: job ${submissionId} keeps running on the cluster (${job.status}).`)
+      options.say(`  stop it with: ${stopCommand}`)
+      options.say(`  follow it with: gymrecipe status ${target.id} --relax-root ${target.relaxRoot}`)
+      return finish('interrupted', ExitCode.interrupted, `interrupted; job ${submissionId} left running`)
+    }
+    options.say(`gymrecipe: stopping ${submissionId} (only this submission, by id)`)
+    try {
+      await client.stop(submissionId)
+    } catch (error: any) {
+      report.stopCommand = stopCommand
+      return finish('interrupted', ExitCode.interrupted, `interrupted; stopping ${submissionId} failed: ${error?.message ?? error}. Stop it with: ${stopCommand}`)
+    }
+    const deadline = Date.now() + 60_000
+    while (Date.now() < deadline) {
+      await poll()
+      if (job && isTerminal(job.status)) break
+      await sleep(1000)
+    }
+    report.job = publicJob(job)
+    report.logTail = logTail(logs)
+    if (!job || !isTerminal(job.status)) {
+      report.stopCommand = stopCommand
+      return finish('interrupted', ExitCode.interrupted, `interrupted; asked Ray to stop ${submissionId} but it is still ${job?.status}. Check with: ${stopCommand}`)
+    }
+    return finish('interrupted', ExitCode.interrupted, `interrupted; job ${submissionId} ${job.status}`)
+  }
+
+  const interruptSeen = aborted(options.interrupt)
+  while (script.running()) {
+    const next = await Promise.race([scriptExit.then(() => 'exit' as const), sleep(interval).then(() => 'tick' as const), interruptSeen.then(() => 'interrupt' as const)])
+    if (next === 'interrupt') return interrupted()
+    await poll()
+  }
+  const exit = await scriptExit
+  report.scriptExitCode = exit.exitCode ?? null
+  await poll()
+  if (!job) {
+    await sleep(300)
+    await poll()
+  }
+  if (!job) {
+    const tail = [...script.tail('stdout', 20), ...script.tail('stderr', 20)]
+    report.logTail = tail
+    const reason = lastPollError ? `; the dashboard could not be asked: ${lastPollError}` : ''
+    return finish('not-submitted', ExitCode.failure, `the training script exited ${exit.exitCode ?? exit.signal} and job ${submissionId} does not exist on ${dashboard}${reason}`)
+  }
+
+  // ---------------------------------------------------------------- follow through the REST API
+  if (!isTerminal(job.status)) {
+    options.say(`gymrecipe: following ${submissionId} through the Ray Jobs API (${job.status})`)
+    try {
+      const followed = await followJob(client, submissionId, {
+        intervalMs: interval,
+        signal: options.interrupt,
+        // When the script waited, it already streamed the log up to here.
+        logOffset: waits ? logs.length : 0,
+        onLogs: (chunk) => options.passthrough?.('stdout', chunk),
+      })
+      job = followed.job
+      logs = followed.logs
+    } catch (error) {
+      if (options.interrupt.aborted) return interrupted()
+      throw error
+    }
+  }
+  if (!report.logFile) report.logFile = await findScriptLog(command.cwd, logName, startedAt)
+  if (state && report.logFile && state.logFile !== report.logFile) {
+    state.logFile = report.logFile
+    await record()
+  }
+  report.job = publicJob(job)
+  report.logTail = logTail(logs)
+
+  if (job.status === 'FAILED') {
+    const details = [job.error_type, job.driver_exit_code === null ? null : `driver exit code ${job.driver_exit_code}`].filter(Boolean).join(', ')
+    options.say(`gymrecipe: job ${submissionId} FAILED${details ? ` (${details})` : ''}; last log lines:`)
+    for (const line of report.logTail.slice(-30)) options.say(`  | ${line}`)
+    return finish('job-failed', ExitCode.failure, `job ${submissionId} FAILED${details ? ` (${details})` : ''}`)
+  }
+  if (job.status === 'STOPPED') {
+    return finish('job-stopped', ExitCode.failure, `job ${submissionId} was STOPPED before it finished: nothing is proven`)
+  }
+
+  // ---------------------------------------------------------------- prove it: the training rung
+  options.say(`gymrecipe: job ${submissionId} SUCCEEDED; a job state is not proof — running the training rung`)
+  const scratch = new Map<string, unknown>([
+    ['train.runState', state],
+    ['train.job', job],
+    ['train.jobLogs', logs],
+  ])
+  const rungEnv = await recipeEnvironment(target.dir, options.env)
+  const rungOptions = {env: rungEnv, smoke: options.smoke, gymRoot: options.gymRoot, signal: options.interrupt, workerLogs: options.workerLogs}
+  report.trainingRung = await runSingleRung(trainingRung, {target, options: rungOptions, scratch}, (check) => {
+    options.say(`  ${check.status === 'pass' ? '✔' : check.status === 'skip' ? '↓ not checked:' : '✖'} ${check.title}: ${check.message}`)
+    if (check.status !== 'pass' && check.hint) options.say(`      hint: ${check.hint}`)
+  })
+  if (report.trainingRung.status !== 'pass') {
+    return finish('training-rung-failed', ExitCode.rungFailed, `job ${submissionId} SUCCEEDED but the training rung ${report.trainingRung.status === 'fail' ? 'failed' : 'could not be fully checked'}: the run is not proven`)
+  }
+  return finish('succeeded', ExitCode.ok, `job ${submissionId} SUCCEEDED and the training rung passed`)
+}
