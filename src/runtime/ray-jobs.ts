@@ -55,6 +55,11 @@ export function isTerminal(status: string | undefined | null): boolean {
   return status !== undefined && status !== null && TERMINAL_STATUSES.has(status as JobStatus)
 }
 
+/** A URL for display: any user:password@ part is replaced (as Ray's CLI redacts it). */
+export function redactUrl(address: string): string {
+  return address.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/i, '$1<redacted>@')
+}
+
 /** `http://host:8265` form of a dashboard address (adds http:// when no scheme is given, drops a trailing slash). */
 export function normalizeDashboardAddress(address: string): string {
   const trimmed = address.trim().replace(/\/+$/, '')
@@ -139,6 +144,7 @@ function describeFetchError(error: any): string {
 /** A Ray Jobs REST client bound to one dashboard address. */
 export function rayJobsClient(dashboardAddress: string, options: RayJobsClientOptions = {}): RayJobsClient {
   const base = normalizeDashboardAddress(dashboardAddress)
+  const shown = redactUrl(base)
   const headers = options.headers ?? {}
   const timeoutMs = options.timeoutMs ?? 30_000
 
@@ -155,11 +161,11 @@ export function rayJobsClient(dashboardAddress: string, options: RayJobsClientOp
       })
     } catch (error: any) {
       if (options.signal?.aborted) throw error
-      throw new GymError(`Ray dashboard ${base} did not answer ${method} ${route}: ${describeFetchError(error)}`, {
+      throw new GymError(`Ray dashboard ${shown} did not answer ${method} ${route}: ${describeFetchError(error)}`, {
         code: 'E_RAY_UNREACHABLE',
         exit: ExitCode.precondition,
         hint: 'Check RAY_ADDRESS / RAY_DASHBOARD_ADDRESS (the Relax cluster dashboard, usually http://<head>:8265) and that this machine can reach it.',
-        details: {dashboard: base},
+        details: {dashboard: shown},
       })
     }
     return {status: response.status, text: await response.text()}
@@ -169,33 +175,33 @@ export function rayJobsClient(dashboardAddress: string, options: RayJobsClientOp
     try {
       return JSON.parse(text) as T
     } catch {
-      throw new GymError(`Ray dashboard ${base}${route} answered with something that is not JSON: ${text.slice(0, 200)}`, {
+      throw new GymError(`Ray dashboard ${shown}${route} answered with something that is not JSON: ${text.slice(0, 200)}`, {
         code: 'E_RAY_PROTOCOL',
-        details: {dashboard: base},
+        details: {dashboard: shown},
       })
     }
   }
 
   function notFound(id: string, text: string): GymError {
-    return new GymError(`Ray job ${id} does not exist on ${base}`, {
+    return new GymError(`Ray job ${id} does not exist on ${shown}`, {
       code: 'E_RAY_JOB_NOT_FOUND',
       hint: firstLines(text) || undefined,
-      details: {dashboard: base, submissionId: id},
+      details: {dashboard: shown, submissionId: id},
     })
   }
 
   function httpError(what: string, status: number, text: string, id?: string): GymError {
     if (status === 401 || status === 403) {
-      return new GymError(`Ray dashboard ${base} refused ${what} (HTTP ${status})`, {
+      return new GymError(`Ray dashboard ${shown} refused ${what} (HTTP ${status})`, {
         code: 'E_RAY_AUTH',
         exit: ExitCode.precondition,
         hint: 'Set RAY_JOB_HEADERS to the JSON headers the cluster requires (e.g. an x-ray-authorization bearer token).',
-        details: {dashboard: base, status},
+        details: {dashboard: shown, status},
       })
     }
-    return new GymError(`Ray dashboard ${base} failed ${what} (HTTP ${status}): ${firstLines(text)}`, {
+    return new GymError(`Ray dashboard ${shown} failed ${what} (HTTP ${status}): ${firstLines(text)}`, {
       code: 'E_RAY_HTTP',
-      details: {dashboard: base, status, ...(id ? {submissionId: id} : {})},
+      details: {dashboard: shown, status, ...(id ? {submissionId: id} : {})},
     })
   }
 
@@ -205,11 +211,11 @@ export function rayJobsClient(dashboardAddress: string, options: RayJobsClientOp
     async version() {
       const {status, text} = await request('GET', '/api/version')
       if (status === 404) {
-        throw new GymError(`${base} has no /api/version: not a Ray dashboard, or Ray older than 1.9`, {
+        throw new GymError(`${shown} has no /api/version: not a Ray dashboard, or Ray older than 1.9`, {
           code: 'E_RAY_PROTOCOL',
           exit: ExitCode.precondition,
           hint: 'Point RAY_DASHBOARD_ADDRESS at the Relax cluster dashboard (http://<head>:8265).',
-          details: {dashboard: base},
+          details: {dashboard: shown},
         })
       }
       if (status !== 200) throw httpError('GET /api/version', status, text)
@@ -233,7 +239,7 @@ export function rayJobsClient(dashboardAddress: string, options: RayJobsClientOp
         throw new GymError(`Ray refused submission id ${req.submission_id}: a job with this id already exists`, {
           code: 'E_RAY_DUPLICATE_SUBMISSION',
           hint: 'Ray never reuses a submission id, even for a finished job; submit with a new unique id.',
-          details: {dashboard: base, submissionId: req.submission_id ?? null, status},
+          details: {dashboard: shown, submissionId: req.submission_id ?? null, status},
         })
       }
       throw httpError('the submission', status, text, req.submission_id)

@@ -5,7 +5,7 @@
 import {inspectContainer} from '../runtime/container.js'
 import {dockerTarget, tryDocker} from '../runtime/docker.js'
 import {readyz} from '../runtime/http.js'
-import {rayJobHeadersFromEnv, rayJobsClient} from '../runtime/ray-jobs.js'
+import {rayJobHeadersFromEnv, rayJobsClient, redactUrl} from '../runtime/ray-jobs.js'
 import {recipeEnvironment} from '../runtime/recipe-env.js'
 import {resolveRecipe} from '../ladder/target.js'
 import {trainingGateway} from './endpoints.js'
@@ -72,7 +72,7 @@ export async function recipeStatus(options: {relaxRoot: string; recipe: string; 
   if (state) {
     job = {
       submissionId: state.submissionId,
-      dashboardAddress: state.dashboardAddress,
+      dashboardAddress: redactUrl(state.dashboardAddress),
       submittedAt: state.submittedAt,
       logFile: state.logFile,
       smoke: state.smoke,

@@ -13,7 +13,7 @@ import {inspectContainer} from '../runtime/container.js'
 import {dockerTarget, tryDocker} from '../runtime/docker.js'
 import {readyz} from '../runtime/http.js'
 import {which} from '../runtime/process.js'
-import {dashboardAddressFromEnv, dashboardResolveProblem, rayJobHeadersFromEnv, rayJobsClient} from '../runtime/ray-jobs.js'
+import {dashboardAddressFromEnv, dashboardResolveProblem, rayJobHeadersFromEnv, rayJobsClient, redactUrl} from '../runtime/ray-jobs.js'
 import {trainingGateway} from './endpoints.js'
 
 export type PreflightStatus = 'pass' | 'fail'
@@ -200,9 +200,10 @@ export async function checkGatewayPort(input: PreflightInput): Promise<Preflight
 export async function checkDashboard(input: PreflightInput): Promise<PreflightItem> {
   const title = 'Ray dashboard reachable'
   const {address, source} = dashboardAddressFromEnv(input.scriptEnv)
-  const evidence = {dashboard: address, source}
+  const shown = redactUrl(address)
+  const evidence = {dashboard: shown, source}
   const resolveProblem = await dashboardResolveProblem(address)
-  if (resolveProblem) return fail('ray-dashboard', title, `${address} (${source}): ${resolveProblem}`, 'Set RAY_ADDRESS=<head>:6379 or RAY_DASHBOARD_ADDRESS=http://<head>:8265 in env.sh.', evidence)
+  if (resolveProblem) return fail('ray-dashboard', title, `${shown} (${source}): ${resolveProblem}`, 'Set RAY_ADDRESS=<head>:6379 or RAY_DASHBOARD_ADDRESS=http://<head>:8265 in env.sh.', evidence)
   try {
     const client = rayJobsClient(address, {headers: rayJobHeadersFromEnv(input.scriptEnv), timeoutMs: 10_000, signal: input.signal})
     const version = await client.version()
@@ -212,12 +213,12 @@ export async function checkDashboard(input: PreflightInput): Promise<PreflightIt
         throw error
       })
       if (existing) {
-        return fail('ray-dashboard', title, `submission id ${input.submissionId} already exists on ${address} (${existing.status})`, 'Ray never reuses a submission id; run train again for a fresh one.', evidence)
+        return fail('ray-dashboard', title, `submission id ${input.submissionId} already exists on ${shown} (${existing.status})`, 'Ray never reuses a submission id; run train again for a fresh one.', evidence)
       }
     }
-    return pass('ray-dashboard', title, `${address} (${source}), Ray ${String(version.ray_version ?? '?')}`, {...evidence, ray_version: version.ray_version ?? null})
+    return pass('ray-dashboard', title, `${shown} (${source}), Ray ${String(version.ray_version ?? '?')}`, {...evidence, ray_version: version.ray_version ?? null})
   } catch (error: any) {
-    return fail('ray-dashboard', title, `${address} (${source}): ${error?.message ?? error}`, error?.hint ?? 'Set RAY_DASHBOARD_ADDRESS when the dashboard is not on <RAY_ADDRESS host>:8265.', evidence)
+    return fail('ray-dashboard', title, `${shown} (${source}): ${error?.message ?? error}`, error?.hint ?? 'Set RAY_DASHBOARD_ADDRESS when the dashboard is not on <RAY_ADDRESS host>:8265.', evidence)
   }
 }
 

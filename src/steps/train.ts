@@ -25,6 +25,7 @@ import {
   type JobDetails,
   logTail,
   rayJobHeadersFromEnv,
+  redactUrl,
   rayJobsClient,
 } from '../runtime/ray-jobs.js'
 import {recipeEnvironment} from '../runtime/recipe-env.js'
@@ -160,16 +161,19 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
   const runScriptPath = path.join(target.dir, target.files.run!)
   const waits = scriptEnv.RAY_NO_WAIT !== '1'
   const addedEnv = {RELAX_SUBMISSION_ID: submissionId, RAY_DASHBOARD_ADDRESS: dashboard}
+  // Shown to people and in --json: a password in the dashboard URL never is.
+  const shownDashboard = redactUrl(dashboard)
+  const shownEnv = {RELAX_SUBMISSION_ID: submissionId, RAY_DASHBOARD_ADDRESS: shownDashboard}
   const relScript = path.relative(target.relaxRoot, runScriptPath)
   const command: TrainCommand = {
     cwd: target.relaxRoot,
     argv: ['bash', relScript],
-    env: addedEnv,
-    shell: `cd ${shQuote(target.relaxRoot)} && ${Object.entries(addedEnv)
+    env: shownEnv,
+    shell: `cd ${shQuote(target.relaxRoot)} && ${Object.entries(shownEnv)
       .map(([k, v]) => `${k}=${shQuote(v)}`)
       .join(' ')} bash ${shQuote(relScript)}`,
   }
-  const stopCommand = `ray job stop --address=${dashboard} ${submissionId}`
+  const stopCommand = `ray job stop --address=${shownDashboard} ${submissionId}`
   const report: TrainReport = {
     recipe: target.id,
     dir: target.dir,
@@ -177,7 +181,7 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
     exitCode: ExitCode.ok,
     message: '',
     submissionId,
-    dashboardAddress: dashboard,
+    dashboardAddress: shownDashboard,
     waits,
     command,
     preflight: [],
@@ -204,7 +208,7 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
   }
   if (scriptEnv.RELAX_SUBMISSION_ID) options.say(`  note: RELAX_SUBMISSION_ID=${scriptEnv.RELAX_SUBMISSION_ID} from the environment is replaced by a fresh id`)
   const failed = report.preflight.filter((i) => i.status !== 'pass')
-  options.say(`${options.dryRun ? 'Would run' : 'Running'} (in ${command.cwd}): ${Object.entries(addedEnv).map(([k, v]) => `${k}=${v}`).join(' ')} bash ${relScript}`)
+  options.say(`${options.dryRun ? 'Would run' : 'Running'} (in ${command.cwd}): ${Object.entries(shownEnv).map(([k, v]) => `${k}=${v}`).join(' ')} bash ${relScript}`)
   options.say(`  the script ${waits ? 'waits for the job and streams its log (RAY_NO_WAIT=1 would return after submission)' : 'returns after submission (RAY_NO_WAIT=1); gymrecipe follows the job'}`)
   if (options.interrupt.aborted) return finish('interrupted', ExitCode.interrupted, 'interrupted during pre-flight; nothing was submitted')
   if (failed.length > 0) {
@@ -245,7 +249,7 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
         smoke: options.smoke || contract.data.smoke,
       }
       await record()
-      options.say(`gymrecipe: submission ${submissionId} is ${job.status} on ${dashboard}`)
+      options.say(`gymrecipe: submission ${submissionId} is ${job.status} on ${shownDashboard}`)
     }
     try {
       logs = await client.logs(submissionId)
@@ -290,7 +294,7 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
     let stop = options.stopOnInterrupt
     if (options.confirm) {
       try {
-        stop = await options.confirm(`Stop Ray job ${submissionId} (this run's own submission) on ${dashboard}? [y/N] `)
+        stop = await options.confirm(`Stop Ray job ${submissionId} (this run's own submission) on ${shownDashboard}? [y/N] `)
       } catch {
         stop = false
       }
@@ -341,7 +345,7 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
     const tail = [...script.tail('stdout', 20), ...script.tail('stderr', 20)]
     report.logTail = tail
     const reason = lastPollError ? `; the dashboard could not be asked: ${lastPollError}` : ''
-    return finish('not-submitted', ExitCode.failure, `the training script exited ${exit.exitCode ?? exit.signal} and job ${submissionId} does not exist on ${dashboard}${reason}`)
+    return finish('not-submitted', ExitCode.failure, `the training script exited ${exit.exitCode ?? exit.signal} and job ${submissionId} does not exist on ${shownDashboard}${reason}`)
   }
 
   // ---------------------------------------------------------------- follow through the REST API

@@ -47,6 +47,43 @@ case "\${behaviour}" in
 esac
 `
 
+/**
+ * Runs the CLI on a pseudo-terminal: once the job is RUNNING, types Ctrl+C (the terminal sends
+ * SIGINT to the foreground process group), then answers the prompt. Prints {code, output}.
+ */
+const PTY_DRIVER = String.raw`
+import json, os, pty, select, sys, time
+argv, answer = json.loads(sys.argv[1]), sys.argv[2]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvpe(argv[0], argv, os.environ)
+out = b""
+def pump(until, timeout):
+    global out
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if until is not None and until in out:
+            return True
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                return False
+            if not data:
+                return False
+            out += data
+    return False
+pump(b"is RUNNING on", 150)
+time.sleep(0.5)
+os.write(fd, b"\x03")
+if pump(b"[y/N]", 30):
+    os.write(fd, answer.encode() + b"\r")
+pump(None, 60)
+_, status = os.waitpid(pid, 0)
+print(json.dumps({"code": os.waitstatus_to_exitcode(status), "output": out.decode("utf-8", "replace")}))
+`
+
 let tmp: string
 let checkout: RelaxCheckout
 let recipeId: string
@@ -395,6 +432,31 @@ describe('train: submit, follow, prove', () => {
     } finally {
       child.kill('SIGKILL')
       if (ownId) await fetch(`${ray.url}/api/jobs/${ownId}/stop`, {method: 'POST'})
+    }
+  }, 180_000)
+
+  it.each([
+    ['y', 'STOPPED'],
+    ['n', 'RUNNING'],
+  ])('Ctrl+C on a terminal asks before stopping its own job (answer %s → %s)', async (answer, expected) => {
+    await useStub('sleep')
+    const driver = await execa('python3', ['-c', PTY_DRIVER, JSON.stringify([process.execPath, path.join(repoRoot, 'bin', 'run.js'), 'train', recipeId, '--relax-root', checkout.root, '--poll-interval', '1']), answer], {
+      env: {NO_COLOR: '1', ...userEnv()},
+      reject: false,
+      timeout: 180_000,
+    })
+    expect(driver.exitCode, String(driver.stderr)).toBe(0)
+    const result = JSON.parse(String(driver.stdout))
+    const output = String(result.output)
+    expect(result.code, output).toBe(130)
+    const id = /RELAX_SUBMISSION_ID=(\S+)/.exec(output)![1]
+    expect(output).toContain(`Stop Ray job ${id} (this run's own submission) on ${ray.url}? [y/N]`)
+    const job = (await (await fetch(`${ray.url}/api/jobs/${id}`)).json()) as any
+    if (expected === 'STOPPED') await waitFor(() => fetch(`${ray.url}/api/jobs/${id}`).then((x) => x.json()), (j: any) => j.status === 'STOPPED', 10_000, 'STOPPED')
+    else expect(job.status).toBe('RUNNING')
+    if (expected === 'RUNNING') {
+      expect(output).toContain(`stop it with: ray job stop --address=${ray.url} ${id}`)
+      await fetch(`${ray.url}/api/jobs/${id}/stop`, {method: 'POST'})
     }
   }, 180_000)
 

@@ -16,6 +16,7 @@ import {
   rayJobHeadersFromEnv,
   rayJobsClient,
   type RayJobsClient,
+  redactUrl,
 } from '../../src/runtime/ray-jobs.js'
 import {readRunState, runStatePath, writeRunState} from '../../src/steps/run-state.js'
 import {FAKE_RAY_BIN_DIR, type FakeRay, startFakeRay, waitFor} from '../helpers/ray-fixture.js'
@@ -178,6 +179,13 @@ describe('dashboard address (same derivation as the training script)', () => {
     [{}, 'http://127.0.0.1:8265'],
   ])('%j → %s', (env, expected) => {
     expect(dashboardAddressFromEnv(env).address).toBe(expected)
+  })
+})
+
+describe('redaction', () => {
+  it('hides a password in a dashboard URL', () => {
+    expect(redactUrl('http://admin:hunter2@10.0.0.5:8265')).toBe('http://<redacted>@10.0.0.5:8265')
+    expect(redactUrl('http://10.0.0.5:8265')).toBe('http://10.0.0.5:8265')
   })
 })
 

@@ -15,6 +15,7 @@ import {
   rayJobHeadersFromEnv,
   rayJobsClient,
   type RayJobsClient,
+  redactUrl,
 } from '../../runtime/ray-jobs.js'
 import {callbackResource, callbackUpstream} from '../../steps/endpoints.js'
 import type {Check, CheckContext, CheckResult} from '../types.js'
@@ -68,7 +69,7 @@ export const nodesReachGateway: Check = {
         status: 'fail',
         message: `cannot submit the probe job: ${error?.message ?? error}`,
         hint: error?.hint ?? 'Set RAY_ADDRESS or RAY_DASHBOARD_ADDRESS to the Relax cluster (dashboard http://<head>:8265).',
-        evidence: {dashboard: dashboard.address, dashboardSource: dashboard.source},
+        evidence: {dashboard: redactUrl(dashboard.address), dashboardSource: dashboard.source},
       }
     }
     const timeoutS = seconds(env, 'GYMRECIPE_NETWORK_PROBE_TIMEOUT_S', 5)
@@ -80,7 +81,7 @@ export const nodesReachGateway: Check = {
     try {
       await client.submit({entrypoint, submission_id: submissionId, metadata: {'gymrecipe.recipe': recipe, 'gymrecipe.purpose': 'network-probe'}})
     } catch (error: any) {
-      return {status: 'fail', message: `the probe job was refused: ${error?.message ?? error}`, hint: error?.hint, evidence: {dashboard: dashboard.address}}
+      return {status: 'fail', message: `the probe job was refused: ${error?.message ?? error}`, hint: error?.hint, evidence: {dashboard: redactUrl(dashboard.address)}}
     }
     let result
     try {
@@ -89,7 +90,7 @@ export const nodesReachGateway: Check = {
       const stopped = await stopOwnProbe(rayJobsClient(dashboard.address, {headers: rayJobHeadersFromEnv(env)}), submissionId)
       return {status: 'fail', message: `following the probe job failed: ${error?.message ?? error}; ${stopped}`, evidence: {submissionId}}
     }
-    const evidence = {submissionId, dashboard: dashboard.address, gateway: gateway.url, jobStatus: result.job.status}
+    const evidence = {submissionId, dashboard: redactUrl(dashboard.address), gateway: gateway.url, jobStatus: result.job.status}
     if (result.timedOut) {
       const stopped = await stopOwnProbe(client, submissionId)
       return {status: 'fail', message: `the probe job did not finish within ${jobTimeoutMs / 1000}s (${result.job.status}); ${stopped}`, evidence}
