@@ -60,6 +60,11 @@ export interface ScanOptions {
   sampler?: RowSampler
   /** Rows longer than this are not sampled (their checks still run). */
   maxSampleBytes?: number
+  /**
+   * Where in the file this scan starts (a line start). Line numbers then count from 1 at this
+   * point and are shifted by the caller; byte offsets stay absolute. Only offset 0 may hold a BOM.
+   */
+  startOffset?: number
 }
 
 // Scanner modes: what the next byte may be.
@@ -231,6 +236,7 @@ export class JsonlScanner {
 
   // Position.
   private offset = 0
+  private readonly startOffset: number
   private line = 1
   private lineStart = 0
   private lastByte = -1
@@ -266,6 +272,7 @@ export class JsonlScanner {
   private readonly stats: JsonlStats
 
   constructor(options: ScanOptions) {
+    this.offset = this.lineStart = this.startOffset = options.startOffset ?? 0
     this.trie = new FieldTrie(options.fields)
     this.found = new Uint8Array(options.fields.length)
     this.maxProblems = options.maxProblems ?? 20
@@ -294,28 +301,51 @@ export class JsonlScanner {
     const end = chunk.length
     // Whole 32-bit words let string bodies be skipped four bytes at a time.
     const words = (chunk.byteOffset & 3) === 0 ? new Int32Array(chunk.buffer, chunk.byteOffset, end >> 2) : NO_WORDS
-    let i = this.offset < BOM.length ? this.skipBom(chunk) : 0
+    let i = this.startOffset === 0 && this.offset < BOM.length ? this.skipBom(chunk) : 0
+    // The hot state lives in locals; it is written back before any method that reads it.
+    let mode = this.mode
+    let depth = this.depth
     while (i < end) {
-      if (this.mode === STRING) {
+      if (mode === STRING) {
         i = skipStringBody(chunk, words, i)
-        if (i < end) i = this.stringStop(chunk, i)
+        if (i === end) break
+        if (chunk[i] === QUOTE && !this.keyTracking) {
+          // The end of a value, or of a key no verifier field goes through.
+          if (this.stringIsKey) {
+            mode = COLON
+            this.pendingNode = -1
+          } else {
+            mode = depth === 0 ? DONE : AFTER_VALUE
+          }
+          i++
+          continue
+        }
+        this.mode = mode
+        i = this.stringStop(chunk, i)
+        mode = this.mode
         continue
       }
       const byte = chunk[i]
-      const mode = this.mode
       // Fast paths for the common structural bytes; everything else goes through step().
       if (mode < STRING && byte === 0x20) {
         i++
       } else if (mode === AFTER_VALUE && byte === 0x2c) {
-        this.mode = this.stack[this.depth] === OBJECT ? OBJECT_KEY : VALUE
+        mode = this.stack[depth] === OBJECT ? OBJECT_KEY : VALUE
+        i++
+      } else if (mode === AFTER_VALUE && (byte === 0x7d || byte === 0x5d) && this.stack[depth] === (byte === 0x7d ? OBJECT : ARRAY)) {
+        depth--
+        mode = depth === 0 ? DONE : AFTER_VALUE
         i++
       } else if (mode === COLON && byte === 0x3a) {
-        this.mode = VALUE
+        mode = VALUE
         i++
-      } else if (mode === OBJECT_KEY && byte === QUOTE) {
-        i = this.startKey(chunk, i, byte)
+      } else if (mode === OBJECT_KEY && byte === QUOTE && this.trieAt[depth] < 0) {
+        mode = STRING
+        this.stringIsKey = true
+        this.keyTracking = false
+        i++
       } else if (mode === VALUE && byte === QUOTE && this.pendingNode === -1) {
-        this.mode = STRING
+        mode = STRING
         this.stringIsKey = false
         i++
       } else if (mode === NUMBER && byte >= 0x30 && byte <= 0x39 && this.numberState !== N_ZERO && this.numberState !== N_E) {
@@ -324,20 +354,28 @@ export class JsonlScanner {
         else if (this.numberState === N_DOT) this.numberState = N_FRAC
         else if (this.numberState === N_E_SIGN) this.numberState = N_EXP
         i++
-      } else if (byte === NEWLINE) {
-        this.endLine(chunk, i)
-        i++
-      } else if (mode === BAD) {
+      } else if (mode === BAD && byte !== NEWLINE) {
         const newline = chunk.indexOf(NEWLINE, i)
         i = newline === -1 ? end : newline
       } else {
-        i = this.step(chunk, i, byte, mode)
+        this.mode = mode
+        this.depth = depth
+        if (byte === NEWLINE) {
+          this.endLine(chunk, i)
+          i++
+        } else {
+          i = this.step(chunk, i, byte, mode)
+        }
+        mode = this.mode
+        depth = this.depth
       }
     }
+    this.mode = mode
+    this.depth = depth
     this.carryPartials(chunk)
     if (end > 0) this.lastByte = chunk[end - 1]
     this.offset += end
-    this.stats.bytes = this.offset
+    this.stats.bytes = this.offset - this.startOffset
   }
 
   /** chunk[i] ends a run of plain string bytes: a quote, an escape, or a byte a string may not hold. */
@@ -690,7 +728,7 @@ function decodeKey(bytes: Uint8Array): string | undefined {
  * Stream a file through a JsonlScanner. Two buffers alternate: the next read is in flight
  * (on libuv's thread pool) while the current chunk is scanned, so reading costs almost nothing.
  */
-export async function scanJsonlFile(file: string, options: ScanOptions & {chunkBytes?: number; signal?: AbortSignal}): Promise<JsonlStats> {
+export async function scanJsonlFile(file: string, options: ScanOptions & {chunkBytes?: number; signal?: AbortSignal; end?: number}): Promise<JsonlStats> {
   const scanner = new JsonlScanner(options)
   const handle = await open(file, 'r')
   let pending: Promise<number> | undefined
@@ -698,11 +736,16 @@ export async function scanJsonlFile(file: string, options: ScanOptions & {chunkB
     // Each buffer has its own ArrayBuffer, so the scanner can read it as aligned 32-bit words.
     const size = options.chunkBytes ?? 1024 * 1024
     const buffers = [Buffer.allocUnsafeSlow(size), Buffer.allocUnsafeSlow(size)]
-    let position = 0
-    const readInto = (buffer: Buffer) => handle.read(buffer, 0, size, position).then(({bytesRead}) => {
-      position += bytesRead
-      return bytesRead
-    })
+    let position = options.startOffset ?? 0
+    const end = options.end ?? Number.MAX_SAFE_INTEGER
+    const readInto = (buffer: Buffer) => {
+      const length = Math.min(size, end - position)
+      if (length <= 0) return Promise.resolve(0)
+      return handle.read(buffer, 0, length, position).then(({bytesRead}) => {
+        position += bytesRead
+        return bytesRead
+      })
+    }
     let current = 0
     pending = readInto(buffers[current])
     for (;;) {

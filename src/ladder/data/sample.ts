@@ -49,6 +49,16 @@ export class RowSample implements RowSampler {
     return [...this.kept, ...this.reservoir].sort((a, b) => a.line - b.line)
   }
 
+  /** The head rows alone (always kept). */
+  headRows(): SampledRow[] {
+    return [...this.kept]
+  }
+
+  /** The reservoir alone: a uniform sample of the rows after the head. */
+  reservoirRows(): SampledRow[] {
+    return [...this.reservoir]
+  }
+
   /** mulberry32 */
   private random(): number {
     this.state = (this.state + 0x6d2b79f5) >>> 0

@@ -1,6 +1,7 @@
 import type {CheckContext} from '../types.js'
-import {type JsonlStats, scanJsonlFile} from './jsonl-scan.js'
-import {RowSample, type SampledRow} from './sample.js'
+import type {JsonlStats} from './jsonl-scan.js'
+import {scanWithSample} from './parallel-scan.js'
+import type {SampledRow} from './sample.js'
 import {type DataPlan, dataPlan} from './source.js'
 
 export interface DataScan {
@@ -8,6 +9,8 @@ export interface DataScan {
   /** Null when the source cannot be read (the source check says why). */
   stats: JsonlStats | null
   sample: SampledRow[]
+  /** Threads that scanned the file (large files are split into line-aligned ranges). */
+  threads?: number
   error?: string
 }
 
@@ -28,10 +31,9 @@ export function dataScan(ctx: CheckContext): Promise<DataScan> {
 async function runScan(ctx: CheckContext): Promise<DataScan> {
   const plan = await dataPlan(ctx)
   if (!plan.readable || !plan.file) return {plan, stats: null, sample: []}
-  const sample = new RowSample()
   try {
-    const stats = await scanJsonlFile(plan.file, {fields: plan.fields, maxProblems: LISTED, maxMissingLines: LISTED, sampler: sample, signal: ctx.options.signal})
-    return {plan, stats, sample: sample.rows()}
+    const {stats, sample, threads} = await scanWithSample(plan.file, {fields: plan.fields, maxProblems: LISTED, maxMissingLines: LISTED, signal: ctx.options.signal})
+    return {plan, stats, sample, threads}
   } catch (error: any) {
     return {plan, stats: null, sample: [], error: `reading ${plan.file} failed: ${error?.message ?? error}`}
   }

@@ -1,0 +1,190 @@
+#!/usr/bin/env node
+// Benchmark of the data rung's row checks against a Python baseline, in one run.
+//
+// Input: a ~1 GB JSONL made of the real Calendar example rows (NeMo Gym snapshot) repeated,
+// written to os.tmpdir() and deleted afterwards. Three contenders, each a fresh process, run
+// in turn GYMRECIPE_BENCH_RUNS times (interleaved, so machine load hits them alike):
+//   - gymrecipe: the data rung's streaming scan (scanJsonlFile from dist/, with the row sample
+//     the conversion check uses): every line checked against the JSON grammar, UTF-8 validated,
+//     every verifier field looked up in every row, robust row counts;
+//   - python3: the same per-line work with the standard json module (json.loads of each
+//     non-blank line, object check, dot-path lookup of each verifier field);
+//   - wc -l: newline counting only, the floor.
+// Throughput is measured inside each process (start-up excluded); peak RSS is the process's
+// own maxRSS. The median of the runs is reported, with ratios against Python.
+//
+//   node bench/data-rung.mjs                              # ~1 GB
+//   GYMRECIPE_BENCH_SCALE=0.05 node bench/data-rung.mjs   # ~50 MB quick run
+//
+// Run `npx tsc -p tsconfig.json` first: the scanner is imported from dist/.
+
+import {spawn} from 'node:child_process'
+import {closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync} from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const scale = Number(process.env.GYMRECIPE_BENCH_SCALE ?? '1')
+if (!(scale > 0)) throw new Error('GYMRECIPE_BENCH_SCALE must be a positive number')
+const runs = Math.max(1, Number(process.env.GYMRECIPE_BENCH_RUNS ?? '3'))
+const TARGET_BYTES = Math.round(1024 * 1024 * 1024 * scale)
+const FIELDS = ['responses_create_params.input', 'exp_cal_state']
+const SOURCE_ROWS = path.join(repoRoot, 'test/fixtures/nemo-gym-snapshot/environments/calendar/data/example.jsonl')
+const SCANNER = path.join(repoRoot, 'dist/ladder/data/parallel-scan.js')
+if (!existsSync(SCANNER)) throw new Error('dist/ is missing: run `npx tsc -p tsconfig.json` first')
+
+const work = mkdtempSync(path.join(os.tmpdir(), 'gymrecipe-bench-data-'))
+const data = path.join(work, 'calendar_train.jsonl')
+const cleanup = () => rmSync(work, {recursive: true, force: true})
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    cleanup()
+    process.exit(130)
+  })
+}
+
+/** Calendar rows repeated up to the target size, written in 8 MiB blocks. */
+function generate() {
+  const rows = readFileSync(SOURCE_ROWS, 'utf8').split('\n').filter((l) => l.trim() !== '')
+  const block = Buffer.from(rows.join('\n') + '\n')
+  const copies = Math.max(1, Math.floor((8 * 1024 * 1024) / block.length))
+  const chunk = Buffer.concat(Array.from({length: copies}, () => block))
+  const fd = openSync(data, 'w')
+  let written = 0
+  try {
+    while (written < TARGET_BYTES) {
+      const piece = written + chunk.length <= TARGET_BYTES ? chunk : block
+      writeSync(fd, piece)
+      written += piece.length
+    }
+  } finally {
+    closeSync(fd)
+  }
+}
+
+const NODE_SCAN = `
+import {scanWithSample} from ${JSON.stringify(SCANNER)}
+const started = performance.now()
+const {stats, threads} = await scanWithSample(process.argv[1], {fields: ${JSON.stringify(FIELDS)}})
+const seconds = (performance.now() - started) / 1000
+const missing = stats.missing.reduce((n, m) => n + m.rows, 0)
+console.log(JSON.stringify({seconds, rows: stats.rows, bad: stats.badRows, missing, threads, maxRssKb: process.resourceUsage().maxRSS}))
+`
+
+const PYTHON_SCAN = `
+import json, resource, sys, time
+path, fields = sys.argv[1], [f.split(".") for f in sys.argv[2].split(",")]
+rows = bad = missing = 0
+started = time.perf_counter()
+with open(path, "rb") as handle:
+    for raw in handle:
+        line = raw.strip()
+        if not line:
+            continue
+        rows += 1
+        try:
+            row = json.loads(line)
+        except ValueError:  # invalid JSON or invalid UTF-8
+            bad += 1
+            continue
+        if not isinstance(row, dict):
+            bad += 1
+            continue
+        for parts in fields:
+            node = row
+            for part in parts:
+                node = node.get(part) if isinstance(node, dict) else None
+            if node is None:
+                missing += 1
+seconds = time.perf_counter() - started
+print(json.dumps({"seconds": seconds, "rows": rows, "bad": bad, "missing": missing, "maxRssKb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+`
+
+function runProcess(command, args) {
+  return new Promise((resolve, reject) => {
+    const started = performance.now()
+    const child = spawn(command, args, {stdio: ['ignore', 'pipe', 'inherit']})
+    let out = ''
+    child.stdout.on('data', (chunk) => (out += chunk))
+    child.on('error', reject)
+    child.on('close', (code) => {
+      if (code !== 0) reject(new Error(`${command} exited with ${code}`))
+      else resolve({out, wallSeconds: (performance.now() - started) / 1000})
+    })
+  })
+}
+
+const contenders = {
+  gymrecipe: async () => JSON.parse((await runProcess(process.execPath, ['--input-type=module', '-e', NODE_SCAN, data])).out),
+  python: async () => JSON.parse((await runProcess('python3', ['-c', PYTHON_SCAN, data, FIELDS.join(',')])).out),
+  'wc -l': async () => {
+    // Timed as a whole process (it starts in about a millisecond); RSS from GNU time when present.
+    const time = existsSync('/usr/bin/time') ? ['/usr/bin/time', ['-f', '%M', 'wc', '-l', data]] : ['wc', ['-l', data]]
+    const started = performance.now()
+    const {out} = await new Promise((resolve, reject) => {
+      const child = spawn(time[0], time[1], {stdio: ['ignore', 'pipe', 'pipe']})
+      let stdout = ''
+      let stderr = ''
+      child.stdout.on('data', (c) => (stdout += c))
+      child.stderr.on('data', (c) => (stderr += c))
+      child.on('error', reject)
+      child.on('close', () => resolve({out: {stdout, stderr}}))
+    })
+    const seconds = (performance.now() - started) / 1000
+    const rss = Number(out.stderr.trim().split('\n').at(-1))
+    return {seconds, rows: Number(out.stdout.trim().split(/\s+/)[0]), maxRssKb: Number.isFinite(rss) ? rss : null}
+  },
+}
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)]
+}
+
+async function main() {
+  console.log(`data rung benchmark: generating ~${(TARGET_BYTES / 1e6).toFixed(0)} MB of Calendar rows in ${work}`)
+  generate()
+  const bytes = statSync(data).size
+  // Warm the page cache so every contender reads from memory.
+  await runProcess('cat', [data]).catch(() => undefined)
+  const results = Object.fromEntries(Object.keys(contenders).map((name) => [name, []]))
+  for (let run = 1; run <= runs; run++) {
+    for (const [name, measure] of Object.entries(contenders)) {
+      const r = await measure()
+      results[name].push(r)
+      console.log(`  run ${run}/${runs} ${name.padEnd(9)} ${(bytes / r.seconds / 1e6).toFixed(0).padStart(6)} MB/s  ${r.maxRssKb ? `${(r.maxRssKb / 1024).toFixed(0)} MB RSS` : ''}`)
+    }
+  }
+  const rowsSeen = new Set(Object.values(results).map((rs) => rs[0].rows))
+  if (rowsSeen.size !== 1) throw new Error(`contenders disagree on the row count: ${JSON.stringify(Object.fromEntries(Object.entries(results).map(([k, v]) => [k, v[0].rows])))}`)
+  for (const name of ['gymrecipe', 'python']) {
+    const r = results[name][0]
+    if (r.bad !== 0 || r.missing !== 0) throw new Error(`${name} found ${r.bad} bad rows and ${r.missing} missing fields in valid data`)
+  }
+  const rows = results.gymrecipe[0].rows
+  const summary = Object.fromEntries(
+    Object.entries(results).map(([name, rs]) => {
+      const seconds = median(rs.map((r) => r.seconds))
+      const rss = rs.every((r) => r.maxRssKb) ? Math.max(...rs.map((r) => r.maxRssKb)) / 1024 : null
+      return [name, {seconds, mbPerSecond: bytes / seconds / 1e6, rowsPerSecond: rows / seconds, peakRssMb: rss}]
+    }),
+  )
+  const python = summary.python
+  console.log(`\n${(bytes / 1e6).toFixed(0)} MB, ${rows} rows (Calendar example rows repeated), median of ${runs} run(s):`)
+  console.log(`${'contender'.padEnd(11)}${'MB/s'.padStart(8)}${'rows/s'.padStart(11)}${'peak RSS'.padStart(11)}${'vs python'.padStart(11)}`)
+  for (const [name, s] of Object.entries(summary)) {
+    const rss = s.peakRssMb === null ? 'n/a' : `${s.peakRssMb.toFixed(0)} MB`
+    console.log(`${name.padEnd(11)}${s.mbPerSecond.toFixed(0).padStart(8)}${s.rowsPerSecond.toFixed(0).padStart(11)}${rss.padStart(11)}${`${(s.mbPerSecond / python.mbPerSecond).toFixed(2)}x`.padStart(11)}`)
+  }
+  const ours = summary.gymrecipe
+  const aims = [`throughput ${(ours.mbPerSecond / python.mbPerSecond).toFixed(2)}x python (aim >= 2x)`, `peak RSS ${ours.peakRssMb.toFixed(0)} MB (aim < 200 MB)`]
+  console.log(`\ngymrecipe: ${aims.join(', ')}`)
+  console.log(JSON.stringify({bytes, rows, runs, summary}))
+}
+
+try {
+  await main()
+} finally {
+  cleanup()
+}
