@@ -58,7 +58,9 @@ export async function prepareRecipe(o: PrepareOptions): Promise<PrepareResult> {
   const script = await prepareScript(target)
   const bash = await which('bash', o.env.PATH ?? process.env.PATH)
   if (!bash) throw preconditionError('E_NO_BASH', 'bash is not on PATH', 'Install bash: the generated scripts are bash scripts.')
-  const scriptEnv = await recipeEnvironment(target.dir, o.env)
+  // env.sh is gitignored in Relax, so a fresh checkout may lack it; the script then reads the environment.
+  const hasEnvSh = await fsp.access(path.join(target.dir, 'env.sh')).then(() => true, () => false)
+  const scriptEnv = hasEnvSh ? await recipeEnvironment(target.dir, o.env) : o.env
   const source = scriptEnv.NEMO_GYM_SOURCE_DATA || null
   const result: PrepareResult = {
     recipe: target.id,
