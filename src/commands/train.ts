@@ -26,7 +26,7 @@ Nothing else is ever stopped (no \`ray stop\`).
 
 EXIT STATUS
   0    the job SUCCEEDED and the training rung passed (--dry-run: pre-flight passed)
-  1    the job FAILED or was STOPPED, or the script ended without submitting
+  1    the job FAILED or was STOPPED, the script ended without submitting, or the job was lost track of
   2    bad input (recipe id, recipe.yaml, env.sh, RAY_JOB_HEADERS)
   3    pre-flight failed: nothing was submitted
   4    the job SUCCEEDED but the training rung failed or could not be fully checked

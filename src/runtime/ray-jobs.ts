@@ -308,6 +308,8 @@ export interface FollowOptions {
   timeoutMs?: number
   /** Log text already delivered (offset into the full log). */
   logOffset?: number
+  /** Consecutive failed polls (dashboard unreachable, HTTP errors) tolerated before giving up (default 5). */
+  maxConsecutiveErrors?: number
 }
 
 export interface FollowResult {
@@ -334,10 +336,21 @@ export async function followJob(client: RayJobsClient, id: string, options: Foll
       offset = logs.length
     }
   }
+  const tolerated = options.maxConsecutiveErrors ?? 5
+  let failures = 0
   for (;;) {
-    const job = await client.status(id)
+    let job: JobDetails
+    try {
+      job = await client.status(id)
+      await readLogs()
+      failures = 0
+    } catch (error: any) {
+      // A missing job or an abort is final; a dashboard hiccup is retried a few times.
+      if (options.signal?.aborted || error?.code === 'E_RAY_JOB_NOT_FOUND' || ++failures > tolerated) throw error
+      await sleep(interval, options.signal)
+      continue
+    }
     options.onStatus?.(job)
-    await readLogs()
     if (isTerminal(job.status)) return {job, logs, timedOut: false}
     if (deadline !== undefined && Date.now() >= deadline) return {job, logs, timedOut: true}
     await sleep(interval, options.signal)

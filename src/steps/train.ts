@@ -43,6 +43,7 @@ export type TrainOutcome =
   | 'succeeded'
   | 'job-failed'
   | 'job-stopped'
+  | 'follow-lost'
   | 'training-rung-failed'
   | 'interrupted'
 
@@ -361,9 +362,12 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
       })
       job = followed.job
       logs = followed.logs
-    } catch (error) {
+    } catch (error: any) {
       if (options.interrupt.aborted) return interrupted()
-      throw error
+      report.job = publicJob(job)
+      report.logTail = logTail(logs)
+      report.stopCommand = stopCommand
+      return finish('follow-lost', ExitCode.failure, `lost track of ${submissionId} (${error?.message ?? error}); it may still be running: check with gymrecipe status ${target.id}, stop it with ${stopCommand}`)
     }
   }
   if (!report.logFile) report.logFile = await findScriptLog(command.cwd, logName, startedAt)

@@ -460,6 +460,33 @@ describe('train: submit, follow, prove', () => {
     }
   }, 180_000)
 
+  it('losing the dashboard while following is reported (exit 1) with how to check and stop the job, not as a result', async () => {
+    const doomed = await startFakeRay({stopGraceS: 1})
+    try {
+      await useStub('sleep')
+      const child = execa(process.execPath, [path.join(repoRoot, 'bin', 'run.js'), 'train', recipeId, '--relax-root', checkout.root, '--poll-interval', '1', '--json'], {
+        env: {NO_COLOR: '1', ...userEnv({RAY_NO_WAIT: '1'}, doomed)},
+        reject: false,
+      })
+      await waitFor(
+        async () => ((await (await fetch(`${doomed.url}/api/jobs/`)).json()) as any[]).filter((j) => j.status === 'RUNNING'),
+        (jobs) => jobs.length === 1,
+        120_000,
+        'job RUNNING',
+      )
+      await new Promise((resolve) => setTimeout(resolve, 1500))
+      await doomed.stop()
+      const result = await child
+      expect(result.exitCode, String(result.stderr)).toBe(1)
+      const report = JSON.parse(String(result.stdout))
+      expect(report.outcome).toBe('follow-lost')
+      expect(report.message).toContain(`stop it with ray job stop --address=${doomed.url} ${report.submissionId}`)
+      expect(report.trainingRung).toBeNull()
+    } finally {
+      await doomed.stop()
+    }
+  }, 180_000)
+
   it('RAY_JOB_HEADERS reach the cluster through the script and the REST client; the token is never printed', async () => {
     const token = `Bearer tok-${randomBytes(8).toString('hex')}`
     const secured = await startFakeRay({requireHeaders: [`x-ray-authorization=${token}`], stopGraceS: 1})
