@@ -236,7 +236,7 @@ describe('call resource: response_fields', () => {
 })
 
 describe('call resource: sessions', () => {
-  it('gives each row its own client, cookies and session token, reused across initialize, execute and cleanup', async () => {
+  it('gives each row its own cookies and session token, used across initialize, execute and cleanup, over a bounded shared pool', async () => {
     const run = await callRun('resource', execution(`max_parallel_requests: 3\n${sessionBlock()}`), [row(1), row(2), row(3), row(4)])
     expect(run.summary.completed).toBe(4)
     const ids = run.rows!.map((r) => JSON.parse((r.execution.response_json as string).replace('"[redacted]"', '"x"')))
@@ -244,13 +244,58 @@ describe('call resource: sessions', () => {
     expect(gym.totalSessions()).toBe(4)
     expect(gym.calls('/seed_session')).toBe(4)
     expect(gym.calls('/cleanup')).toBe(4)
-    // every execute carried a valid cookie + token pair (the fixture answers 401 otherwise) and one connection served the whole row
-    const byPort = new Map<number, string[]>()
-    for (const r of gym.requests) byPort.set(r.remotePort!, [...(byPort.get(r.remotePort!) ?? []), r.route])
-    expect([...byPort.values()].filter((routes) => routes.join(',') === '/seed_session,/execute,/cleanup')).toHaveLength(4)
+    // every execute carried a valid cookie + token pair (the fixture answers 401 otherwise)
     const executes = gym.requests.filter((r) => r.route === '/execute')
     expect(new Set(executes.map((r) => r.headers.cookie)).size).toBe(4)
     expect(new Set(executes.map((r) => r.headers['x-session-token'])).size).toBe(4)
+    // connections are pooled per origin: never more than max_parallel_requests of them, reused across rows
+    const ports = new Set(gym.requests.map((r) => r.remotePort))
+    expect(ports.size).toBeLessThanOrEqual(3)
+    expect(gym.requests).toHaveLength(12)
+  })
+
+  it('rows that share pooled connections never see each other\'s cookies or session headers', async () => {
+    // 16 rows, 2 at a time, 3 requests each, over at most 2 sockets: rows take turns on the same connections.
+    // Every 4th row's initialize returns no token, so that row fails initialize and cleans up with its cookie
+    // alone: a session header left behind on a shared connection would show up on its cleanup.
+    const yaml = execution(`max_parallel_requests: 2\n${sessionBlock('[{route: /cleanup, request_column: seed}]')}`)
+    const rows = Array.from({length: 16}, (_, i) => row(`iso${i}`, {hold_ms: (i % 3) * 7, seed: i % 4 === 3 ? {row: `iso${i}`, fault: 'no_token'} : {row: `iso${i}`}}))
+    const run = await callRun('resource', yaml, rows)
+    expect(run.summary).toMatchObject({completed: 12, failed: 4, failure_kinds: {malformed_response: 4}})
+    // 12 rows × (initialize, execute, cleanup) + 4 rows × (initialize, cleanup)
+    expect(gym.requests).toHaveLength(44)
+    expect(gym.requests.every((r) => r.marker !== undefined)).toBe(true)
+
+    // the connections really were shared: at most 2, each carrying several rows
+    const rowsByPort = new Map<number, Set<string>>()
+    for (const r of gym.requests) rowsByPort.set(r.remotePort!, (rowsByPort.get(r.remotePort!) ?? new Set()).add(r.marker!))
+    expect(rowsByPort.size).toBeLessThanOrEqual(2)
+    expect(Math.max(...[...rowsByPort.values()].map((markers) => markers.size))).toBeGreaterThanOrEqual(8)
+
+    const sessionOf = new Map<string, {id: string; token: string | undefined}>()
+    for (const r of gym.requests.filter((q) => q.route === '/seed_session')) {
+      // a row starts with an empty jar and no session headers, whoever used the connection before
+      expect(r.headers.cookie).toBeUndefined()
+      expect(r.headers['x-session-token']).toBeUndefined()
+      sessionOf.set(r.marker!, {id: r.createdSession!, token: r.createdToken})
+    }
+    expect(new Set([...sessionOf.values()].map((s) => s.id)).size).toBe(16)
+    for (const r of gym.requests.filter((q) => q.route !== '/seed_session')) {
+      const own = sessionOf.get(r.marker!)!
+      // exactly this row's cookie and this row's token (or none), never another row's
+      expect(r.headers.cookie).toBe(`gym_session=${own.id}`)
+      expect(r.headers['x-session-token']).toBe(own.token)
+    }
+    for (const [i, out] of run.rows!.entries()) {
+      if (i % 4 === 3) {
+        expect(out.execution).toMatchObject({failure_kind: 'malformed_response', failure_stage: 'initialize', cleanup_errors_json: '[]'})
+      } else {
+        // the service answered with the session of this row's cookie: it is redacted as this row's own
+        // secret (a row only knows, and scrubs, its own cookie values)
+        expect(JSON.parse(out.execution.response_json).session_id).toBe('[redacted]')
+      }
+    }
+    expect(gym.calls('/cleanup')).toBe(16)
   })
 
   it('forwards cookies between the configured services and sends a bearer token only to its own endpoint', async () => {

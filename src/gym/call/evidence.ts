@@ -3,6 +3,7 @@ import path from 'node:path'
 
 import {ExitCode, GymError} from '../../errors.js'
 import {writeFileAtomic} from '../../runtime/fs.js'
+import {LineReader} from './input.js'
 import type {AttemptWriter} from './lifecycle.js'
 
 export const JOURNAL_FILE = 'journal.jsonl'
@@ -20,10 +21,25 @@ export interface JournalHeader {
   started_at: string
 }
 
-/** A finished row recorded by an earlier run: its input index and the serialized output columns. */
-export interface JournalEntry {
-  index: number
-  columnsText: string
+/**
+ * The rows an earlier run recorded as finished. Only where each row's columns
+ * sit in the journal is kept in memory (12 bytes per input row); the columns
+ * are read back when the output needs them.
+ */
+export interface RecordedRows {
+  /** How many input rows the journal records as finished. */
+  readonly size: number
+  has(index: number): boolean
+  /** The recorded output columns of a finished row, as compact JSON. */
+  read(index: number): Promise<string>
+  close(): Promise<void>
+}
+
+const NO_ROWS: RecordedRows = {
+  size: 0,
+  has: () => false,
+  read: () => Promise.reject(new Error('no recorded rows')),
+  close: async () => undefined,
 }
 
 /**
@@ -45,6 +61,7 @@ export class EvidenceDir implements AttemptWriter {
   private syncTimer?: NodeJS.Timeout
   private dirty = false
   private failure?: Error
+  private recorded: RecordedRows = NO_ROWS
   private readonly attempts: AttemptLog
 
   private constructor(readonly dir: string) {
@@ -56,7 +73,12 @@ export class EvidenceDir implements AttemptWriter {
    * journal with finished rows; `resume` reads it back after checking that the
    * command, column, config and input are the same.
    */
-  static async open(dir: string, header: JournalHeader, resume: boolean): Promise<{evidence: EvidenceDir; previous: Map<number, JournalEntry>; resumedFromJournal: boolean}> {
+  static async open(
+    dir: string,
+    header: JournalHeader,
+    resume: boolean,
+    onRecorded?: (columns: Record<string, unknown>) => void,
+  ): Promise<{evidence: EvidenceDir; previous: RecordedRows; resumedFromJournal: boolean}> {
     try {
       await fsp.mkdir(dir, {recursive: true})
       await fsp.access(dir, constants.W_OK)
@@ -69,35 +91,37 @@ export class EvidenceDir implements AttemptWriter {
       })
     }
     const journalPath = path.join(dir, JOURNAL_FILE)
-    let previous = new Map<number, JournalEntry>()
-    let existing: string | undefined
+    let size = 0
     try {
-      existing = await fsp.readFile(journalPath, 'utf8')
+      size = (await fsp.stat(journalPath)).size
     } catch (error: any) {
       if (error?.code !== 'ENOENT') throw journalError(journalPath, error)
     }
+    let previous: RecordedRows = NO_ROWS
     let resumedFromJournal = false
-    if (existing !== undefined && existing.trim() !== '') {
-      if (!resume) {
-        throw new GymError(`evidence directory ${dir} already holds a call journal`, {
-          code: 'E_CALL_EVIDENCE_EXISTS',
-          exit: ExitCode.usage,
-          hint: 'add --resume to continue that run (finished rows are not called again), or pass a fresh --evidence-dir',
-          location: {file: journalPath},
-        })
+    let endsWithNewline = true
+    if (size > 0) {
+      const scanned = await scanJournal(journalPath, header, resume, onRecorded)
+      if (scanned) {
+        previous = scanned.recorded
+        endsWithNewline = scanned.endsWithNewline
+        resumedFromJournal = true
       }
-      previous = readJournal(journalPath, existing, header)
-      resumedFromJournal = true
     }
     const evidence = new EvidenceDir(dir)
+    evidence.recorded = previous
     try {
       evidence.journal = await fsp.open(journalPath, 'a')
       if (!resumedFromJournal) {
         await evidence.journal.write(`${JSON.stringify(header)}\n`)
         await evidence.journal.sync()
+      } else if (!endsWithNewline) {
+        // a line cut short by a killed run must not swallow the next record
+        await evidence.journal.write('\n')
       }
     } catch (error) {
       await evidence.journal?.close().catch(() => undefined)
+      await previous.close()
       throw journalError(journalPath, error)
     }
     evidence.syncTimer = setInterval(() => evidence.sync(), 1000)
@@ -123,6 +147,7 @@ export class EvidenceDir implements AttemptWriter {
 
   async close(): Promise<void> {
     if (this.syncTimer) clearInterval(this.syncTimer)
+    await this.recorded.close()
     await this.attempts.close()
     await this.pending
     if (this.buffer.length > 0) await this.drain()
@@ -264,11 +289,86 @@ function journalError(file: string, error: any): GymError {
   })
 }
 
-function readJournal(file: string, text: string, expected: JournalHeader): Map<number, JournalEntry> {
-  const lines = text.split('\n')
+/**
+ * Read a journal back without holding it: the header is checked against this
+ * run, then each complete record's position is noted and its columns handed
+ * to onRecorded. A fresh run (no resume) refuses any non-blank journal.
+ * Returns undefined for a blank journal.
+ */
+async function scanJournal(
+  file: string,
+  expected: JournalHeader,
+  resume: boolean,
+  onRecorded?: (columns: Record<string, unknown>) => void,
+): Promise<{recorded: RecordedRows; endsWithNewline: boolean} | undefined> {
+  let reader: LineReader
+  try {
+    reader = await LineReader.open(file)
+  } catch (error) {
+    throw journalError(file, error)
+  }
+  const offsets = new Float64Array(expected.rows).fill(-1)
+  const lengths = new Uint32Array(expected.rows)
+  let count = 0
+  let firstLine: string | undefined
+  let nonBlank = false
+  try {
+    for (let lines = await reader.next(); lines; lines = await reader.next()) {
+      for (const {line, text, offset, bytes} of lines) {
+        if (line === 1) firstLine = text
+        if (text.trim() === '') continue
+        if (!nonBlank) {
+          nonBlank = true
+          // a fresh run refuses any journal; a resume checks that it is this run's
+          if (!resume) throw evidenceExists(file)
+          checkHeader(file, firstLine ?? '', expected)
+        }
+        if (line === 1) continue
+        // A line cut short by a killed process is ignored: that row runs again.
+        const prefix = RECORD_PREFIX.exec(text)
+        if (!prefix || !text.endsWith('}')) continue
+        const index = Number(prefix[1])
+        if (!Number.isSafeInteger(index) || index >= expected.rows || offsets[index] !== -1) continue
+        const columnsText = text.slice(prefix[0].length, -1)
+        let columns: unknown
+        try {
+          columns = JSON.parse(columnsText)
+        } catch {
+          continue
+        }
+        if (typeof columns !== 'object' || columns === null || Array.isArray(columns)) continue
+        const prefixBytes = Buffer.byteLength(prefix[0])
+        offsets[index] = offset + prefixBytes
+        lengths[index] = bytes - prefixBytes - 1
+        count++
+        onRecorded?.(columns as Record<string, unknown>)
+      }
+    }
+  } catch (error) {
+    if (error instanceof GymError) throw error
+    throw journalError(file, error)
+  } finally {
+    await reader.close()
+  }
+  if (!nonBlank) return undefined
+  return {recorded: await journalRows(file, offsets, lengths, count), endsWithNewline: reader.endsWithNewline}
+}
+
+function evidenceExists(file: string): GymError {
+  return new GymError(`evidence directory ${path.dirname(file)} already holds a call journal`, {
+    code: 'E_CALL_EVIDENCE_EXISTS',
+    exit: ExitCode.usage,
+    hint: 'add --resume to continue that run (finished rows are not called again), or pass a fresh --evidence-dir',
+    location: {file},
+  })
+}
+
+const RECORD_PREFIX = /^\{"i":(\d+),"line":\d+,"attempt_id":(?:null|"[^"]*"),"columns":/u
+
+function checkHeader(file: string, text: string, expected: JournalHeader): void {
   let header: JournalHeader
   try {
-    header = JSON.parse(lines[0])
+    header = JSON.parse(text)
   } catch {
     throw new GymError(`${file}: the first line is not a journal header`, {code: 'E_CALL_JOURNAL_INVALID', exit: ExitCode.usage, hint: 'pass a fresh --evidence-dir', location: {file, line: 1}})
   }
@@ -290,20 +390,33 @@ function readJournal(file: string, text: string, expected: JournalHeader): Map<n
       details: {field: mismatch},
     })
   }
-  const entries = new Map<number, JournalEntry>()
-  for (let n = 1; n < lines.length; n++) {
-    const line = lines[n]
-    if (line.trim() === '') continue
-    // A line cut short by a killed process is ignored: that row runs again.
-    const prefix = /^\{"i":(\d+),"line":\d+,"attempt_id":(?:null|"[^"]*"),"columns":/u.exec(line)
-    if (!prefix || !line.endsWith('}')) continue
-    const columnsText = line.slice(prefix[0].length, -1)
-    try {
-      JSON.parse(columnsText)
-    } catch {
-      continue
-    }
-    entries.set(Number(prefix[1]), {index: Number(prefix[1]), columnsText})
+}
+
+const READ_BLOCK = 1 << 20
+
+/** Recorded rows read back through a 1 MiB window (records are mostly in input order, so most reads hit it). */
+async function journalRows(file: string, offsets: Float64Array, lengths: Uint32Array, size: number): Promise<RecordedRows> {
+  if (size === 0) return NO_ROWS
+  const handle = await fsp.open(file, 'r')
+  let block = Buffer.alloc(0)
+  let blockStart = 0
+  return {
+    size,
+    has: (index) => index < offsets.length && offsets[index] !== -1,
+    async read(index) {
+      const start = offsets[index]
+      const length = lengths[index]
+      if (start === -1 || start === undefined) throw new Error(`row ${index} is not recorded`)
+      if (start < blockStart || start + length > blockStart + block.length) {
+        const want = Math.max(length, READ_BLOCK)
+        const buffer = Buffer.allocUnsafe(want)
+        const {bytesRead} = await handle.read(buffer, 0, want, start)
+        block = buffer.subarray(0, bytesRead)
+        blockStart = start
+        if (bytesRead < length) throw new Error(`journal ${file} is shorter than recorded`)
+      }
+      return block.toString('utf8', start - blockStart, start - blockStart + length)
+    },
+    close: () => handle.close().catch(() => undefined),
   }
-  return entries
 }

@@ -2,12 +2,13 @@ import {isLosslessNumber} from 'lossless-json'
 import {randomUUID} from 'node:crypto'
 
 import {onAbort} from './abort.js'
+import {DeadlineQueue} from './deadlines.js'
 import {EMPTY_EPISODE, episodeOutcome} from './episode.js'
 import {harnessOutcome} from './harness.js'
-import {clip, parseLossless, stringifyLossless} from './json.js'
-import type {Limiter} from './limiter.js'
+import {clip, parseFast, stringifyLossless} from './json.js'
+import type {Admission, Limiter} from './limiter.js'
 import {PathError, projectFields, resolvePath} from './paths.js'
-import {buildRowPlan} from './request.js'
+import {buildRowPlan, type RowPlanResult} from './request.js'
 import {RowSession} from './session.js'
 import {AbortedError, type HttpTransport, TransportError} from './transport.js'
 import type {CallConfig, CallEnvelope, EpisodeFields, FailureKind, FailureStage, HarnessEvidence, ResourceEnvelope, RowColumns} from './types.js'
@@ -47,6 +48,15 @@ export interface RowOutcome {
   episodeStatus?: 'completed' | 'failed' | null
   answered?: boolean
   attemptId?: string
+  /** `columns` as compact lossless JSON (what the journal and the output get). */
+  columnsText?: string
+}
+
+/** A row whose requests are built (or whose request failed to build), ready for admission. */
+export interface PreparedRow {
+  input: RowInput
+  attemptId: string
+  planned: RowPlanResult
 }
 
 interface Failure {
@@ -88,16 +98,66 @@ function ms(start: number): number {
   return Math.round((performance.now() - start) * 10) / 10
 }
 
+/** What a context needs once, not per row: the shared timeout queues and the list of global secrets. */
+interface ContextShared {
+  rowTimeouts: DeadlineQueue
+  cleanupTimeouts: DeadlineQueue
+  secrets: readonly string[]
+}
+const shared = new WeakMap<RowCallContext, ContextShared>()
+
+function sharedOf(ctx: RowCallContext): ContextShared {
+  let found = shared.get(ctx)
+  if (!found) {
+    found = {
+      rowTimeouts: new DeadlineQueue(ctx.config.timeout * 1000),
+      cleanupTimeouts: new DeadlineQueue((ctx.config.session?.cleanup_timeout ?? 30) * 1000),
+      secrets: [...ctx.bearerTokens.values()],
+    }
+    shared.set(ctx, found)
+  }
+  return found
+}
+
+/** Build a row's requests (no I/O). */
+export function prepareRow(ctx: RowCallContext, input: RowInput): PreparedRow {
+  return {input, attemptId: randomUUID(), planned: buildRowPlan(ctx.config, input.row, input.line)}
+}
+
+/**
+ * Admission of a prepared row: a free slot of max_parallel_requests, in call
+ * order; 'timeout' once the run's queue deadline has passed; 'cancelled' when
+ * the run is interrupted while the row waits.
+ */
+export function admit(ctx: RowCallContext): Admission | Promise<Admission> {
+  // queueDeadline is absolute: a row that would start after it fails admission
+  if (ctx.queueDeadline !== undefined && Date.now() >= ctx.queueDeadline) return 'timeout'
+  if (ctx.cancel.aborted) return 'cancelled'
+  if (ctx.limiter.tryAcquire()) return 'admitted'
+  return ctx.limiter.acquire(ctx.queueDeadline, ctx.cancel)
+}
+
 /**
  * One row's whole lifecycle: build requests, wait for admission, initialize,
  * execute, clean up, write the attempt artifact. Never throws for row-level
  * problems; they become the envelope's failure fields.
  */
 export async function callRow(ctx: RowCallContext, input: RowInput): Promise<RowOutcome> {
+  const prepared = prepareRow(ctx, input)
+  return runPreparedRow(ctx, prepared, prepared.planned.ok ? await admit(ctx) : undefined)
+}
+
+/**
+ * The lifecycle of a prepared row after its admission was decided. With
+ * 'admitted' the caller holds a limiter slot, which this releases after the
+ * row's cleanup. `admission` is ignored for a row whose request did not build.
+ */
+export async function runPreparedRow(ctx: RowCallContext, prepared: PreparedRow, admission: Admission | undefined): Promise<RowOutcome> {
   const {config} = ctx
-  const attemptId = randomUUID()
-  let startedAt = new Date().toISOString()
-  const planned = buildRowPlan(config, input.row, input.line)
+  const {input, attemptId, planned} = prepared
+  const common = sharedOf(ctx)
+  const startedAt = new Date().toISOString()
+  const needsValue = config.kind === 'harness' || config.response_protocol === 'gym-episode' || config.response_fields !== undefined
   const rowId = planned.ok ? planned.plan.rowId : planned.rowId
   const provenance = planned.ok ? planned.plan.provenance : planned.provenance
 
@@ -114,22 +174,20 @@ export async function callRow(ctx: RowCallContext, input: RowInput): Promise<Row
   let cancelled = false
 
   if (!planned.ok) {
+    if (admission === 'admitted') ctx.limiter.release()
     failure = {kind: 'request_invalid', stage: 'request', route: planned.route, reason: planned.reason}
   } else {
-    // queueDeadline is absolute: a row that would start after it fails admission
-    const admission = ctx.queueDeadline !== undefined && Date.now() >= ctx.queueDeadline ? 'timeout' : await ctx.limiter.acquire(ctx.queueDeadline, ctx.cancel)
-    if (admission === 'cancelled') return {state: 'not_started'}
+    if (admission === 'cancelled' || admission === undefined) return {state: 'not_started'}
     if (admission === 'timeout') {
       failure = {kind: 'admission_timeout', stage: 'admission', route: null, reason: `no free slot within queue_timeout ${config.queue_timeout} s (max_parallel_requests ${config.max_parallel_requests})`}
     } else {
-      startedAt = new Date().toISOString()
       try {
-        session = new RowSession(ctx.transport.openRowClient(), ctx.bearerTokens, [...ctx.bearerTokens.values()])
+        session = new RowSession(ctx.transport.openRowClient(), ctx.bearerTokens, common.secrets)
         const plan = planned.plan
         // One deadline for initialize plus execute; cancellation of the run aborts it too.
         const rowAbort = new AbortController()
         const unsubscribe = ctx.cancel.aborted ? (rowAbort.abort(CANCEL_REASON), () => {}) : onAbort(ctx.cancel, () => rowAbort.abort(CANCEL_REASON))
-        const timer = setTimeout(() => rowAbort.abort('timeout'), config.timeout * 1000)
+        const cancelTimer = common.rowTimeouts.add(() => rowAbort.abort('timeout'))
         const signal = rowAbort.signal
         let sent = false
         let stage: FailureStage = 'initialize'
@@ -154,7 +212,7 @@ export async function callRow(ctx: RowCallContext, input: RowInput): Promise<Row
             if (step.response_headers) {
               let body: unknown
               try {
-                body = parseLossless(res.body)
+                body = parseFast(res.body)
               } catch {
                 failure = {kind: 'malformed_response', stage: 'initialize', route: step.route, reason: `initialize response of ${step.route} is not JSON, so its session token cannot be read`}
                 break
@@ -180,7 +238,7 @@ export async function callRow(ctx: RowCallContext, input: RowInput): Promise<Row
             currentEndpoint = config.endpoint
             stepStart = performance.now()
             sent = true
-            const {request, response: res} = await session.post(config.endpoint, config.route, plan.body, signal, (config.session?.cleanup.length ?? 0) === 0)
+            const {request, response: res} = await session.post(config.endpoint, config.route, plan.body, signal)
             lifecycle.push({stage: 'execute', endpoint: config.endpoint, route: config.route, http_status: res.status, duration_ms: ms(stepStart)})
             requestText = `{"method":"POST","url":${JSON.stringify(request.url)},"headers":${JSON.stringify(session.redactHeaders(request.headers))},"body":${plan.body}}`
             const trimmed = res.body.trim()
@@ -188,7 +246,9 @@ export async function callRow(ctx: RowCallContext, input: RowInput): Promise<Row
             let parsedOk = false
             if (trimmed !== '') {
               try {
-                parsed = parseLossless(trimmed)
+                // the value is only needed to read a harness answer, an episode or a projection;
+                // otherwise the body is checked (same grammar) and kept as its own text
+                parsed = needsValue ? parseFast(trimmed) : JSON.parse(trimmed)
                 parsedOk = true
               } catch {
                 parsedOk = false
@@ -230,18 +290,23 @@ export async function callRow(ctx: RowCallContext, input: RowInput): Promise<Row
           }
           lifecycle.push(entry)
         } finally {
-          clearTimeout(timer)
+          cancelTimer()
           unsubscribe()
         }
 
         // Cleanup runs whenever a request was sent: after success, partial initialization, timeout and cancellation.
         if (sent && config.session && config.session.cleanup.length > 0) {
           const steps = config.session.cleanup
+          // each step gets its own cleanup_timeout; a controller is reused until one times out
+          let stepAbort = new AbortController()
           for (let j = 0; j < steps.length; j++) {
             const step = steps[j]
             const start = performance.now()
+            if (stepAbort.signal.aborted) stepAbort = new AbortController()
+            const abortStep = stepAbort
+            const cancelStepTimer = common.cleanupTimeouts.add(() => abortStep.abort('timeout'))
             try {
-              const {response: res} = await session.post(step.endpoint, step.route, plan.cleanupBodies[j], AbortSignal.timeout(config.session.cleanup_timeout * 1000), j === steps.length - 1)
+              const {response: res} = await session.post(step.endpoint, step.route, plan.cleanupBodies[j], abortStep.signal)
               lifecycle.push({stage: 'cleanup', step: j, endpoint: step.endpoint, route: step.route, http_status: res.status, duration_ms: ms(start)})
               if (res.status < 200 || res.status >= 300) {
                 const f = httpFailure(res.status, step.route, res.body, 'cleanup', (t) => session!.scrub(t))
@@ -253,6 +318,8 @@ export async function callRow(ctx: RowCallContext, input: RowInput): Promise<Row
               if (!timeout && !(error instanceof TransportError)) throw error
               lifecycle.push({stage: 'cleanup', step: j, endpoint: step.endpoint, route: step.route, http_status: null, duration_ms: ms(start), error: timeout ? 'timeout' : reason})
               cleanupErrors.push({step: j, endpoint: step.endpoint, route: step.route, kind: timeout ? 'timeout' : 'transport_failed', http_status: null, reason})
+            } finally {
+              cancelStepTimer()
             }
           }
         }
@@ -362,6 +429,7 @@ export async function callRow(ctx: RowCallContext, input: RowInput): Promise<Row
   return {
     state: 'finished',
     columns,
+    columnsText: stringifyLossless(columns),
     status: envelope.status,
     failureKind: envelope.failure_kind,
     episodeStatus: episode?.episode_status ?? null,

@@ -24,6 +24,23 @@ export class Limiter {
     return this.active
   }
 
+  /** Take a free slot now if nobody is waiting for one; false otherwise. */
+  tryAcquire(): boolean {
+    while (this.head < this.queue.length && this.queue[this.head].done) this.head++
+    if (this.active < this.limit && this.head === this.queue.length) {
+      this.active++
+      return true
+    }
+    return false
+  }
+
+  /** Rows waiting for a slot. */
+  get waiting(): number {
+    let n = 0
+    for (let i = this.head; i < this.queue.length; i++) if (!this.queue[i].done) n++
+    return n
+  }
+
   acquire(deadlineMs: number | undefined, signal: AbortSignal): Promise<Admission> {
     if (signal.aborted) return Promise.resolve('cancelled')
     while (this.head < this.queue.length && this.queue[this.head].done) this.head++

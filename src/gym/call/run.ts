@@ -4,11 +4,13 @@ import path from 'node:path'
 
 import {ExitCode, GymError} from '../../errors.js'
 import {openAtomicTarget} from '../../runtime/fs.js'
+import {onAbort} from './abort.js'
 import {readBearerTokens} from './config.js'
 import {EvidenceDir, FLUSH_MS, type JournalHeader} from './evidence.js'
-import {isPlainObject, parseLossless, stringifyLossless} from './json.js'
-import {callRow, type RowCallContext, type RowInput, type RowOutcome} from './lifecycle.js'
-import {Limiter} from './limiter.js'
+import {inputUnreadable, isEmptyObjectText, LineReader, scanRows} from './input.js'
+import {parseFast, parseLossless, stringifyLossless} from './json.js'
+import {admit, prepareRow, type RowCallContext, runPreparedRow, type RowOutcome} from './lifecycle.js'
+import {type Admission, Limiter} from './limiter.js'
 import {buildRowPlan} from './request.js'
 import {type HttpTransport, nodeHttpTransport} from './transport.js'
 import type {CallConfig, FailureKind} from './types.js'
@@ -80,7 +82,7 @@ export interface CallSummary {
   rows_per_second: number
 }
 
-/** A validated input row; it is parsed again when it starts so only its text stays in memory. */
+/** A validated input row (readRows keeps them all; runCall streams instead). */
 interface InputRow {
   index: number
   line: number
@@ -89,59 +91,27 @@ interface InputRow {
   empty: boolean
 }
 
-function toRowInput(row: InputRow): RowInput {
-  return {index: row.index, line: row.line, row: parseLossless(row.raw) as Record<string, unknown>}
-}
-
-/** Read JSONL rows losslessly; blank lines are skipped, anything else must be a JSON object. */
+/**
+ * Read and validate every row of a JSONL file into memory (blank lines are
+ * skipped; anything else must be a JSON object without an output column).
+ * runCall does not use this: it validates in a streaming pass and streams the
+ * rows again while calling them.
+ */
 export async function readRows(file: string, config: CallConfig): Promise<{rows: InputRow[]; sha256: string}> {
-  let text: string
-  try {
-    text = await fsp.readFile(file, 'utf8')
-  } catch (error: any) {
-    throw new GymError(`cannot read rows file ${file} (${error?.code ?? error?.message})`, {
-      code: 'E_CALL_INPUT_UNREADABLE',
-      exit: ExitCode.usage,
-      hint: 'pass the path of a JSONL file with one JSON object per line',
-      location: {file},
-    })
-  }
-  const sha256 = createHash('sha256').update(text).digest('hex')
+  const {sha256} = await scanRows(file, config)
   const rows: InputRow[] = []
-  const outputColumns = [config.name, ...(config.evidence_column ? [config.evidence_column] : [])]
-  const lines = text.split('\n')
-  for (let n = 0; n < lines.length; n++) {
-    const raw = lines[n].trim()
-    if (raw === '') continue
-    let row: unknown
-    try {
-      row = parseLossless(raw)
-    } catch (error: any) {
-      throw new GymError(`not valid JSON (${error?.message ?? error})`, {
-        code: 'E_CALL_INPUT_INVALID',
-        exit: ExitCode.usage,
-        hint: 'each line of the rows file must be one JSON object',
-        location: {file, line: n + 1},
-      })
+  const reader = await LineReader.open(file).catch((error) => {
+    throw inputUnreadable(file, error)
+  })
+  try {
+    for (let lines = await reader.next(); lines; lines = await reader.next()) {
+      for (const {line, text} of lines) {
+        const raw = text.trim()
+        if (raw !== '') rows.push({index: rows.length, line, raw, empty: isEmptyObjectText(raw)})
+      }
     }
-    if (!isPlainObject(row)) {
-      throw new GymError(`a row must be a JSON object`, {
-        code: 'E_CALL_INPUT_INVALID',
-        exit: ExitCode.usage,
-        hint: 'each line of the rows file must be one JSON object',
-        location: {file, line: n + 1},
-      })
-    }
-    const clash = outputColumns.find((c) => Object.prototype.hasOwnProperty.call(row, c))
-    if (clash) {
-      throw new GymError(`the row already has a field named ${clash}, the output column of this config`, {
-        code: 'E_CALL_INPUT_INVALID',
-        exit: ExitCode.usage,
-        hint: 'choose another `name`/`evidence_column` in the config so no existing data is overwritten',
-        location: {file, line: n + 1, field: clash},
-      })
-    }
-    rows.push({index: rows.length, line: n + 1, raw, empty: Object.keys(row).length === 0})
+  } finally {
+    await reader.close()
   }
   return {rows, sha256}
 }
@@ -156,16 +126,22 @@ export function configFingerprint(config: CallConfig): string {
 }
 
 /** Output line: the input row's own text extended by the output columns. */
-function outputLine(row: InputRow, columnsText: string): string {
+function outputLine(raw: string, columnsText: string): string {
   const inner = columnsText.slice(1, -1)
-  return row.empty ? `{${inner}}\n` : `${row.raw.slice(0, -1)},${inner}}\n`
+  return isEmptyObjectText(raw) ? `{${inner}}\n` : `${raw.slice(0, -1)},${inner}}\n`
 }
 
-/** Writes output lines in input order although rows finish out of order. */
+/**
+ * Writes output lines in input order although rows finish out of order. A
+ * line that finishes before an earlier row waits here; `pending` rows and
+ * `pendingBytes` are what the run's ordering window bounds.
+ */
 class OrderedOutput {
-  private next = 0
+  private nextIndex = 0
   private readonly waiting = new Map<number, string>()
+  private waitingBytes = 0
   private failure?: Error
+  private buffered = ''
 
   constructor(private readonly stream: WriteStream) {
     stream.on('error', (error) => {
@@ -173,21 +149,38 @@ class OrderedOutput {
     })
   }
 
+  /** The first index not written yet. */
+  get next(): number {
+    return this.nextIndex
+  }
+
+  /** Characters of finished lines waiting for an earlier row. */
+  get pendingBytes(): number {
+    return this.waitingBytes
+  }
+
   put(index: number, line: string): void {
-    this.waiting.set(index, line)
-    let chunk = ''
-    while (this.waiting.has(this.next)) {
-      chunk += this.waiting.get(this.next)
-      this.waiting.delete(this.next)
-      this.next++
+    let chunk: string
+    if (index !== this.nextIndex) {
+      this.waiting.set(index, line)
+      this.waitingBytes += line.length
+      return
     }
-    if (chunk === '') return
+    chunk = line
+    this.nextIndex++
+    while (this.waiting.size > 0) {
+      const next = this.waiting.get(this.nextIndex)
+      if (next === undefined) break
+      this.waiting.delete(this.nextIndex)
+      this.waitingBytes -= next.length
+      chunk += next
+      this.nextIndex++
+    }
     // batched like the journal
     if (this.buffered === '') setTimeout(() => this.flush(), FLUSH_MS)
     this.buffered += chunk
   }
 
-  private buffered = ''
   private flush(): void {
     if (this.buffered === '') return
     this.stream.write(this.buffered)
@@ -208,6 +201,17 @@ class OrderedOutput {
 }
 
 /**
+ * How far the run may read ahead of the oldest row whose output line is not
+ * written yet: at most this many rows (started, finished and waiting for an
+ * earlier row, or resumed) and this many characters of finished lines. When
+ * either is reached, no further row starts until the oldest one finishes, so
+ * memory stays bounded however long the input is.
+ */
+export function orderingWindow(maxParallel: number): {rows: number; chars: number} {
+  return {rows: Math.max(4096, 16 * maxParallel), chars: 64 * 1024 * 1024}
+}
+
+/**
  * Call the configured service once per row and write the output JSONL (input
  * order, one envelope column per row; harness: answer + evidence columns).
  */
@@ -215,7 +219,8 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
   const started = performance.now()
   const {config} = options
   const bearerTokens = readBearerTokens(config, options.env ?? process.env)
-  const {rows, sha256} = await readRows(options.input, config)
+  // pass 1: validate every row and fingerprint the file before anything is called; nothing is kept
+  const {rows, sha256} = await scanRows(options.input, config)
   const summary: CallSummary = {
     command: config.kind,
     column: config.name,
@@ -224,7 +229,7 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
     evidence_dir: options.evidenceDir ?? null,
     dry_run: Boolean(options.dryRun),
     interrupted: false,
-    rows: rows.length,
+    rows,
     finished: 0,
     resumed: 0,
     completed: 0,
@@ -248,15 +253,15 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
     const invalid: InvalidRequest[] = []
     let count = 0
     let first: CallSummary['first_request'] = null
-    for (const row of rows) {
-      const planned = buildRowPlan(config, toRowInput(row).row, row.line)
+    await forEachRow(options.input, (_index, line, raw) => {
+      const planned = buildRowPlan(config, parseFast(raw) as Record<string, unknown>, line)
       if (planned.ok) {
         first ??= {url: config.endpoint + config.route, body: parseLossless(planned.plan.body)}
       } else {
         count++
-        if (invalid.length < 20) invalid.push({line: row.line, row_id: planned.rowId, route: planned.route, reason: planned.reason})
+        if (invalid.length < 20) invalid.push({line, row_id: planned.rowId, route: planned.route, reason: planned.reason})
       }
-    }
+    })
     summary.invalid_requests = invalid
     summary.invalid_request_count = count
     summary.first_request = first
@@ -274,16 +279,31 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
     throw new GymError('--output must differ from the input rows file', {code: 'E_USAGE', exit: ExitCode.usage, hint: 'write the results to a new file'})
   }
 
+  const tally = (status: unknown, kind: unknown, episodeStatus: unknown, answered: boolean | undefined) => {
+    summary.finished++
+    if (status === 'completed') summary.completed++
+    else summary.failed++
+    if (typeof kind === 'string' && kind !== '') summary.failure_kinds[kind as FailureKind] = (summary.failure_kinds[kind as FailureKind] ?? 0) + 1
+    if (summary.episodes && (episodeStatus === 'completed' || episodeStatus === 'failed')) summary.episodes[episodeStatus]++
+    if (summary.answers) summary.answers[answered ? 'answered' : 'unanswered']++
+  }
+  // rows finished by an earlier run are tallied while the journal is read back
+  const tallyRecorded = (columns: Record<string, any>) => {
+    const envelope = config.kind === 'harness' ? columns[config.evidence_column!] : columns[config.name]
+    summary.resumed++
+    tally(envelope?.status, envelope?.failure_kind, envelope?.episode_status ?? null, config.kind === 'harness' ? columns[config.name] !== null : undefined)
+  }
+
   const header: JournalHeader = {
     journal: 'gymrecipe.call.journal/1',
     command: config.kind,
     column: config.name,
     config_sha256: configFingerprint(config),
     input_sha256: sha256,
-    rows: rows.length,
+    rows,
     started_at: new Date().toISOString(),
   }
-  const {evidence, previous} = await EvidenceDir.open(options.evidenceDir, header, Boolean(options.resume))
+  const {evidence, previous} = await EvidenceDir.open(options.evidenceDir, header, Boolean(options.resume), tallyRecorded)
   const target = await openAtomicTarget(options.output)
   const output = new OrderedOutput(createWriteStream(target.tmpPath))
 
@@ -294,9 +314,11 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
   if (options.signal?.aborted) cancel.abort('interrupted')
 
   const limiter = new Limiter(config.max_parallel_requests)
+  // one keep-alive pool per origin, never more sockets than row lifecycles that can run at once
+  const ownTransport = options.transport ? undefined : nodeHttpTransport({maxSocketsPerOrigin: config.max_parallel_requests})
   const ctx: RowCallContext = {
     config,
-    transport: options.transport ?? nodeHttpTransport(),
+    transport: options.transport ?? ownTransport!,
     bearerTokens,
     limiter,
     cancel: cancel.signal,
@@ -304,30 +326,10 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
     queueDeadline: config.queue_timeout === undefined ? undefined : Date.now() + config.queue_timeout * 1000,
   }
 
-  const tally = (columnsText: string | undefined, outcome?: RowOutcome) => {
-    summary.finished++
-    let status: string | null | undefined = outcome?.status
-    let kind: FailureKind | null | undefined = outcome?.failureKind
-    let episodeStatus = outcome?.episodeStatus
-    let answered = outcome?.answered
-    if (!outcome && columnsText !== undefined) {
-      // resumed row: read its recorded envelope
-      const columns = JSON.parse(columnsText) as Record<string, any>
-      const envelope = config.kind === 'harness' ? columns[config.evidence_column!] : columns[config.name]
-      status = envelope?.status
-      kind = envelope?.failure_kind
-      episodeStatus = envelope?.episode_status ?? null
-      answered = config.kind === 'harness' ? columns[config.name] !== null : undefined
-    }
-    if (status === 'completed') summary.completed++
-    else summary.failed++
-    if (kind) summary.failure_kinds[kind] = (summary.failure_kinds[kind] ?? 0) + 1
-    if (summary.episodes && episodeStatus) summary.episodes[episodeStatus]++
-    if (summary.answers) summary.answers[answered ? 'answered' : 'unanswered']++
-  }
+  let inFlight = 0
   const progress = () =>
     options.onProgress?.({
-      total: rows.length,
+      total: rows,
       finished: summary.finished,
       completed: summary.completed,
       failed: summary.failed,
@@ -335,31 +337,27 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
       inFlight: limiter.running,
       elapsedMs: performance.now() - started,
     })
-
-  const todo: InputRow[] = []
-  for (const row of rows) {
-    const done = previous.get(row.index)
-    if (done) {
-      summary.resumed++
-      tally(done.columnsText)
-      output.put(row.index, outputLine(row, done.columnsText))
-    } else {
-      todo.push(row)
-    }
-  }
   progress()
 
-  // Rows start in input order. The limiter inside callRow bounds the remote
-  // lifecycles (initialize, execute, cleanup) to max_parallel_requests; a row
-  // leaves its slot after cleanup and then writes its evidence, so evidence
-  // writes of finished rows overlap the next rows' calls. The window bounds
-  // how many rows are in memory at once.
-  const handle = (row: InputRow, outcome: RowOutcome) => {
+  // The loop waits (for a finished row, or the interruption) on this.
+  let wake: (() => void) | undefined
+  const wakeUp = () => {
+    const w = wake
+    wake = undefined
+    w?.()
+  }
+  const nextEvent = () =>
+    new Promise<void>((resolve) => {
+      wake = resolve
+    })
+  const stopWaking = onAbort(cancel.signal, wakeUp)
+
+  const handle = (index: number, line: number, raw: string, outcome: RowOutcome) => {
     if (outcome.state === 'finished') {
-      const columnsText = stringifyLossless(outcome.columns)
-      evidence.recordFinished(row.index, row.line, outcome.attemptId, columnsText)
-      output.put(row.index, outputLine(row, columnsText))
-      tally(columnsText, outcome)
+      const columnsText = outcome.columnsText ?? stringifyLossless(outcome.columns)
+      evidence.recordFinished(index, line, outcome.attemptId, columnsText)
+      output.put(index, outputLine(raw, columnsText))
+      tally(outcome.status, outcome.failureKind, outcome.episodeStatus, outcome.answered)
       if ((evidence.error || output.error) && !cancel.signal.aborted) cancel.abort('fatal')
       progress()
     } else if (outcome.state === 'cancelled') {
@@ -368,39 +366,78 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
       summary.not_started++
     }
   }
-  const window = Math.max(config.max_parallel_requests * 4, 256)
-  const running = new Set<Promise<void>>()
+
+  // Pass 2: rows are read, prepared and admitted in input order, one chunk of
+  // the file at a time. max_parallel_requests bounds the remote lifecycles
+  // (initialize, execute, cleanup); a row leaves its slot after cleanup and
+  // then writes its evidence, so evidence writes overlap the next rows' calls.
+  // The ordering window bounds what waits in memory for an earlier row.
+  const window = orderingWindow(config.max_parallel_requests)
   let unexpected: unknown
-  let cursor = 0
-  let wake: (() => void) | undefined
+  let startedRows = 0
+  let index = 0
+  let readAll = false
+  let seenSha256: string | undefined
+  let reader: LineReader | undefined
   try {
-    while (cursor < todo.length && !cancel.signal.aborted && unexpected === undefined) {
-      if (running.size >= window) {
-        await new Promise<void>((resolve) => {
-          wake = resolve
-        })
-        continue
+    reader = await LineReader.open(options.input, {hash: true}).catch((error) => {
+      throw inputUnreadable(options.input, error)
+    })
+    read: for (let lines = await reader.next(); lines; lines = await reader.next()) {
+      for (const {line, text} of lines) {
+        const raw = text.trim()
+        if (raw === '') continue
+        while ((index - output.next >= window.rows || output.pendingBytes >= window.chars) && !cancel.signal.aborted && unexpected === undefined) await nextEvent()
+        if (cancel.signal.aborted || unexpected !== undefined) break read
+        const i = index++
+        if (previous.has(i)) {
+          output.put(i, outputLine(raw, await previous.read(i)))
+          continue
+        }
+        let row: Record<string, unknown>
+        try {
+          row = parseFast(raw) as Record<string, unknown>
+        } catch {
+          throw inputChanged(options.input)
+        }
+        const prepared = prepareRow(ctx, {index: i, line, row})
+        let admission: Admission | undefined
+        if (prepared.planned.ok) {
+          const admitted = admit(ctx)
+          admission = typeof admitted === 'string' ? admitted : await admitted
+          // interrupted while waiting for a slot: this row and the rest are not started
+          if (admission === 'cancelled') break read
+        }
+        startedRows++
+        inFlight++
+        runPreparedRow(ctx, prepared, admission)
+          .then((outcome) => handle(i, line, raw, outcome))
+          .catch((error) => {
+            unexpected ??= error
+            cancel.abort('fatal')
+          })
+          .finally(() => {
+            inFlight--
+            wakeUp()
+          })
       }
-      const row = todo[cursor++]
-      const task: Promise<void> = callRow(ctx, toRowInput(row))
-        .then((outcome) => handle(row, outcome))
-        .catch((error) => {
-          unexpected ??= error
-          cancel.abort('fatal')
-        })
-        .finally(() => {
-          running.delete(task)
-          const w = wake
-          wake = undefined
-          w?.()
-        })
-      running.add(task)
     }
-    await Promise.all(running)
+    if (!cancel.signal.aborted && unexpected === undefined) {
+      readAll = true
+      seenSha256 = reader.digest()
+    }
+  } catch (error) {
+    unexpected ??= error
+    cancel.abort('fatal')
   } finally {
+    await reader?.close()
+    while (inFlight > 0) await nextEvent()
+    stopWaking()
     options.signal?.removeEventListener('abort', onExternal)
+    ownTransport?.close()
   }
-  summary.not_started += todo.length - cursor
+  summary.not_started += rows - summary.resumed - startedRows
+  if (readAll && (index !== rows || seenSha256 !== sha256) && unexpected === undefined) unexpected = inputChanged(options.input)
 
   const interrupted = cancel.signal.aborted && cancel.signal.reason === 'interrupted'
   summary.interrupted = interrupted
@@ -445,4 +482,31 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
   finish()
   await evidence.writeSummary(summary).catch(() => undefined)
   return summary
+}
+
+function inputChanged(file: string): GymError {
+  return new GymError(`the rows file ${file} changed while the run was reading it`, {
+    code: 'E_CALL_INPUT_CHANGED',
+    exit: ExitCode.failure,
+    hint: 'finished rows are recorded in the evidence journal; restore the rows file and re-run with --resume, or start afresh',
+    location: {file},
+  })
+}
+
+/** Call fn for every non-blank (trimmed) line of a rows file already validated by scanRows. */
+async function forEachRow(file: string, fn: (index: number, line: number, raw: string) => void): Promise<void> {
+  const reader = await LineReader.open(file).catch((error) => {
+    throw inputUnreadable(file, error)
+  })
+  let index = 0
+  try {
+    for (let lines = await reader.next(); lines; lines = await reader.next()) {
+      for (const {line, text} of lines) {
+        const raw = text.trim()
+        if (raw !== '') fn(index++, line, raw)
+      }
+    }
+  } finally {
+    await reader.close()
+  }
 }

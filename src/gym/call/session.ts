@@ -5,44 +5,53 @@ const REDACTED = '[redacted]'
 const MIN_SCRUB_LENGTH = 6
 
 /**
- * The state one row owns: its HTTP client, its cookies and its session
- * headers. Cookies set by any configured service are sent to every configured
- * service of the same row (and nowhere else: requests only ever go to
- * configured endpoints and redirects are not followed). Bearer tokens are
- * sent only to the endpoint that declared them.
+ * The client state one row owns: its cookie jar, its session headers and the
+ * mapping of bearer tokens to endpoints, used for every request of the row
+ * (initialize, execute, cleanup) and dropped when the row ends. Connections
+ * come from the transport's shared per-origin pool and carry no state of
+ * their own: every header of a request is built here, from this row only.
+ * Cookies set by any configured service are sent to every configured service
+ * of the same row (and nowhere else: requests only ever go to configured
+ * endpoints and redirects are not followed). Bearer tokens are sent only to
+ * the endpoint that declared them.
  */
 export class RowSession {
   private readonly cookies = new Map<string, string>()
   private readonly sessionHeaders = new Map<string, string>()
-  private readonly secrets: string[]
+  /** Lower-case names of the session headers (redacted in evidence). */
+  private readonly sessionNames = new Set<string>()
+  /** The Cookie header value, rebuilt only when the jar changes. */
+  private cookieHeader: string | undefined
+  private secrets: readonly string[]
+  private ownSecrets = false
 
   constructor(
     private readonly client: RowHttpClient,
     private readonly bearerTokens: ReadonlyMap<string, string>,
     globalSecrets: readonly string[],
   ) {
-    this.secrets = [...globalSecrets]
+    // shared until this row learns a secret of its own (copy on write)
+    this.secrets = globalSecrets
   }
 
   /** POST a JSON body to endpoint + route with this row's cookies, session headers and the endpoint's own bearer token. */
-  async post(endpoint: string, route: string, body: string, signal: AbortSignal, last = false): Promise<{request: HttpRequest; response: HttpResponse}> {
+  async post(endpoint: string, route: string, body: string, signal: AbortSignal): Promise<{request: HttpRequest; response: HttpResponse}> {
+    // every header is built from this row's state alone: nothing is inherited from the pooled connection
     const headers: Record<string, string> = {'content-type': 'application/json', accept: 'application/json'}
-    // The row's last request asks the service to close the connection, so the
-    // closing side's TIME_WAIT stays with the service instead of piling up in
-    // the caller's ephemeral ports (one connection per row adds up fast).
-    if (last) headers.connection = 'close'
-    for (const [name, value] of this.sessionHeaders) headers[name] = value
-    if (this.cookies.size > 0) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ')
+    if (this.sessionHeaders.size > 0) for (const [name, value] of this.sessionHeaders) headers[name] = value
+    if (this.cookieHeader !== undefined) headers.cookie = this.cookieHeader
     const token = this.bearerTokens.get(endpoint)
     if (token !== undefined) headers.authorization = `Bearer ${token}`
     const request: HttpRequest = {method: 'POST', url: endpoint + route, headers, body}
     const response = await this.client.request(request, signal)
-    this.storeCookies(response.headers['set-cookie'])
+    const setCookie = response.headers['set-cookie']
+    if (setCookie !== undefined) this.storeCookies(setCookie)
     return {request, response}
   }
 
   setSessionHeader(name: string, value: string): void {
     this.sessionHeaders.set(name, value)
+    this.sessionNames.add(name.toLowerCase())
     this.addSecret(value)
   }
 
@@ -57,12 +66,14 @@ export class RowSession {
   /** Headers safe to keep as evidence: credentials, cookies and session headers are replaced. */
   redactHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
     const out: Record<string, string | string[]> = {}
-    const session = new Set([...this.sessionHeaders.keys()].map((k) => k.toLowerCase()))
-    for (const [name, value] of Object.entries(headers)) {
+    for (const name in headers) {
+      const value = headers[name]
       if (value === undefined) continue
       const lower = name.toLowerCase()
-      if (lower === 'authorization' || lower === 'cookie' || lower === 'set-cookie' || lower === 'proxy-authorization' || session.has(lower)) {
+      if (lower === 'authorization' || lower === 'cookie' || lower === 'set-cookie' || lower === 'proxy-authorization' || this.sessionNames.has(lower)) {
         out[name] = REDACTED
+      } else if (this.secrets.length === 0) {
+        out[name] = value
       } else {
         out[name] = Array.isArray(value) ? value.map((v) => this.scrub(v)) : this.scrub(value)
       }
@@ -83,11 +94,15 @@ export class RowSession {
   }
 
   private addSecret(value: string): void {
-    if (value.length >= MIN_SCRUB_LENGTH && !this.secrets.includes(value)) this.secrets.push(value)
+    if (value.length < MIN_SCRUB_LENGTH || this.secrets.includes(value)) return
+    if (!this.ownSecrets) {
+      this.secrets = [...this.secrets]
+      this.ownSecrets = true
+    }
+    ;(this.secrets as string[]).push(value)
   }
 
-  private storeCookies(setCookie: string | string[] | undefined): void {
-    if (setCookie === undefined) return
+  private storeCookies(setCookie: string | string[]): void {
     for (const line of Array.isArray(setCookie) ? setCookie : [setCookie]) {
       const [pair, ...attrs] = line.split(';')
       const eq = pair.indexOf('=')
@@ -111,5 +126,6 @@ export class RowSession {
         this.addSecret(value)
       }
     }
+    this.cookieHeader = this.cookies.size > 0 ? [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') : undefined
   }
 }

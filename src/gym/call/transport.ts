@@ -1,12 +1,25 @@
 import http from 'node:http'
 import https from 'node:https'
+import {urlToHttpOptions} from 'node:url'
 
 /**
- * The only network code of the call library. A transport opens one client per
- * row; the client keeps that row's connections alive across its initialize,
- * execute and cleanup requests and is closed when the row ends. Proxy
- * environment variables are never consulted (node:http does not read them),
- * and redirects are never followed.
+ * The only network code of the call library.
+ *
+ * A row's *client state* (cookie jar, session headers, which bearer token goes
+ * where) lives in its RowSession; the transport only moves bytes. Connections
+ * are pooled: one keep-alive pool per origin (scheme, host, port), shared by
+ * all rows of a run and bounded to `maxSocketsPerOrigin` sockets (runCall
+ * passes max_parallel_requests). A pooled socket carries one request at a
+ * time (no pipelining) and holds nothing of the row that used it last: node's
+ * Agent keeps no cookies and no default headers, every header of a request
+ * comes from that request, and a socket whose exchange did not finish
+ * cleanly (abort, timeout, oversized or cut-short response) is destroyed,
+ * never returned to the pool.
+ *
+ * Proxy environment variables are never consulted (the pools are explicit
+ * agents; node:http does not read HTTP_PROXY), redirects are never followed,
+ * and no request is ever retried, not even on a reused socket the service had
+ * just closed (that is a transport failure of the row).
  */
 export interface HttpRequest {
   method: 'POST'
@@ -40,6 +53,7 @@ export class AbortedError extends Error {
   }
 }
 
+/** One row's view of the transport; closed when the row ends. */
 export interface RowHttpClient {
   request(req: HttpRequest, signal: AbortSignal): Promise<HttpResponse>
   close(): void
@@ -47,92 +61,131 @@ export interface RowHttpClient {
 
 export interface HttpTransport {
   openRowClient(): RowHttpClient
+  /** Release shared resources (pooled connections); runCall calls it when the run ends. */
+  close?(): void
 }
 
 export interface NodeHttpTransportOptions {
   /** Largest response body accepted, in bytes (default 64 MiB). */
   maxResponseBytes?: number
+  /** Most open connections per origin (default 4, the default max_parallel_requests). */
+  maxSocketsPerOrigin?: number
 }
 
-/** node:http(s) transport: a keep-alive agent per row, destroyed when the row ends. */
-export function nodeHttpTransport(options: NodeHttpTransportOptions = {}): HttpTransport {
+interface Target {
+  lib: typeof http | typeof https
+  agent: http.Agent
+  options: http.RequestOptions
+}
+
+const MAX_CACHED_URLS = 1024
+
+/** node:http(s) transport with one bounded keep-alive pool per origin, shared by the rows of a run. */
+export function nodeHttpTransport(options: NodeHttpTransportOptions = {}): HttpTransport & {close(): void; readonly origins: number} {
   const maxBytes = options.maxResponseBytes ?? 64 * 1024 * 1024
+  const maxSockets = Math.max(1, Math.floor(options.maxSocketsPerOrigin ?? 4))
+  const pools = new Map<string, http.Agent>()
+  // parsed request options per URL (a run uses a handful: endpoint + route of each step)
+  const targets = new Map<string, Target | TransportError>()
+  let closed = false
+
+  const targetFor = (url: string): Target | TransportError => {
+    let target = targets.get(url)
+    if (target) return target
+    let parsed: URL
+    try {
+      parsed = new URL(url)
+      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http')
+    } catch {
+      return new TransportError(`invalid URL ${url}`, 'EINVALIDURL')
+    }
+    const tls = parsed.protocol === 'https:'
+    let agent = pools.get(parsed.origin)
+    if (!agent) {
+      const agentOptions: http.AgentOptions = {keepAlive: true, maxSockets, maxFreeSockets: maxSockets, scheduling: 'lifo'}
+      agent = tls ? new https.Agent(agentOptions) : new http.Agent(agentOptions)
+      pools.set(parsed.origin, agent)
+    }
+    const base = urlToHttpOptions(parsed)
+    target = {
+      lib: tls ? https : http,
+      agent,
+      options: {protocol: base.protocol, hostname: base.hostname, port: base.port, path: base.path, method: 'POST', agent},
+    }
+    if (targets.size >= MAX_CACHED_URLS) targets.clear()
+    targets.set(url, target)
+    return target
+  }
+
   return {
+    get origins() {
+      return pools.size
+    },
     openRowClient(): RowHttpClient {
-      const agents: {http?: http.Agent; https?: https.Agent} = {}
-      const agentFor = (protocol: string): http.Agent => {
-        if (protocol === 'https:') return (agents.https ??= new https.Agent({keepAlive: true, maxSockets: 1}))
-        return (agents.http ??= new http.Agent({keepAlive: true, maxSockets: 1}))
-      }
+      let rowClosed = false
       return {
-        request: (req, signal) => send(req, signal, agentFor, maxBytes),
+        request(req, signal) {
+          if (closed || rowClosed) return Promise.reject(new TransportError('the HTTP client is closed', 'ECLOSED'))
+          const target = targetFor(req.url)
+          if (target instanceof TransportError) return Promise.reject(target)
+          return send(req, signal, target, maxBytes)
+        },
         close() {
-          agents.http?.destroy()
-          agents.https?.destroy()
+          // the row's state lives in its RowSession; its sockets go back to the shared pool
+          rowClosed = true
         },
       }
+    },
+    close() {
+      closed = true
+      for (const agent of pools.values()) agent.destroy()
+      pools.clear()
+      targets.clear()
     },
   }
 }
 
-function send(req: HttpRequest, signal: AbortSignal, agentFor: (protocol: string) => http.Agent, maxBytes: number): Promise<HttpResponse> {
+function send(req: HttpRequest, signal: AbortSignal, target: Target, maxBytes: number): Promise<HttpResponse> {
   return new Promise<HttpResponse>((resolve, reject) => {
     if (signal.aborted) {
       reject(new AbortedError(signal.reason))
       return
     }
-    let url: URL
-    try {
-      url = new URL(req.url)
-    } catch {
-      reject(new TransportError(`invalid URL ${req.url}`, 'EINVALIDURL'))
-      return
-    }
-    const lib = url.protocol === 'https:' ? https : http
-    const body = Buffer.from(req.body, 'utf8')
     let settled = false
-    const finish = (fn: () => void) => {
+    const headers: Record<string, string | number> = {...req.headers, 'content-length': Buffer.byteLength(req.body)}
+    const request = target.lib.request({...target.options, method: req.method, headers})
+    const fail = (error: Error) => {
       if (settled) return
       settled = true
       signal.removeEventListener('abort', onAbort)
-      fn()
-    }
-    const request = lib.request(url, {
-      method: req.method,
-      agent: agentFor(url.protocol),
-      headers: {...req.headers, 'content-length': String(body.length)},
-    })
-    const onAbort = () => {
-      finish(() => reject(new AbortedError(signal.reason)))
+      // an unfinished exchange never goes back to the pool
       request.destroy()
+      reject(error)
     }
+    const onAbort = () => fail(new AbortedError(signal.reason))
     signal.addEventListener('abort', onAbort, {once: true})
-    request.on('error', (error: NodeJS.ErrnoException) => {
-      finish(() => reject(new TransportError(describeSocketError(error), error.code ?? 'ETRANSPORT')))
-    })
+    request.on('error', (error: NodeJS.ErrnoException) => fail(new TransportError(describeSocketError(error), error.code ?? 'ETRANSPORT')))
     request.on('response', (res) => {
       const chunks: Buffer[] = []
       let size = 0
       res.on('data', (chunk: Buffer) => {
         size += chunk.length
         if (size > maxBytes) {
-          finish(() => reject(new TransportError(`response body larger than ${maxBytes} bytes`, 'ETOOLARGE')))
-          request.destroy()
+          fail(new TransportError(`response body larger than ${maxBytes} bytes`, 'ETOOLARGE'))
           return
         }
         chunks.push(chunk)
       })
-      res.on('error', (error: NodeJS.ErrnoException) => {
-        finish(() => reject(new TransportError(describeSocketError(error), error.code ?? 'ETRANSPORT')))
-      })
-      res.on('aborted', () => {
-        finish(() => reject(new TransportError('connection closed before the response was complete', 'ECONNRESET')))
-      })
+      res.on('error', (error: NodeJS.ErrnoException) => fail(new TransportError(describeSocketError(error), error.code ?? 'ETRANSPORT')))
+      res.on('aborted', () => fail(new TransportError('connection closed before the response was complete', 'ECONNRESET')))
       res.on('end', () => {
-        finish(() => resolve({status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8')}))
+        if (settled) return
+        settled = true
+        signal.removeEventListener('abort', onAbort)
+        resolve({status: res.statusCode ?? 0, headers: res.headers, body: chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8')})
       })
     })
-    request.end(body)
+    request.end(req.body)
   })
 }
 
