@@ -125,27 +125,20 @@ const LITERALS: Record<number, Uint8Array> = {
 
 const TYPE_NAMES: Record<number, string> = {0x7b: 'an object', 0x5b: 'an array', 0x22: 'a string', 0x74: 'a boolean', 0x66: 'a boolean', 0x6e: 'null'}
 const BOM = [0xef, 0xbb, 0xbf]
-const NO_WORDS = new Int32Array(0)
-
 /**
  * Index of the first byte at or after i that ends plain string content (a quote, a backslash
- * or a byte below 0x20), or chunk.length. Whole aligned words are tested at once: a word holds
- * such a byte exactly when one of the three has-less-than / has-zero bit tests fires.
+ * or a byte below 0x20), or chunk.length. Four bytes are tested at once (an unaligned 32-bit
+ * read): a word holds such a byte exactly when one of the has-less-than / has-zero bit tests fires.
  */
-function skipPlainString(chunk: Uint8Array, words: Int32Array, i: number): number {
+function skipPlainString(chunk: Uint8Array, view: DataView, i: number): number {
   const end = chunk.length
-  while ((i & 3) !== 0 && i < end && STRING_STOP[chunk[i]] === 0) i++
-  if ((i & 3) === 0 && i < end) {
-    let k = i >> 2
-    const wordCount = words.length
-    while (k < wordCount) {
-      const x = words[k]
-      const quote = x ^ 0x22222222
-      const slash = x ^ 0x5c5c5c5c
-      if ((((x - 0x20202020) & ~x) | ((quote - 0x01010101) & ~quote) | ((slash - 0x01010101) & ~slash)) & 0x80808080) break
-      k++
-    }
-    if (k > i >> 2) i = k << 2
+  const wordEnd = end - 3
+  while (i < wordEnd) {
+    const x = view.getInt32(i, true)
+    const quote = x ^ 0x22222222
+    const slash = x ^ 0x5c5c5c5c
+    if ((((x - 0x20202020) & ~x) | ((quote - 0x01010101) & ~quote) | ((slash - 0x01010101) & ~slash)) & 0x80808080) break
+    i += 4
   }
   while (i < end && STRING_STOP[chunk[i]] === 0) i++
   return i
@@ -155,10 +148,10 @@ function skipPlainString(chunk: Uint8Array, words: Int32Array, i: number): numbe
  * Skip string content including complete escapes; stops at a quote, a byte a string may not
  * hold, an escape that is invalid or cut by the chunk end, or chunk.length.
  */
-function skipStringBody(chunk: Uint8Array, words: Int32Array, i: number): number {
+function skipStringBody(chunk: Uint8Array, view: DataView, i: number): number {
   const end = chunk.length
   for (;;) {
-    i = skipPlainString(chunk, words, i)
+    i = skipPlainString(chunk, view, i)
     if (i >= end || chunk[i] !== BACKSLASH || i + 1 >= end) return i
     const escaped = chunk[i + 1]
     if (escaped === 0x75) {
@@ -299,15 +292,15 @@ export class JsonlScanner {
   push(chunk: Uint8Array): void {
     for (const offset of this.utf8.push(chunk, this.offset)) this.utf8Bad.push(offset)
     const end = chunk.length
-    // Whole 32-bit words let string bodies be skipped four bytes at a time.
-    const words = (chunk.byteOffset & 3) === 0 ? new Int32Array(chunk.buffer, chunk.byteOffset, end >> 2) : NO_WORDS
+    // 32-bit reads let string bodies be skipped four bytes at a time.
+    const view = new DataView(chunk.buffer, chunk.byteOffset, chunk.byteLength)
     let i = this.startOffset === 0 && this.offset < BOM.length ? this.skipBom(chunk) : 0
     // The hot state lives in locals; it is written back before any method that reads it.
     let mode = this.mode
     let depth = this.depth
     while (i < end) {
       if (mode === STRING) {
-        i = skipStringBody(chunk, words, i)
+        i = skipStringBody(chunk, view, i)
         if (i === end) break
         if (chunk[i] === QUOTE && !this.keyTracking) {
           // The end of a value, or of a key no verifier field goes through.
@@ -733,7 +726,6 @@ export async function scanJsonlFile(file: string, options: ScanOptions & {chunkB
   const handle = await open(file, 'r')
   let pending: Promise<number> | undefined
   try {
-    // Each buffer has its own ArrayBuffer, so the scanner can read it as aligned 32-bit words.
     const size = options.chunkBytes ?? 1024 * 1024
     const buffers = [Buffer.allocUnsafeSlow(size), Buffer.allocUnsafeSlow(size)]
     let position = options.startOffset ?? 0
