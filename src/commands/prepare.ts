@@ -78,6 +78,7 @@ EXIT STATUS
         render: !json,
         stdout: json ? process.stderr : process.stdout,
         stderr: process.stderr,
+        note: (line) => this.say(line),
         signal: controller.signal,
       })
     } finally {
@@ -108,7 +109,6 @@ EXIT STATUS
       if (r.hint) this.say(`  hint: ${r.hint}`)
       return
     }
-    this.say(`✔ ${path.basename(r.command.at(-1) ?? '')} finished in ${took}`)
     if (r.ladder) for (const line of summarizeLadder(r.ladder)) this.say(line)
   }
 }

@@ -28,6 +28,8 @@ export interface PrepareOptions {
   /** Where the script's output goes, live. */
   stdout: Writable
   stderr: Writable
+  /** A line for people between the script and the ladder (e.g. how long the script took). */
+  note?: (line: string) => void
   signal?: AbortSignal
 }
 
@@ -86,6 +88,7 @@ export async function prepareRecipe(o: PrepareOptions): Promise<PrepareResult> {
   result.script = {exitCode: exit.exitCode ?? null, signal: exit.signal ?? null, durationMs: Date.now() - started, stdoutTail, stderrTail}
   if (interrupted) return {...result, status: 'interrupted', hint: 'Stopped on request; the script publishes atomically, so the data is either the previous version or complete. Rerun `gymrecipe prepare` when ready.'}
   if (exit.exitCode !== 0) return {...result, status: 'script-failed', hint: scriptFailureHint([...stdoutTail, ...stderrTail], target)}
+  o.note?.(`✔ ${path.basename(script)} finished in ${(result.script.durationMs / 1000).toFixed(1)}s; climbing static → ${PREPARE_LEVEL}`)
 
   const ladder = await runLadder(RUNG_DEFINITIONS, {target, options: {env: o.env, smoke: o.smoke, gymRoot: o.gymRoot, signal: o.signal}, scratch: new Map()}, {render: o.render, level: PREPARE_LEVEL})
   return {...result, status: ladder.status, smoke: ladder.smoke, ladder}
@@ -137,6 +140,7 @@ export function scriptFailureHint(tail: string[], target: RecipeTarget): string 
     [/Set NEMO_GYM_IMAGE/, `Set NEMO_GYM_IMAGE in ${env}.`],
     [/docker is required|docker: command not found|Cannot connect to the Docker daemon|Is the docker daemon running/, 'Start the Docker daemon (or install the docker CLI) on this host and rerun; check with `gymrecipe doctor`.'],
     [/permission denied.*docker\.sock/i, 'Your user cannot reach the Docker socket: add it to the docker group or run as a user that can.'],
+    [/failed to export image|unknown parent image ID/, 'The Docker build cache changed under the image build (an image was removed or another build ran at the same moment); rerun `gymrecipe prepare`.'],
     [/failed to solve|error building|The command .* returned a non-zero code|returned a non-zero code/i, 'Building NEMO_GYM_IMAGE failed: fix the Dockerfile step shown above (proxies: HTTP_PROXY/HTTPS_PROXY in the environment).'],
     [/row-count mismatch/, 'The conversion lost rows: fix convert_dataset.py or the data, then rerun.'],
     [/missing verifier field|invalid JSON|expected a JSON object|problem\(s\) in the downloaded data/, 'The downloaded rows are not usable as they are: check the dataset repo/artifact/split in recipe.yaml against the pinned Gym config.'],
