@@ -37,7 +37,7 @@ export const jsonRows: Check = {
     const {stats, plan} = scan
     if (!stats || !plan.file) return sourceUnusable(scan)
     const file = plan.file
-    const evidence = countEvidence(stats)
+    const evidence = {...countEvidence(stats), threads: scan.threads}
     if (stats.rows === 0) return {status: 'fail', message: `no rows: ${stats.lines} line(s), all blank`, file, hint: 'The prepare step wrote nothing useful; rerun `gymrecipe prepare` and read its output.', evidence}
     const problems: Outcome[] = []
     if (stats.badRows > 0) {
