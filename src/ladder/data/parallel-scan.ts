@@ -5,7 +5,7 @@ import {fileURLToPath} from 'node:url'
 import {Worker} from 'node:worker_threads'
 
 import {type JsonlStats, scanJsonlFile, type ScanOptions} from './jsonl-scan.js'
-import {RowSample, type SampledRow} from './sample.js'
+import {RowSample, SAMPLE_BUDGET_BYTES, type SampledRow} from './sample.js'
 
 /**
  * A large file is split into line-aligned byte ranges scanned at the same time: the first on
@@ -21,6 +21,8 @@ export interface RangeJob {
   options: Pick<ScanOptions, 'fields' | 'maxProblems' | 'maxMissingLines' | 'maxSampleBytes'>
   sampleHead: number
   sampleSize: number
+  /** This range's share of the sample's byte budget. */
+  sampleBudget: number
   seed: number
 }
 
@@ -65,6 +67,7 @@ export async function scanWithSample(file: string, o: SampledScanOptions): Promi
     options: {fields: o.fields, maxProblems: o.maxProblems, maxMissingLines: o.maxMissingLines, maxSampleBytes: o.maxSampleBytes},
     sampleHead: k === 0 ? SAMPLE_HEAD : 0,
     sampleSize: SAMPLE_SIZE,
+    sampleBudget: Math.floor(SAMPLE_BUDGET_BYTES / (bounds.length - 1)),
     seed: SEED + k,
   }))
   const results = await Promise.all(jobs.map((job, k) => (k === 0 ? scanRangeHere(job, o.signal) : scanRangeInWorker(job, o.signal))))
@@ -72,7 +75,7 @@ export async function scanWithSample(file: string, o: SampledScanOptions): Promi
 }
 
 async function scanRangeHere(job: RangeJob, signal?: AbortSignal): Promise<RangeResult> {
-  const sample = new RowSample(job.sampleHead, job.sampleSize, job.seed)
+  const sample = new RowSample(job.sampleHead, job.sampleSize, job.seed, job.sampleBudget)
   const stats = await scanJsonlFile(job.file, {...job.options, sampler: sample, startOffset: job.start, end: job.end, signal})
   return {stats, head: sample.headRows(), reservoir: sample.reservoirRows()}
 }

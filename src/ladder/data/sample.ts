@@ -6,10 +6,13 @@ export interface SampledRow {
   text: string
 }
 
+/** Bytes of row text a sample may hold in total, so huge rows cannot make memory grow with the file. */
+export const SAMPLE_BUDGET_BYTES = 64 * 1024 * 1024
+
 /**
  * Which rows the conversion check looks at: the first `head` rows (where hand edits and
  * headers end up) plus a uniform reservoir sample of the rest. Seeded, so a rerun on the same
- * file looks at the same rows.
+ * file looks at the same rows. A row that would overflow the byte budget is left out.
  */
 export class RowSample implements RowSampler {
   private readonly kept: SampledRow[] = []
@@ -17,11 +20,13 @@ export class RowSample implements RowSampler {
   private seen = 0
   private pendingSlot = -1
   private state: number
+  private used = 0
 
   constructor(
     private readonly head = 16,
     private readonly size = 48,
     seed = 0x5eed,
+    private readonly budget = SAMPLE_BUDGET_BYTES,
   ) {
     this.state = seed >>> 0
   }
@@ -39,6 +44,10 @@ export class RowSample implements RowSampler {
   }
 
   take(line: number, row: number, bytes: Uint8Array): void {
+    const replaced = row > this.head && this.pendingSlot >= 0 && this.pendingSlot < this.reservoir.length ? this.reservoir[this.pendingSlot] : undefined
+    const used = this.used - (replaced?.text.length ?? 0) + bytes.length
+    if (used > this.budget) return
+    this.used = used
     const sampled = {line, row, text: new TextDecoder().decode(bytes)}
     if (row <= this.head) this.kept.push(sampled)
     else if (this.pendingSlot === this.reservoir.length) this.reservoir.push(sampled)

@@ -6,7 +6,7 @@ import type {RangeJob, RangeResult} from './parallel-scan.js'
 
 /** Worker thread: scan one line-aligned byte range of a JSONL file and post the result. */
 async function scanRange(job: RangeJob): Promise<RangeResult> {
-  const sample = new RowSample(job.sampleHead, job.sampleSize, job.seed)
+  const sample = new RowSample(job.sampleHead, job.sampleSize, job.seed, job.sampleBudget)
   const stats = await scanJsonlFile(job.file, {...job.options, sampler: sample, startOffset: job.start, end: job.end})
   return {stats, head: sample.headRows(), reservoir: sample.reservoirRows()}
 }
