@@ -37,6 +37,7 @@ if (!existsSync(SCANNER)) throw new Error('dist/ is missing: run `npx tsc -p tsc
 const work = mkdtempSync(path.join(os.tmpdir(), 'gymrecipe-bench-data-'))
 const data = path.join(work, 'calendar_train.jsonl')
 const cleanup = () => rmSync(work, {recursive: true, force: true})
+process.on('exit', cleanup) // also after an uncaught error
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {
     cleanup()
@@ -147,7 +148,7 @@ async function main() {
   generate()
   const bytes = statSync(data).size
   // Warm the page cache so every contender reads from memory.
-  await runProcess('cat', [data]).catch(() => undefined)
+  await new Promise((resolve) => spawn('cat', [data], {stdio: ['ignore', 'ignore', 'inherit']}).on('close', resolve))
   const results = Object.fromEntries(Object.keys(contenders).map((name) => [name, []]))
   for (let run = 1; run <= runs; run++) {
     for (const [name, measure] of Object.entries(contenders)) {
