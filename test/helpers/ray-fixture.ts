@@ -4,11 +4,12 @@
  *
  *   const ray = await startFakeRay({stateDir})
  *   await runCli([...], {env: {...ray.env(), RAY_DASHBOARD_ADDRESS: ray.url}})
- *   await ray.stop()            // SIGTERM by pid; the server stops its jobs' process groups
+ *   await ray.stop()            // SIGTERM by pid; the server stops its jobs' process groups;
+ *                               // a state dir the helper created is removed
  */
 import {execa, type ResultPromise} from 'execa'
 import {randomBytes} from 'node:crypto'
-import {mkdtemp, readFile} from 'node:fs/promises'
+import {mkdtemp, readFile, rm} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -73,6 +74,7 @@ async function readJsonLines(file: string): Promise<any[]> {
 
 /** Start the fake Ray Jobs server on 127.0.0.1 with an OS-chosen port. */
 export async function startFakeRay(options: FakeRayOptions = {}): Promise<FakeRay> {
+  const ownStateDir = options.stateDir === undefined
   const stateDir = options.stateDir ?? (await mkdtemp(path.join(os.tmpdir(), 'gr-fake-ray-')))
   const args = [SERVER, '--host', '127.0.0.1', '--port', '0', '--state-dir', stateDir]
   if (options.nodes) args.push('--nodes-json', JSON.stringify(options.nodes))
@@ -121,13 +123,16 @@ export async function startFakeRay(options: FakeRayOptions = {}): Promise<FakeRa
     cliCalls: () => readJsonLines(callLog),
     output: () => output,
     async stop() {
-      if (done || !child.pid) return
-      process.kill(child.pid, 'SIGTERM')
-      const timer = setTimeout(() => {
-        if (!done && child.pid) process.kill(child.pid, 'SIGKILL')
-      }, 10_000)
-      await exited
-      clearTimeout(timer)
+      if (!done && child.pid) {
+        process.kill(child.pid, 'SIGTERM')
+        const timer = setTimeout(() => {
+          if (!done && child.pid) process.kill(child.pid, 'SIGKILL')
+        }, 10_000)
+        await exited
+        clearTimeout(timer)
+      }
+      // A state dir this helper created goes with the server (a caller's own dir is left alone).
+      if (ownStateDir) await rm(stateDir, {recursive: true, force: true})
     },
   }
 }
