@@ -21,8 +21,8 @@ submission is recorded for \`gymrecipe status\`. When the job ends SUCCEEDED, th
 runs: a SUCCEEDED job state alone is never reported as success.
 
 Ctrl+C: on a terminal you are asked whether to stop this run's own submission (by id); otherwise
-the exact \`ray job stop\` command is printed, or the job is stopped with --stop-on-interrupt.
-Nothing else is ever stopped (no \`ray stop\`).
+the exact \`ray job stop\` command is printed, or the job is stopped with --stop-on-interrupt
+(SIGTERM is treated like the no-terminal case). Nothing else is ever stopped (no \`ray stop\`).
 
 EXIT STATUS
   0    the job SUCCEEDED and the training rung passed (--dry-run: pre-flight passed)

@@ -293,7 +293,8 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
     if (!job) return finish('interrupted', ExitCode.interrupted, `interrupted before ${submissionId} reached Ray; nothing is running`)
     if (isTerminal(job.status)) return finish('interrupted', ExitCode.interrupted, `interrupted; job ${submissionId} had already ended ${job.status}`)
     let stop = options.stopOnInterrupt
-    if (options.confirm) {
+    // Ctrl+C on a terminal asks; a SIGTERM (a supervisor, a scheduler) never waits for an answer.
+    if (options.confirm && options.interrupt.reason !== 'SIGTERM') {
       try {
         stop = await options.confirm(`Stop Ray job ${submissionId} (this run's own submission) on ${shownDashboard}? [y/N] `)
       } catch {
