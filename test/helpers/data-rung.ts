@@ -1,4 +1,4 @@
-import {copyFile, mkdir, mkdtemp, readFile, writeFile} from 'node:fs/promises'
+import {copyFile, mkdir, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import {parse as parseYaml, stringify as stringifyYaml} from 'yaml'
@@ -30,6 +30,13 @@ export interface DataCase {
   data: string
 }
 
+const created: string[] = []
+
+/** Remove every temp Relax root and data dir made by dataCase() in this test file. */
+export async function removeDataCases(): Promise<void> {
+  await Promise.all(created.splice(0).map((dir) => rm(dir, {recursive: true, force: true})))
+}
+
 /** A generated recipe in a temp Relax root that also has Relax's convert_dataset.py, plus a temp data dir. */
 export async function dataCase(builtin: 'calendar' | 'workplace-assistant' = 'calendar', options: {converter?: boolean} = {}): Promise<DataCase> {
   const {relaxRoot, dir} = await generatedRecipe(builtin)
@@ -38,6 +45,7 @@ export async function dataCase(builtin: 'calendar' | 'workplace-assistant' = 'ca
     await copyFile(FIXTURE_CONVERTER, path.join(relaxRoot, CONVERTER_IN_CHECKOUT))
   }
   const data = await mkdtemp(path.join(os.tmpdir(), 'gr-data-'))
+  created.push(relaxRoot, data)
   return {relaxRoot, dir, recipe: builtin, data}
 }
 

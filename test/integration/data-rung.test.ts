@@ -6,7 +6,7 @@
 import {copyFile, link, mkdtemp, readFile, rm, unlink, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import {beforeAll, describe, expect, it} from 'vitest'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {
   checksOf,
@@ -19,6 +19,7 @@ import {
   resultsOf,
   SNAPSHOT_ROWS,
   REAL_DOCKER,
+  removeDataCases,
   writeData,
 } from '../helpers/data-rung.js'
 import {repoRoot} from '../helpers/cli.js'
@@ -27,6 +28,8 @@ import {dockerAvailable, ensureBaseImage} from '../helpers/docker.js'
 const docker = await dockerAvailable()
 const CAL = 'calendar_train.jsonl'
 const WPA = 'workplace_assistant_train.jsonl'
+
+afterAll(removeDataCases)
 
 const snapshotText = (which: keyof typeof SNAPSHOT_ROWS) => readFile(SNAPSHOT_ROWS[which], 'utf8')
 /** Non-empty lines of a snapshot file (the workplace one has no final newline). */

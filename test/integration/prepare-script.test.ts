@@ -24,10 +24,11 @@ describe.skipIf(unavailable !== undefined)('the generated prepare script inside 
   let work: string
   let recipeDir: string
   let good: string[]
+  let relaxRoot: string
 
   beforeAll(async () => {
     image = await ensureBaseImage()
-    const {relaxRoot} = await generatedRecipe('calendar')
+    ;({relaxRoot} = await generatedRecipe('calendar'))
     const made = await newRecipe({id: 'cal-smoke', gymRoot: snapshotRoot, gymConfigs: ['environments/calendar/config.yaml'], relaxRoot, from: 'calendar', dataset: 'example', smoke: true, force: false, dryRun: false, version: 'test'})
     recipeDir = made.dir
     work = await mkdtemp(path.join(os.tmpdir(), 'gr-prepare-script-'))
@@ -39,6 +40,7 @@ describe.skipIf(unavailable !== undefined)('the generated prepare script inside 
   afterAll(async () => {
     await removeByLabel(label)
     if (work) await rm(work, {recursive: true, force: true})
+    if (relaxRoot) await rm(relaxRoot, {recursive: true, force: true})
   })
 
   /** Run the in-container branch on `rows` as the Gym root's bundled example split. */
