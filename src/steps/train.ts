@@ -153,6 +153,21 @@ async function findScriptLog(cwd: string, logName: string, since: number): Promi
   return best?.file ?? null
 }
 
+/**
+ * Without RELAX_ENTRYPOINT_MODE the training script sources Relax's scripts/entrypoint/local.sh,
+ * which may kill stray python/ray processes and stop other jobs. gymrecipe never stops anything
+ * broadly, so it plays the entrypoint's harmless part itself: the mode, the model config dir and a
+ * runtime env (the script adds the checkout to PYTHONPATH). Values the caller set are kept.
+ */
+export function submitOnlyEntrypoint(relaxRoot: string, scriptEnv: Record<string, string>): Record<string, string> {
+  if (scriptEnv.RELAX_ENTRYPOINT_MODE) return {}
+  return {
+    RELAX_ENTRYPOINT_MODE: 'gymrecipe',
+    MODEL_CONFIG_DIR: scriptEnv.MODEL_CONFIG_DIR || path.join(relaxRoot, 'scripts', 'models'),
+    RUNTIME_ENV_JSON: scriptEnv.RUNTIME_ENV_JSON || '{"env_vars":{}}',
+  }
+}
+
 export async function train(options: TrainOptions): Promise<TrainReport> {
   const target = await requireContract(await resolveRecipe(options.relaxRoot, options.recipe))
   const contract = target.contract
@@ -161,10 +176,11 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
   const submissionId = submissionIdFor(contract, new Date(), randomBytes(3).toString('hex'))
   const runScriptPath = path.join(target.dir, target.files.run!)
   const waits = scriptEnv.RAY_NO_WAIT !== '1'
-  const addedEnv = {RELAX_SUBMISSION_ID: submissionId, RAY_DASHBOARD_ADDRESS: dashboard}
+  const entrypointEnv = submitOnlyEntrypoint(target.relaxRoot, scriptEnv)
+  const addedEnv = {...entrypointEnv, RELAX_SUBMISSION_ID: submissionId, RAY_DASHBOARD_ADDRESS: dashboard}
   // Shown to people and in --json: a password in the dashboard URL never is.
   const shownDashboard = redactUrl(dashboard)
-  const shownEnv = {RELAX_SUBMISSION_ID: submissionId, RAY_DASHBOARD_ADDRESS: shownDashboard}
+  const shownEnv = {...entrypointEnv, RELAX_SUBMISSION_ID: submissionId, RAY_DASHBOARD_ADDRESS: shownDashboard}
   const relScript = path.relative(target.relaxRoot, runScriptPath)
   const command: TrainCommand = {
     cwd: target.relaxRoot,

@@ -311,7 +311,13 @@ describe('the generated training script against the Ray emulators', () => {
 describe('train: submit, follow, prove', () => {
   it('waits by default: the script tails the job, gymrecipe records it; SUCCEEDED without training outputs is a failure (exit 4)', async () => {
     await useStub('succeed')
-    const r = await train(['--json'])
+    // Relax's real local.sh may pkill python/ray; gymrecipe must never let the script source it.
+    const localSh = path.join(checkout.root, 'scripts', 'entrypoint', 'local.sh')
+    const marker = path.join(tmp, 'local-sh-sourced')
+    const original = await fs.readFile(localSh, 'utf8')
+    await fs.writeFile(localSh, `${original}\necho sourced > ${JSON.stringify(marker)}\n`)
+    const r = await train(['--json']).finally(() => fs.writeFile(localSh, original))
+    await expect(fs.stat(marker)).rejects.toThrow()
     expect(r.exitCode, r.stderr).toBe(4)
     const report = r.json
     expect(report.outcome).toBe('training-rung-failed')
