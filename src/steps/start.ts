@@ -195,7 +195,7 @@ async function dryRunPlan(o: StartOptions, target: RecipeTarget, desc: ServiceDe
 
 type Outcome =
   | {kind: 'ready'; answer: HttpAnswer; at: number}
-  | {kind: 'died'; container: ContainerState | undefined; at: number}
+  | {kind: 'died'; at: number}
   | {kind: 'timeout'; last: string}
   | {kind: 'script-failed'; exitCode: number | undefined; signal: string | undefined}
   | {kind: 'no-container'}
@@ -206,6 +206,8 @@ class ContainerTracker {
   createdId: string | undefined
   startedAtMs: number | undefined
   diedAtMs: number | undefined
+  /** Exit code from the die event (Docker puts it in the event's attributes). */
+  diedExitCode: number | undefined
   destroyed = false
   replaced: string | undefined
   private wake: (() => void) | undefined
@@ -250,7 +252,10 @@ class ContainerTracker {
       this.destroyed = false
     } else if (e.id === this.createdId) {
       if (e.action === 'start') this.startedAtMs = e.timeMs
-      if (e.action === 'die') this.diedAtMs = e.timeMs
+      if (e.action === 'die') {
+        this.diedAtMs = e.timeMs
+        if (e.attributes.exitCode !== undefined) this.diedExitCode = Number(e.attributes.exitCode)
+      }
       if (e.action === 'destroy') this.destroyed = true
     } else if (e.id === this.previousId && e.action === 'destroy') {
       this.replaced = e.id
@@ -302,7 +307,7 @@ async function waitForOutcome(
     const now = Date.now()
     // A crash is reported the moment Docker says so.
     if (tracker.createdId && (tracker.diedAtMs !== undefined || tracker.destroyed)) {
-      return {kind: 'died', container: await inspectContainer(docker, tracker.createdId), at: tracker.diedAtMs ?? now}
+      return {kind: 'died', at: tracker.diedAtMs ?? now}
     }
     if (ready) return {kind: 'ready', ...ready}
     if (scriptExit && scriptExitedAt === undefined) scriptExitedAt = now
@@ -440,11 +445,14 @@ export async function startRecipe(o: StartOptions): Promise<StartReport> {
 
   if (outcome.kind === 'died') {
     const id = tracker.createdId!
-    const logs = await containerLogTail(docker, id, LOG_LINES).catch(() => [] as string[])
-    const c = outcome.container
+    // Say so at once; the logs and the final state follow.
     const reportedAt = Date.now()
     const after = tracker.startedAtMs ? ` ${((outcome.at - tracker.startedAtMs) / 1000).toFixed(1)}s after it started` : ''
-    o.io.note(`${name} (${short(id)}) exited during start-up${after} (${stateText(c)}); its last ${logs.length} log lines:`)
+    const code = tracker.diedExitCode === undefined ? '' : ` with exit code ${tracker.diedExitCode}`
+    o.io.note(`${name} (${short(id)}) exited during start-up${after}${code}`)
+    const logs = await containerLogTail(docker, id, LOG_LINES).catch(() => [] as string[])
+    const c = await inspectContainer(docker, id)
+    o.io.note(`Last ${logs.length} log lines of ${name} (${stateText(c)}):`)
     for (const line of logs) o.io.note(`  | ${line}`)
     await stopScript(script, 5000)
     throw new GymError(`${name} exited during start-up${after}: ${stateText(c)}; its last log lines are above`, {

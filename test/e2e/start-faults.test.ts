@@ -5,6 +5,8 @@
  * (the script's process group and the container this run created are stopped; the report
  * says the container's state).
  */
+import {execa} from 'execa'
+import path from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {dockerUnavailableReason, ensureBaseImage, inspectContainer} from '../helpers/docker.js'
@@ -53,6 +55,25 @@ describe.skipIf(unavailable !== undefined)('gymrecipe start under faults', () =>
     expect(error.details.reported_after_ms).toBeLessThan(2000)
     // The dead container is kept for inspection and the report says so.
     expect(error.details.container).toMatchObject({name: fx.container, id: container.Id, state: 'exited (exit code 3)'})
+  }, 600_000)
+
+  it('the generated script on its own (no gymrecipe) also reports the death at once, with the last 200 log lines', async () => {
+    const script = path.join(fx.dir, `start_${fx.id.replaceAll('-', '_')}_gym.sh`)
+    const run = execa('bash', [script], {reject: false, env: fx.env, buffer: false, stdin: 'ignore'})
+    let err = ''
+    let reportedAt: number | undefined
+    run.stderr?.on('data', (chunk: Buffer) => {
+      err += chunk.toString()
+      if (reportedAt === undefined && /exited during start-up/.test(err)) reportedAt = Date.now()
+    })
+    run.stdout?.resume()
+    const result = await run
+    expect(result.exitCode, err).toBe(1)
+    expect(err).toMatch(/exited during start-up \(exit code 3\); last 200 log lines:/)
+    expect(err).toContain('finished unexpectedly!')
+    const finishedAt = Date.parse((await inspectContainer(fx.container)).State.FinishedAt)
+    // `timeout 2 docker wait` wakes the loop when the container exits instead of sleeping 2 s.
+    expect(reportedAt! - finishedAt).toBeLessThan(1000)
   }, 600_000)
 
   it('readiness never comes: bounded wait, then the last 200 log lines and a hint; the container is left running', async () => {
