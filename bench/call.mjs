@@ -2,25 +2,29 @@
 /**
  * Benchmark of `gymrecipe call resource` against a bare concurrent HTTP client.
  *
- *   npx tsc -p tsconfig.json && node bench/call.mjs [--rows 10000] [--repeat 2]
+ *   npx tsc -p tsconfig.json && node bench/call.mjs [--rows 10000] [--repeat 3] [--concurrency 1,32] [--base <checkout>]
  *
  * Starts the call test service (test/fixtures/call/serve.ts, its own process,
- * 127.0.0.1, OS-chosen port) whose /execute answers at once, then for
- * max_parallel_requests 1 and 32 measures, each in a fresh process:
- *   bare       node:http keep-alive client, same request bodies, same concurrency,
- *              reads every response; no envelope, evidence, journal or output
- *   gymrecipe  runCall() from dist/: per-row client, envelope, attempt artifact,
- *              journal, ordered output file
- *   bare-conn-per-row
- *              the bare client with gymrecipe's connection policy: a fresh
- *              connection per row (the contract gives each row its own HTTP
- *              client), closed after the row's last request
- * and prints rows/s, peak RSS, client CPU per row and the gymrecipe/bare
- * throughput ratios. The headline ratio is against the keep-alive bare client.
+ * 127.0.0.1, OS-chosen port) whose /execute answers at once, then for each
+ * max_parallel_requests (1 and 32 by default) measures, each run in a fresh
+ * process and the variants interleaved so they share the machine's noise:
+ *   bare       node:http with one keep-alive agent (maxSockets = the
+ *              concurrency), the same number of requests in flight, the same
+ *              request bodies built from the same rows file (read and parsed
+ *              inside the timed window, as gymrecipe does), every response
+ *              read; no envelope, evidence, journal or output
+ *   gymrecipe  runCall() from dist/: streamed input, per-row client state over
+ *              the pooled connections, envelope, attempt artifact, journal,
+ *              ordered output file
+ *   base       (with --base DIR) runCall() from DIR/dist, e.g. an older
+ *              checkout, to compare builds under the same load
+ * and prints rows/s, peak RSS, client CPU per row (user + system, timed window
+ * only) and the gymrecipe/bare throughput ratio, best of --repeat runs per cell
+ * (the machine may be shared and noisy; the median is printed too).
  */
 import {execFileSync, spawn} from 'node:child_process'
 import {once} from 'node:events'
-import {existsSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdtempSync, promises as fsp, rmSync, writeFileSync} from 'node:fs'
 import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
@@ -36,57 +40,52 @@ const opt = (name, fallback) => {
 
 const SQL = 'select 1 as one'
 
-async function bare(url, rowsFile, concurrency, perRowConnection = false) {
-  const {readFileSync} = await import('node:fs')
-  const bodies = readFileSync(rowsFile, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l) => {
-      const row = JSON.parse(l)
-      return JSON.stringify({sql: row.sql})
-    })
+/** The bare client: same rows file, same bodies, same concurrency, keep-alive pool. */
+async function bare(url, rowsFile, concurrency) {
   const agent = new http.Agent({keepAlive: true, maxSockets: concurrency})
   const target = new URL('/execute', url)
   const post = (body) =>
     new Promise((resolve, reject) => {
-      // per-row connection: a fresh agent per request, closed by the service after the answer
-      const rowAgent = perRowConnection ? new http.Agent({keepAlive: true, maxSockets: 1}) : agent
-      const headers = {'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...(perRowConnection ? {connection: 'close'} : {})}
-      const req = http.request(target, {method: 'POST', agent: rowAgent, headers}, (res) => {
+      const headers = {'content-type': 'application/json', accept: 'application/json', 'content-length': Buffer.byteLength(body)}
+      const req = http.request(target, {method: 'POST', agent, headers}, (res) => {
         const chunks = []
         res.on('data', (c) => chunks.push(c))
-        res.on('end', () => {
-          if (perRowConnection) rowAgent.destroy()
-          resolve(Buffer.concat(chunks).toString('utf8'))
-        })
+        res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
         res.on('error', reject)
       })
       req.on('error', reject)
       req.end(body)
     })
+  const cpu = process.cpuUsage()
+  const start = performance.now()
+  const bodies = (await fsp.readFile(rowsFile, 'utf8'))
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.stringify({sql: JSON.parse(l).sql}))
   let next = 0
   let ok = 0
-  const start = performance.now()
   await Promise.all(
     Array.from({length: concurrency}, async () => {
       while (next < bodies.length) {
         const body = bodies[next++]
         const text = await post(body)
-        if (text.includes('"one"')) ok++
+        if (JSON.parse(text).row_count === 1) ok++
       }
     }),
   )
   const ms = performance.now() - start
+  const used = process.cpuUsage(cpu)
   agent.destroy()
-  return {rows: bodies.length, ok, ms}
+  return {rows: bodies.length, ok, ms, cpuUs: used.user + used.system}
 }
 
-async function gymrecipe(url, rowsFile, concurrency, workdir) {
-  const {parseCallConfig, runCall} = await import(path.join(root, 'dist', 'gym', 'call', 'index.js'))
+async function gymrecipe(checkout, url, rowsFile, concurrency, workdir) {
+  const {parseCallConfig, runCall} = await import(path.join(checkout, 'dist', 'gym', 'call', 'index.js'))
   const config = parseCallConfig(
     `name: execution\nendpoint: ${url}\nroute: /execute\nrow_id_column: id\nrequest_columns: {sql: sql}\nmax_parallel_requests: ${concurrency}\ntimeout: 60\n`,
     'resource',
   )
+  const cpu = process.cpuUsage()
   const start = performance.now()
   const summary = await runCall({
     config,
@@ -96,7 +95,8 @@ async function gymrecipe(url, rowsFile, concurrency, workdir) {
     env: {},
   })
   const ms = performance.now() - start
-  return {rows: summary.rows, ok: summary.completed, ms}
+  const used = process.cpuUsage(cpu)
+  return {rows: summary.rows, ok: summary.completed, ms, cpuUs: used.user + used.system}
 }
 
 async function child() {
@@ -105,21 +105,24 @@ async function child() {
   const rowsFile = opt('rows-file')
   const concurrency = Number(opt('concurrency'))
   const workdir = opt('workdir')
-  const cpu = process.cpuUsage()
-  const result = variant === 'gymrecipe' ? await gymrecipe(url, rowsFile, concurrency, workdir) : await bare(url, rowsFile, concurrency, variant === 'bare-conn-per-row')
-  const used = process.cpuUsage(cpu)
+  const result = variant === 'bare' ? await bare(url, rowsFile, concurrency) : await gymrecipe(variant === 'base' ? opt('base') : root, url, rowsFile, concurrency, workdir)
   const peakRssMb = process.resourceUsage().maxRSS / 1024
-  const cpuUsPerRow = (used.user + used.system) / result.rows
-  process.stdout.write(`${JSON.stringify({...result, rowsPerSecond: (result.rows / result.ms) * 1000, peakRssMb, cpuUsPerRow})}\n`)
+  process.stdout.write(`${JSON.stringify({rows: result.rows, ok: result.ok, ms: result.ms, rowsPerSecond: (result.rows / result.ms) * 1000, peakRssMb, cpuUsPerRow: result.cpuUs / result.rows})}\n`)
 }
 
-function measure(variant, url, rowsFile, concurrency, workdir) {
+function measure(variant, url, rowsFile, concurrency, workdir, base) {
   const out = execFileSync(
     process.execPath,
-    [fileURLToPath(import.meta.url), '--child', '--variant', variant, '--url', url, '--rows-file', rowsFile, '--concurrency', String(concurrency), '--workdir', workdir],
+    [fileURLToPath(import.meta.url), '--child', '--variant', variant, '--url', url, '--rows-file', rowsFile, '--concurrency', String(concurrency), '--workdir', workdir, ...(base ? ['--base', base] : [])],
     {encoding: 'utf8', maxBuffer: 16 * 1024 * 1024},
   )
   return JSON.parse(out.trim().split('\n').at(-1))
+}
+
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
 }
 
 async function main() {
@@ -128,7 +131,13 @@ async function main() {
     process.exit(2)
   }
   const rows = Number(opt('rows', '10000'))
-  const repeat = Number(opt('repeat', '2'))
+  const repeat = Number(opt('repeat', '3'))
+  const concurrencies = String(opt('concurrency', '1,32')).split(',').map(Number)
+  const base = opt('base') ? path.resolve(opt('base')) : undefined
+  if (base && !existsSync(path.join(base, 'dist', 'gym', 'call', 'index.js'))) {
+    console.error(`--base ${base} has no built dist/gym/call`)
+    process.exit(2)
+  }
   const workdir = mkdtempSync(path.join(os.tmpdir(), 'gr-bench-call-'))
   const rowsFile = path.join(workdir, 'rows.jsonl')
   writeFileSync(rowsFile, Array.from({length: rows}, (_, i) => JSON.stringify({id: `row-${i}`, sql: SQL, meta: {n: i}})).join('\n') + '\n')
@@ -137,33 +146,39 @@ async function main() {
   const [line] = await once(createInterface({input: server.stdout}), 'line')
   const {url} = JSON.parse(line)
 
+  const loadBefore = os.loadavg()
   console.log(`gymrecipe call benchmark: ${rows} rows, fixture ${url} (own process), node ${process.version}, ${os.cpus().length} CPUs`)
-  console.log('best of', repeat, 'runs per cell; each run in a fresh process')
+  console.log(`best of ${repeat} runs per cell (median in brackets); each run in a fresh process, variants interleaved`)
+  if (base) console.log(`base = ${base}`)
   console.log('')
-  console.log('concurrency  variant              rows/s   peak RSS   client CPU/row   ok')
+  console.log('concurrency  variant      rows/s (median)      peak RSS   client CPU/row   ok')
   const table = []
+  const variants = ['bare', 'gymrecipe', ...(base ? ['base'] : [])]
   try {
-    for (const concurrency of [1, 32]) {
-      const best = {}
-      const variants = ['bare', 'bare-conn-per-row', 'gymrecipe']
+    for (const concurrency of concurrencies) {
+      const runs = Object.fromEntries(variants.map((v) => [v, []]))
       for (let r = 0; r < repeat; r++) {
         for (const variant of variants) {
           const runDir = mkdtempSync(path.join(workdir, `${variant}-`))
-          const result = measure(variant, url, rowsFile, concurrency, runDir)
+          runs[variant].push(measure(variant, url, rowsFile, concurrency, runDir, base))
           rmSync(runDir, {recursive: true, force: true})
-          if (!best[variant] || result.rowsPerSecond > best[variant].rowsPerSecond) best[variant] = result
         }
       }
+      const cell = {}
       for (const variant of variants) {
-        const b = best[variant]
+        const best = runs[variant].reduce((a, b) => (b.rowsPerSecond > a.rowsPerSecond ? b : a))
+        cell[variant] = {best, median: median(runs[variant].map((x) => x.rowsPerSecond))}
         console.log(
-          `${String(concurrency).padStart(11)}  ${variant.padEnd(18)} ${b.rowsPerSecond.toFixed(0).padStart(7)}  ${b.peakRssMb.toFixed(0).padStart(6)} MB  ${b.cpuUsPerRow.toFixed(0).padStart(9)} µs     ${b.ok}/${b.rows}`,
+          `${String(concurrency).padStart(11)}  ${variant.padEnd(10)} ${best.rowsPerSecond.toFixed(0).padStart(7)} (${cell[variant].median.toFixed(0).padStart(6)})   ${best.peakRssMb.toFixed(0).padStart(6)} MB  ${best.cpuUsPerRow.toFixed(0).padStart(9)} µs     ${best.ok}/${best.rows}`,
         )
       }
-      const ratio = best.gymrecipe.rowsPerSecond / best.bare.rowsPerSecond
-      const ratioSame = best.gymrecipe.rowsPerSecond / best['bare-conn-per-row'].rowsPerSecond
-      table.push({concurrency, ratio, ratioSame})
-      console.log(`${' '.repeat(13)}ratio gymrecipe/bare: ${(ratio * 100).toFixed(1)}%   gymrecipe/bare-conn-per-row: ${(ratioSame * 100).toFixed(1)}%`)
+      const ratio = cell.gymrecipe.best.rowsPerSecond / cell.bare.best.rowsPerSecond
+      const ratioMedian = cell.gymrecipe.median / cell.bare.median
+      const ratioBase = base ? cell.base.best.rowsPerSecond / cell.bare.best.rowsPerSecond : undefined
+      table.push({concurrency, ratio})
+      console.log(
+        `${' '.repeat(13)}gymrecipe/bare: ${(ratio * 100).toFixed(1)}% (medians: ${(ratioMedian * 100).toFixed(1)}%)${ratioBase === undefined ? '' : `   base/bare: ${(ratioBase * 100).toFixed(1)}%`}`,
+      )
     }
   } finally {
     server.kill('SIGTERM')
@@ -171,9 +186,8 @@ async function main() {
   }
   console.log('')
   const at32 = table.find((t) => t.concurrency === 32)
-  console.log(`aim: >= 80% of the bare client's throughput at 32 -> ${(at32.ratio * 100).toFixed(1)}% ${at32.ratio >= 0.8 ? 'met' : 'NOT met'}`)
-  console.log(`     (against a bare client with the same one-connection-per-row policy: ${(at32.ratioSame * 100).toFixed(1)}%)`)
-  console.log(`load average during the run: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} on ${os.cpus().length} CPUs`)
+  if (at32) console.log(`aim: >= 80% of the bare client's throughput at 32 -> ${(at32.ratio * 100).toFixed(1)}% ${at32.ratio >= 0.8 ? 'met' : 'NOT met'}`)
+  console.log(`load average before/after: ${loadBefore.map((l) => l.toFixed(2)).join(' ')} / ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} on ${os.cpus().length} CPUs`)
 }
 
 if (args.includes('--child')) await child()

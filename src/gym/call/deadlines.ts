@@ -1,19 +1,26 @@
+/** Something a deadline can abort (a row's Cancel). */
+export interface Abortable {
+  abort(reason: unknown): void
+}
+
+/** A pending deadline; pass it back to DeadlineQueue.remove when the work finished in time. */
+export interface Deadline {
+  readonly at: number
+  target: Abortable | undefined
+}
+
+const COMPACT_MIN = 1024
+
 /**
  * Timeouts of one fixed length (a row's `timeout`, each cleanup step's
  * `cleanup_timeout`) for thousands of rows, on one timer. Every entry waits
  * the same delay, so deadlines come due in the order they were added: the
  * queue keeps them in a list and arms a single timer for the earliest live
- * one, instead of creating and cancelling a timer per row.
+ * one, instead of creating and cancelling a timer per row. When a deadline
+ * passes, its target is aborted with the reason 'timeout'.
  */
-interface Entry {
-  at: number
-  fn: (() => void) | undefined
-}
-
-const COMPACT_MIN = 1024
-
 export class DeadlineQueue {
-  private entries: Entry[] = []
+  private entries: Deadline[] = []
   private head = 0
   private live = 0
   private timer?: NodeJS.Timeout
@@ -21,23 +28,25 @@ export class DeadlineQueue {
 
   constructor(readonly delayMs: number) {}
 
-  /** Call fn after delayMs unless the returned cancel function runs first. */
-  add(fn: () => void): () => void {
-    const entry: Entry = {at: performance.now() + this.delayMs, fn}
+  /** Abort target with 'timeout' after delayMs, unless remove() runs first. */
+  add(target: Abortable): Deadline {
+    const entry: Deadline = {at: performance.now() + this.delayMs, target}
     this.entries.push(entry)
     this.live++
     // entries come due in insertion order: a new one never needs an earlier timer
     if (this.timer === undefined && !this.firing) this.arm(entry.at)
-    return () => {
-      if (entry.fn === undefined) return
-      entry.fn = undefined
-      this.live--
-      if (this.live === 0) this.reset()
-      else if (this.entries.length - this.head > COMPACT_MIN && this.live * 4 < this.entries.length - this.head) this.compact()
-    }
+    return entry
   }
 
-  /** Entries waiting (for tests). */
+  remove(entry: Deadline): void {
+    if (entry.target === undefined) return
+    entry.target = undefined
+    this.live--
+    if (this.live === 0) this.reset()
+    else if (this.entries.length - this.head > COMPACT_MIN && this.live * 4 < this.entries.length - this.head) this.compact()
+  }
+
+  /** Deadlines pending. */
   get size(): number {
     return this.live
   }
@@ -50,29 +59,26 @@ export class DeadlineQueue {
     this.timer = undefined
     this.firing = true
     const now = performance.now()
-    while (this.head < this.entries.length) {
-      const entry = this.entries[this.head]
-      if (entry.fn !== undefined && entry.at > now) break
-      this.head++
-      const fn = entry.fn
-      if (fn !== undefined) {
-        entry.fn = undefined
-        this.live--
-        try {
-          fn()
-        } catch (error) {
-          this.firing = false
-          this.rearm()
-          throw error
+    try {
+      while (this.head < this.entries.length) {
+        const entry = this.entries[this.head]
+        if (entry.target !== undefined && entry.at > now) break
+        this.head++
+        const target = entry.target
+        if (target !== undefined) {
+          entry.target = undefined
+          this.live--
+          target.abort('timeout')
         }
       }
+    } finally {
+      this.firing = false
+      this.rearm()
     }
-    this.firing = false
-    this.rearm()
   }
 
   private rearm(): void {
-    while (this.head < this.entries.length && this.entries[this.head].fn === undefined) this.head++
+    while (this.head < this.entries.length && this.entries[this.head].target === undefined) this.head++
     if (this.head > COMPACT_MIN && this.head * 2 > this.entries.length) {
       this.entries = this.entries.slice(this.head)
       this.head = 0
@@ -82,7 +88,7 @@ export class DeadlineQueue {
   }
 
   private compact(): void {
-    this.entries = this.entries.slice(this.head).filter((e) => e.fn !== undefined)
+    this.entries = this.entries.slice(this.head).filter((e) => e.target !== undefined)
     this.head = 0
   }
 

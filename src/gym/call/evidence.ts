@@ -198,10 +198,11 @@ export const FLUSH_MS = 10
 class AttemptLog {
   private handle?: fsp.FileHandle
   private segment = ''
+  private refPrefix = ''
   private segmentIndex = 0
   private line = 0
   private bytes = 0
-  private queue: {text: string; ref: string; resolve: (ref: string) => void; reject: (error: Error) => void}[] = []
+  private queue: {text: string; segment: string; ref: string; resolve: (ref: string) => void; reject: (error: Error) => void}[] = []
   private writing: Promise<void> = Promise.resolve()
   private dirty = false
   private readonly stamp = new Date().toISOString().replace(/[-:]/gu, '').replace(/\.\d+Z$/u, 'Z')
@@ -213,7 +214,7 @@ class AttemptLog {
       if (this.segment === '' || this.bytes > SEGMENT_BYTES) this.rotate()
       this.line++
       this.bytes += text.length + 1
-      this.queue.push({text, ref: `${ATTEMPTS_DIR}/${this.segment}:${this.line}`, resolve, reject})
+      this.queue.push({text, segment: this.segment, ref: `${this.refPrefix}${this.line}`, resolve, reject})
       if (this.queue.length === 1) setTimeout(() => (this.writing = this.writing.then(() => this.flush())), FLUSH_MS)
     })
   }
@@ -238,6 +239,7 @@ class AttemptLog {
   private rotate(): void {
     this.segmentIndex++
     this.segment = `${this.stamp}-${process.pid}${this.segmentIndex > 1 ? `-${this.segmentIndex}` : ''}.jsonl`
+    this.refPrefix = `${ATTEMPTS_DIR}/${this.segment}:`
     this.line = 0
     this.bytes = 0
   }
@@ -248,13 +250,14 @@ class AttemptLog {
     // all entries of a batch belong to one segment unless a rotation happened inside it
     let start = 0
     while (start < batch.length) {
-      const segment = batch[start].ref.slice(ATTEMPTS_DIR.length + 1, batch[start].ref.lastIndexOf(':'))
+      const segment = batch[start].segment
       let end = start
-      while (end < batch.length && batch[end].ref.startsWith(`${ATTEMPTS_DIR}/${segment}:`)) end++
-      const part = batch.slice(start, end)
+      let text = ''
+      while (end < batch.length && batch[end].segment === segment) text += `${batch[end++].text}\n`
+      const part = start === 0 && end === batch.length ? batch : batch.slice(start, end)
       try {
         const handle = await this.open(segment)
-        await handle.write(part.map((e) => `${e.text}\n`).join(''))
+        await handle.write(text)
         this.dirty = true
         for (const e of part) e.resolve(e.ref)
       } catch (error) {

@@ -10,7 +10,7 @@ import type {Admission, Limiter} from './limiter.js'
 import {PathError, projectFields, resolvePath} from './paths.js'
 import {buildRowPlan, type RowPlanResult} from './request.js'
 import {RowSession} from './session.js'
-import {AbortedError, type HttpTransport, TransportError} from './transport.js'
+import {AbortedError, Cancel, type HttpTransport, TransportError} from './transport.js'
 import type {CallConfig, CallEnvelope, EpisodeFields, FailureKind, FailureStage, HarnessEvidence, ResourceEnvelope, RowColumns} from './types.js'
 
 /** Writes one attempt artifact; returns its path relative to the evidence directory. */
@@ -94,26 +94,51 @@ function httpFailure(status: number, route: string, body: string, stage: Failure
   return {kind, stage, route, reason: `POST ${route} answered HTTP ${status}${note}${snippet}`}
 }
 
+/** A JSON string, or null. */
+function q(text: string | null): string {
+  return text === null ? 'null' : JSON.stringify(text)
+}
+
+/** The lifecycle entries as JSON, keys in their usual order. */
+function lifecycleText(entries: LifecycleEntry[]): string {
+  let out = '['
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i]
+    out += `${i === 0 ? '' : ','}{"stage":${q(e.stage)}${e.step === undefined ? '' : `,"step":${e.step}`},"endpoint":${q(e.endpoint)},"route":${q(e.route)},"http_status":${e.http_status === null ? 'null' : e.http_status},"duration_ms":${JSON.stringify(e.duration_ms)}${e.error === undefined ? '' : `,"error":${q(e.error)}`}}`
+  }
+  return `${out}]`
+}
+
 function ms(start: number): number {
   return Math.round((performance.now() - start) * 10) / 10
 }
 
-/** What a context needs once, not per row: the shared timeout queues and the list of global secrets. */
+/**
+ * What a context needs once, not per row: the shared timeout queues, the
+ * list of global secrets, and the rows in initialize/execute (cancelled
+ * together when the run is interrupted, through one listener on ctx.cancel).
+ */
 interface ContextShared {
   rowTimeouts: DeadlineQueue
   cleanupTimeouts: DeadlineQueue
   secrets: readonly string[]
+  active: Set<Cancel>
 }
 const shared = new WeakMap<RowCallContext, ContextShared>()
 
 function sharedOf(ctx: RowCallContext): ContextShared {
   let found = shared.get(ctx)
   if (!found) {
+    const active = new Set<Cancel>()
     found = {
       rowTimeouts: new DeadlineQueue(ctx.config.timeout * 1000),
       cleanupTimeouts: new DeadlineQueue((ctx.config.session?.cleanup_timeout ?? 30) * 1000),
       secrets: [...ctx.bearerTokens.values()],
+      active,
     }
+    onAbort(ctx.cancel, () => {
+      for (const row of [...active]) row.abort(CANCEL_REASON)
+    })
     shared.set(ctx, found)
   }
   return found
@@ -185,10 +210,11 @@ export async function runPreparedRow(ctx: RowCallContext, prepared: PreparedRow,
         session = new RowSession(ctx.transport.openRowClient(), ctx.bearerTokens, common.secrets)
         const plan = planned.plan
         // One deadline for initialize plus execute; cancellation of the run aborts it too.
-        const rowAbort = new AbortController()
-        const unsubscribe = ctx.cancel.aborted ? (rowAbort.abort(CANCEL_REASON), () => {}) : onAbort(ctx.cancel, () => rowAbort.abort(CANCEL_REASON))
-        const cancelTimer = common.rowTimeouts.add(() => rowAbort.abort('timeout'))
-        const signal = rowAbort.signal
+        const rowAbort = new Cancel()
+        if (ctx.cancel.aborted) rowAbort.abort(CANCEL_REASON)
+        else common.active.add(rowAbort)
+        const deadline = common.rowTimeouts.add(rowAbort)
+        const signal = rowAbort
         let sent = false
         let stage: FailureStage = 'initialize'
         let currentRoute = config.route
@@ -240,7 +266,7 @@ export async function runPreparedRow(ctx: RowCallContext, prepared: PreparedRow,
             sent = true
             const {request, response: res} = await session.post(config.endpoint, config.route, plan.body, signal)
             lifecycle.push({stage: 'execute', endpoint: config.endpoint, route: config.route, http_status: res.status, duration_ms: ms(stepStart)})
-            requestText = `{"method":"POST","url":${JSON.stringify(request.url)},"headers":${JSON.stringify(session.redactHeaders(request.headers))},"body":${plan.body}}`
+            requestText = `{"method":"POST","url":${JSON.stringify(request.url)},"headers":${session.redactedHeadersJson(request.headers)},"body":${plan.body}}`
             const trimmed = res.body.trim()
             let parsed: unknown
             let parsedOk = false
@@ -255,7 +281,7 @@ export async function runPreparedRow(ctx: RowCallContext, prepared: PreparedRow,
               }
             }
             // a body that parsed is spliced in as its own (lossless) text
-            responseText = `{"http_status":${res.status},"headers":${JSON.stringify(session.redactHeaders(res.headers))},${parsedOk ? `"body":${trimmed}` : `"body":null,"body_text":${JSON.stringify(res.body)}`}}`
+            responseText = `{"http_status":${res.status},"headers":${session.redactedHeadersJson(res.headers)},${parsedOk ? `"body":${trimmed}` : `"body":null,"body_text":${JSON.stringify(res.body)}`}}`
             if (parsedOk) rawResponse = trimmed
             if (res.status < 200 || res.status >= 300) {
               failure = httpFailure(res.status, config.route, res.body, 'execute', (t) => session!.scrub(t))
@@ -290,23 +316,22 @@ export async function runPreparedRow(ctx: RowCallContext, prepared: PreparedRow,
           }
           lifecycle.push(entry)
         } finally {
-          cancelTimer()
-          unsubscribe()
+          common.rowTimeouts.remove(deadline)
+          common.active.delete(rowAbort)
         }
 
         // Cleanup runs whenever a request was sent: after success, partial initialization, timeout and cancellation.
         if (sent && config.session && config.session.cleanup.length > 0) {
           const steps = config.session.cleanup
           // each step gets its own cleanup_timeout; a controller is reused until one times out
-          let stepAbort = new AbortController()
+          let stepAbort = new Cancel()
           for (let j = 0; j < steps.length; j++) {
             const step = steps[j]
             const start = performance.now()
-            if (stepAbort.signal.aborted) stepAbort = new AbortController()
-            const abortStep = stepAbort
-            const cancelStepTimer = common.cleanupTimeouts.add(() => abortStep.abort('timeout'))
+            if (stepAbort.aborted) stepAbort = new Cancel()
+            const stepDeadline = common.cleanupTimeouts.add(stepAbort)
             try {
-              const {response: res} = await session.post(step.endpoint, step.route, plan.cleanupBodies[j], abortStep.signal)
+              const {response: res} = await session.post(step.endpoint, step.route, plan.cleanupBodies[j], stepAbort)
               lifecycle.push({stage: 'cleanup', step: j, endpoint: step.endpoint, route: step.route, http_status: res.status, duration_ms: ms(start)})
               if (res.status < 200 || res.status >= 300) {
                 const f = httpFailure(res.status, step.route, res.body, 'cleanup', (t) => session!.scrub(t))
@@ -319,7 +344,7 @@ export async function runPreparedRow(ctx: RowCallContext, prepared: PreparedRow,
               lifecycle.push({stage: 'cleanup', step: j, endpoint: step.endpoint, route: step.route, http_status: null, duration_ms: ms(start), error: timeout ? 'timeout' : reason})
               cleanupErrors.push({step: j, endpoint: step.endpoint, route: step.route, kind: timeout ? 'timeout' : 'transport_failed', http_status: null, reason})
             } finally {
-              cancelStepTimer()
+              common.cleanupTimeouts.remove(stepDeadline)
             }
           }
         }
@@ -363,6 +388,8 @@ export async function runPreparedRow(ctx: RowCallContext, prepared: PreparedRow,
   }
   if (failure) answer = null
 
+  const provenanceText = stringifyLossless(provenance)
+  const cleanupText = cleanupErrors.length === 0 ? '[]' : stringifyLossless(cleanupErrors)
   const envelope: CallEnvelope = {
     status: failure ? 'failed' : 'completed',
     row_id: rowId,
@@ -372,34 +399,18 @@ export async function runPreparedRow(ctx: RowCallContext, prepared: PreparedRow,
     failure_stage: failure?.stage ?? null,
     failure_route: failure?.route ?? null,
     failure_reason: failure ? clip(scrub(failure.reason)) : null,
-    provenance_json: stringifyLossless(provenance),
-    cleanup_errors_json: scrub(stringifyLossless(cleanupErrors)),
+    provenance_json: provenanceText,
+    cleanup_errors_json: scrub(cleanupText),
     response_json: responseJson,
   }
 
   // Attempt artifact: the native request and response, the lifecycle, no initialize bodies, tokens or cookies.
-  const artifact = {
-    schema: 'gymrecipe.call.attempt/1',
-    command: config.kind,
-    column: config.name,
-    attempt_id: attemptId,
-    row_id: rowId,
-    row_line: input.line,
-    started_at: startedAt,
-    finished_at: new Date().toISOString(),
-    status: cancelled ? 'cancelled' : envelope.status,
-    failure_kind: envelope.failure_kind,
-    failure_stage: envelope.failure_stage,
-    failure_route: envelope.failure_route,
-    failure_reason: envelope.failure_reason,
-    provenance,
-    lifecycle,
-    cleanup_errors: cleanupErrors,
-    ...(episode ? {episode} : {}),
-    ...(config.kind === 'harness' ? {harness: {answer, tool_trace: toolTrace ?? []}} : {}),
-  }
-  const head = stringifyLossless(artifact)
-  const artifactText = scrub(`${head.slice(0, -1)},"request":${requestText},"response":${responseText}}`)
+  // Written as text in a fixed field order (the same JSON a generic serializer would give, without walking objects).
+  const rowIdText = stringifyLossless(rowId)
+  let artifactText = `{"schema":"gymrecipe.call.attempt/1","command":${q(config.kind)},"column":${q(config.name)},"attempt_id":${q(attemptId)},"row_id":${rowIdText},"row_line":${input.line},"started_at":${q(startedAt)},"finished_at":${q(new Date().toISOString())},"status":${q(cancelled ? 'cancelled' : envelope.status)},"failure_kind":${q(envelope.failure_kind)},"failure_stage":${q(envelope.failure_stage)},"failure_route":${q(envelope.failure_route)},"failure_reason":${q(envelope.failure_reason)},"provenance":${provenanceText},"lifecycle":${lifecycleText(lifecycle)},"cleanup_errors":${cleanupText}`
+  if (episode) artifactText += `,"episode":${stringifyLossless(episode)}`
+  if (config.kind === 'harness') artifactText += `,"harness":{"answer":${q(answer)},"tool_trace":${toolTrace ? stringifyLossless(toolTrace) : '[]'}}`
+  artifactText = scrub(`${artifactText},"request":${requestText},"response":${responseText}}`)
   try {
     envelope.artifact = await ctx.evidence.writeAttempt(attemptId, artifactText)
   } catch (error: any) {
@@ -419,17 +430,21 @@ export async function runPreparedRow(ctx: RowCallContext, prepared: PreparedRow,
   if (cancelled) return {state: 'cancelled', attemptId}
 
   let columns: RowColumns
+  let columnsText: string
+  const envelopeText = `{"status":${q(envelope.status)},"row_id":${rowIdText},"attempt_id":${q(attemptId)},"artifact":${q(envelope.artifact)},"failure_kind":${q(envelope.failure_kind)},"failure_stage":${q(envelope.failure_stage)},"failure_route":${q(envelope.failure_route)},"failure_reason":${q(envelope.failure_reason)},"provenance_json":${q(envelope.provenance_json)},"cleanup_errors_json":${q(envelope.cleanup_errors_json)},"response_json":${q(envelope.response_json)}`
   if (config.kind === 'harness') {
     const evidence: HarnessEvidence = {...envelope, tool_trace_json: toolTrace && toolTrace.length > 0 ? scrub(stringifyLossless(toolTrace)) : null}
     columns = {[config.name]: answer, [config.evidence_column!]: evidence}
+    columnsText = `{${q(config.name)}:${q(answer)},${q(config.evidence_column!)}:${envelopeText},"tool_trace_json":${q(evidence.tool_trace_json)}}}`
   } else {
     const cell: ResourceEnvelope = episode ? {...envelope, ...episode} : envelope
     columns = {[config.name]: cell}
+    columnsText = episode ? `{${q(config.name)}:${envelopeText},${stringifyLossless(episode).slice(1)}}` : `{${q(config.name)}:${envelopeText}}}`
   }
   return {
     state: 'finished',
     columns,
-    columnsText: stringifyLossless(columns),
+    columnsText,
     status: envelope.status,
     failureKind: envelope.failure_kind,
     episodeStatus: episode?.episode_status ?? null,

@@ -17,6 +17,8 @@ export class Limiter {
   private active = 0
   private readonly queue: Waiter[] = []
   private head = 0
+  /** Called whenever a slot becomes free (none was waiting for it). */
+  onRelease: (() => void) | undefined
 
   constructor(readonly limit: number) {}
 
@@ -85,5 +87,6 @@ export class Limiter {
       }
     }
     this.active--
+    this.onRelease?.()
   }
 }

@@ -22,7 +22,11 @@ export function isDotPath(path: string): boolean {
  * as null; a missing key is a PathError.
  */
 export function resolvePath(row: unknown, path: string): unknown {
-  const parts = path.split('.')
+  return resolveParts(row, path.split('.'), path)
+}
+
+/** resolvePath with the path already split (callers that resolve the same path for every row split it once). */
+export function resolveParts(row: unknown, parts: readonly string[], path: string): unknown {
   let current: unknown = row
   for (let i = 0; i < parts.length; i++) {
     if (i > 0 && typeof current === 'string') {

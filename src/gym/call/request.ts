@@ -1,7 +1,7 @@
 import {isLosslessNumber} from 'lossless-json'
 
 import {isPlainObject, parseLossless, stringifyLossless} from './json.js'
-import {PathError, resolvePath} from './paths.js'
+import {PathError, resolveParts} from './paths.js'
 import type {CallConfig} from './types.js'
 
 /** Everything a row needs before any network call; built without I/O. */
@@ -19,13 +19,63 @@ export type RowPlanResult =
   | {ok: true; plan: RowPlan}
   | {ok: false; rowId: unknown; provenance: Record<string, unknown>; route: string | null; reason: string}
 
+interface CompiledPath {
+  path: string
+  parts: readonly string[]
+}
+
+/** A config's paths split once, and its literal request values serialized once. */
+interface CompiledConfig {
+  rowId?: CompiledPath
+  provenance: CompiledPath[]
+  requestColumn?: CompiledPath
+  /** request_columns: field, field as a JSON string, path */
+  requestColumns: [string, string, CompiledPath][]
+  requestValues: [string, unknown][]
+  /** request_values as `"field":value` members, comma-separated */
+  requestValuesText: string
+  initialize: {route: string; column?: CompiledPath}[]
+  cleanup: {route: string; column?: CompiledPath}[]
+  /** Bodies of steps without a request_column ('{}'), shared. */
+  constantInitialize?: string[]
+  constantCleanup?: string[]
+}
+
+const compiledConfigs = new WeakMap<CallConfig, CompiledConfig>()
+
+function compiledPath(path: string): CompiledPath {
+  return {path, parts: path.split('.')}
+}
+
+function compile(config: CallConfig): CompiledConfig {
+  let compiled = compiledConfigs.get(config)
+  if (compiled) return compiled
+  const steps = (list: {route: string; request_column?: string}[] | undefined) => (list ?? []).map((s) => ({route: s.route, ...(s.request_column ? {column: compiledPath(s.request_column)} : {})}))
+  const values = Object.entries(config.request_values)
+  compiled = {
+    ...(config.row_id_column ? {rowId: compiledPath(config.row_id_column)} : {}),
+    provenance: config.provenance_columns.map(compiledPath),
+    ...(config.request_column ? {requestColumn: compiledPath(config.request_column)} : {}),
+    requestColumns: Object.entries(config.request_columns).map(([field, path]) => [field, JSON.stringify(field), compiledPath(path)]),
+    requestValues: values,
+    requestValuesText: values.map(([field, value]) => `${JSON.stringify(field)}:${stringifyLossless(value)}`).join(','),
+    initialize: steps(config.session?.initialize),
+    cleanup: steps(config.session?.cleanup),
+  }
+  if (compiled.initialize.every((s) => !s.column)) compiled.constantInitialize = compiled.initialize.map(() => '{}')
+  if (compiled.cleanup.every((s) => !s.column)) compiled.constantCleanup = compiled.cleanup.map(() => '{}')
+  compiledConfigs.set(config, compiled)
+  return compiled
+}
+
 /** The row id: the value at row_id_column (string or number), or the 1-based input line number. */
 export function rowIdOf(config: CallConfig, row: Record<string, unknown>, line: number): {ok: true; id: unknown} | {ok: false; reason: string} {
-  if (!config.row_id_column) return {ok: true, id: line}
+  const path = compile(config).rowId
+  if (!path) return {ok: true, id: line}
   try {
-    const id = resolvePath(row, config.row_id_column)
+    const id = resolveParts(row, path.parts, path.path)
     if (typeof id === 'string' ? id.trim() === '' : !isLosslessNumber(id) && typeof id !== 'number') {
-      return {ok: false, reason: `row id at ${config.row_id_column} must be a non-empty string or a number`}
+      return {ok: false, reason: `row id at ${path.path} must be a non-empty string or a number`}
     }
     return {ok: true, id}
   } catch (error) {
@@ -33,8 +83,8 @@ export function rowIdOf(config: CallConfig, row: Record<string, unknown>, line: 
   }
 }
 
-function objectFrom(row: Record<string, unknown>, path: string): Record<string, unknown> {
-  let value = resolvePath(row, path)
+function objectFrom(row: Record<string, unknown>, {path, parts}: CompiledPath): Record<string, unknown> {
+  let value = resolveParts(row, parts, path)
   if (typeof value === 'string') {
     try {
       value = parseLossless(value)
@@ -46,6 +96,18 @@ function objectFrom(row: Record<string, unknown>, path: string): Record<string, 
   return value
 }
 
+function stepBodies(row: Record<string, unknown>, steps: {route: string; column?: CompiledPath}[]): string[] | {route: string; reason: string} {
+  const out: string[] = []
+  for (const step of steps) {
+    try {
+      out.push(step.column ? stringifyLossless(objectFrom(row, step.column)) : '{}')
+    } catch (error: any) {
+      return {route: step.route, reason: error.message}
+    }
+  }
+  return out
+}
+
 /**
  * Assemble the row's requests. The execute body is the preassembled
  * `request_column` object, or the `request_columns` fields, plus the literal
@@ -54,44 +116,44 @@ function objectFrom(row: Record<string, unknown>, path: string): Record<string, 
  * Attempt ids are not injected into requests.
  */
 export function buildRowPlan(config: CallConfig, row: Record<string, unknown>, line: number): RowPlanResult {
+  const compiled = compile(config)
   const id = rowIdOf(config, row, line)
   const rowId = id.ok ? id.id : null
   const provenance: Record<string, unknown> = {}
   const fail = (route: string | null, reason: string): RowPlanResult => ({ok: false, rowId, provenance, route, reason})
   if (!id.ok) return fail(null, id.reason)
   try {
-    for (const path of config.provenance_columns) {
-      const value = resolvePath(row, path)
+    for (const {path, parts} of compiled.provenance) {
+      const value = resolveParts(row, parts, path)
       if (value !== null && value !== undefined) provenance[path] = value
     }
   } catch (error: any) {
     return fail(null, `provenance: ${error.message}`)
   }
-  let body: Record<string, unknown>
+  let body: string
   try {
-    body = config.request_column ? {...objectFrom(row, config.request_column)} : {}
-    for (const [field, path] of Object.entries(config.request_columns)) body[field] = resolvePath(row, path)
-    for (const [field, value] of Object.entries(config.request_values)) {
-      if (Object.prototype.hasOwnProperty.call(body, field)) throw new PathError(`request_values.${field} would overwrite the field ${field} of ${config.request_column}`)
-      body[field] = value
+    if (compiled.requestColumn) {
+      const object: Record<string, unknown> = {...objectFrom(row, compiled.requestColumn)}
+      for (const [field, value] of compiled.requestValues) {
+        if (Object.prototype.hasOwnProperty.call(object, field)) throw new PathError(`request_values.${field} would overwrite the field ${field} of ${config.request_column}`)
+        object[field] = value
+      }
+      body = stringifyLossless(object)
+    } else {
+      // request_columns then request_values (their fields never overlap), written member by member
+      body = '{'
+      for (const [, fieldJson, {path, parts}] of compiled.requestColumns) {
+        body += `${body.length > 1 ? ',' : ''}${fieldJson}:${stringifyLossless(resolveParts(row, parts, path))}`
+      }
+      if (compiled.requestValuesText !== '') body += `${body.length > 1 ? ',' : ''}${compiled.requestValuesText}`
+      body += '}'
     }
   } catch (error: any) {
     return fail(config.route, error.message)
   }
-  const stepBodies = (steps: {route: string; request_column?: string}[]): string[] | {route: string; reason: string} => {
-    const out: string[] = []
-    for (const step of steps) {
-      try {
-        out.push(step.request_column ? stringifyLossless(objectFrom(row, step.request_column)) : '{}')
-      } catch (error: any) {
-        return {route: step.route, reason: error.message}
-      }
-    }
-    return out
-  }
-  const initializeBodies = stepBodies(config.session?.initialize ?? [])
+  const initializeBodies = compiled.constantInitialize ?? stepBodies(row, compiled.initialize)
   if (!Array.isArray(initializeBodies)) return fail(initializeBodies.route, initializeBodies.reason)
-  const cleanupBodies = stepBodies(config.session?.cleanup ?? [])
+  const cleanupBodies = compiled.constantCleanup ?? stepBodies(row, compiled.cleanup)
   if (!Array.isArray(cleanupBodies)) return fail(cleanupBodies.route, cleanupBodies.reason)
-  return {ok: true, plan: {rowId, provenance, body: stringifyLossless(body), initializeBodies, cleanupBodies}}
+  return {ok: true, plan: {rowId, provenance, body, initializeBodies, cleanupBodies}}
 }

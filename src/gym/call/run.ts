@@ -9,7 +9,7 @@ import {readBearerTokens} from './config.js'
 import {EvidenceDir, FLUSH_MS, type JournalHeader} from './evidence.js'
 import {inputUnreadable, isEmptyObjectText, LineReader, scanRows} from './input.js'
 import {parseFast, parseLossless, stringifyLossless} from './json.js'
-import {admit, prepareRow, type RowCallContext, runPreparedRow, type RowOutcome} from './lifecycle.js'
+import {type PreparedRow, prepareRow, type RowCallContext, runPreparedRow, type RowOutcome} from './lifecycle.js'
 import {type Admission, Limiter} from './limiter.js'
 import {buildRowPlan} from './request.js'
 import {type HttpTransport, nodeHttpTransport} from './transport.js'
@@ -42,6 +42,8 @@ export interface RunCallOptions {
   transport?: HttpTransport
   env?: NodeJS.ProcessEnv
   onProgress?: (progress: CallProgress) => void
+  /** Memory bounds of the run (default runWindow(max_parallel_requests)); tests make them small. */
+  window?: RunWindow
 }
 
 export interface InvalidRequest {
@@ -201,14 +203,25 @@ class OrderedOutput {
 }
 
 /**
- * How far the run may read ahead of the oldest row whose output line is not
- * written yet: at most this many rows (started, finished and waiting for an
- * earlier row, or resumed) and this many characters of finished lines. When
- * either is reached, no further row starts until the oldest one finishes, so
- * memory stays bounded however long the input is.
+ * What a run holds in memory, whatever the length of the input:
+ *   inFlight  rows started and not finished: the max_parallel_requests rows
+ *             holding a slot plus rows writing their evidence after cleanup
+ *   rows      rows between the oldest row whose output line is not written
+ *             yet and the newest row read (in flight, finished and waiting
+ *             for an earlier row, or resumed)
+ *   chars     characters of finished output lines waiting for an earlier row
+ * When a bound is reached, no further row starts until rows finish (for
+ * `rows` and `chars`: until the oldest unfinished row finishes, which its
+ * timeouts bound).
  */
-export function orderingWindow(maxParallel: number): {rows: number; chars: number} {
-  return {rows: Math.max(4096, 16 * maxParallel), chars: 64 * 1024 * 1024}
+export interface RunWindow {
+  inFlight: number
+  rows: number
+  chars: number
+}
+
+export function runWindow(maxParallel: number): RunWindow {
+  return {inFlight: Math.max(4 * maxParallel, 256), rows: Math.max(4096, 16 * maxParallel), chars: 64 * 1024 * 1024}
 }
 
 /**
@@ -351,6 +364,9 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
       wake = resolve
     })
   const stopWaking = onAbort(cancel.signal, wakeUp)
+  limiter.onRelease = wakeUp
+  const queueDeadline = ctx.queueDeadline
+  const deadlineTimer = queueDeadline === undefined ? undefined : setTimeout(wakeUp, Math.max(0, queueDeadline - Date.now()))
 
   const handle = (index: number, line: number, raw: string, outcome: RowOutcome) => {
     if (outcome.state === 'finished') {
@@ -367,12 +383,24 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
     }
   }
 
+  const runRow = async (prepared: PreparedRow, admission: Admission | undefined, i: number, line: number, raw: string) => {
+    try {
+      handle(i, line, raw, await runPreparedRow(ctx, prepared, admission))
+    } catch (error) {
+      unexpected ??= error
+      cancel.abort('fatal')
+    } finally {
+      inFlight--
+      wakeUp()
+    }
+  }
+
   // Pass 2: rows are read, prepared and admitted in input order, one chunk of
   // the file at a time. max_parallel_requests bounds the remote lifecycles
   // (initialize, execute, cleanup); a row leaves its slot after cleanup and
   // then writes its evidence, so evidence writes overlap the next rows' calls.
   // The ordering window bounds what waits in memory for an earlier row.
-  const window = orderingWindow(config.max_parallel_requests)
+  const window = options.window ?? runWindow(config.max_parallel_requests)
   let unexpected: unknown
   let startedRows = 0
   let index = 0
@@ -387,7 +415,7 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
       for (const {line, text} of lines) {
         const raw = text.trim()
         if (raw === '') continue
-        while ((index - output.next >= window.rows || output.pendingBytes >= window.chars) && !cancel.signal.aborted && unexpected === undefined) await nextEvent()
+        while ((inFlight >= window.inFlight || index - output.next >= window.rows || output.pendingBytes >= window.chars) && !cancel.signal.aborted && unexpected === undefined) await nextEvent()
         if (cancel.signal.aborted || unexpected !== undefined) break read
         const i = index++
         if (previous.has(i)) {
@@ -403,23 +431,21 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
         const prepared = prepareRow(ctx, {index: i, line, row})
         let admission: Admission | undefined
         if (prepared.planned.ok) {
-          const admitted = admit(ctx)
-          admission = typeof admitted === 'string' ? admitted : await admitted
+          // admission in input order: the loop itself waits for a free slot (woken by a released
+          // slot, a finished row, the queue deadline or the interruption), so no row queues a waiter
+          for (;;) {
+            if (queueDeadline !== undefined && Date.now() >= queueDeadline) admission = 'timeout'
+            else if (cancel.signal.aborted) admission = 'cancelled'
+            else if (limiter.tryAcquire()) admission = 'admitted'
+            if (admission !== undefined) break
+            await nextEvent()
+          }
           // interrupted while waiting for a slot: this row and the rest are not started
           if (admission === 'cancelled') break read
         }
         startedRows++
         inFlight++
-        runPreparedRow(ctx, prepared, admission)
-          .then((outcome) => handle(i, line, raw, outcome))
-          .catch((error) => {
-            unexpected ??= error
-            cancel.abort('fatal')
-          })
-          .finally(() => {
-            inFlight--
-            wakeUp()
-          })
+        void runRow(prepared, admission, i, line, raw)
       }
     }
     if (!cancel.signal.aborted && unexpected === undefined) {
@@ -433,6 +459,8 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
     await reader?.close()
     while (inFlight > 0) await nextEvent()
     stopWaking()
+    limiter.onRelease = undefined
+    if (deadlineTimer) clearTimeout(deadlineTimer)
     options.signal?.removeEventListener('abort', onExternal)
     ownTransport?.close()
   }

@@ -1,6 +1,7 @@
-import type {HttpRequest, HttpResponse, RowHttpClient} from './transport.js'
+import {Cancel, type HttpRequest, type HttpResponse, type RowHttpClient} from './transport.js'
 
 const REDACTED = '[redacted]'
+const REDACTED_JSON = JSON.stringify(REDACTED)
 /** Secret values shorter than this are not scrubbed from bodies (too likely to hit ordinary text). */
 const MIN_SCRUB_LENGTH = 6
 
@@ -16,10 +17,11 @@ const MIN_SCRUB_LENGTH = 6
  * the endpoint that declared them.
  */
 export class RowSession {
-  private readonly cookies = new Map<string, string>()
-  private readonly sessionHeaders = new Map<string, string>()
+  // created when the row first gets a cookie or a session header (stateless rows never do)
+  private cookies: Map<string, string> | undefined
+  private sessionHeaders: Map<string, string> | undefined
   /** Lower-case names of the session headers (redacted in evidence). */
-  private readonly sessionNames = new Set<string>()
+  private sessionNames: Set<string> | undefined
   /** The Cookie header value, rebuilt only when the jar changes. */
   private cookieHeader: string | undefined
   private secrets: readonly string[]
@@ -35,28 +37,30 @@ export class RowSession {
   }
 
   /** POST a JSON body to endpoint + route with this row's cookies, session headers and the endpoint's own bearer token. */
-  async post(endpoint: string, route: string, body: string, signal: AbortSignal): Promise<{request: HttpRequest; response: HttpResponse}> {
+  async post(endpoint: string, route: string, body: string, signal: AbortSignal | Cancel): Promise<{request: HttpRequest; response: HttpResponse}> {
     // every header is built from this row's state alone: nothing is inherited from the pooled connection
     const headers: Record<string, string> = {'content-type': 'application/json', accept: 'application/json'}
-    if (this.sessionHeaders.size > 0) for (const [name, value] of this.sessionHeaders) headers[name] = value
+    if (this.sessionHeaders !== undefined) for (const [name, value] of this.sessionHeaders) headers[name] = value
     if (this.cookieHeader !== undefined) headers.cookie = this.cookieHeader
     const token = this.bearerTokens.get(endpoint)
     if (token !== undefined) headers.authorization = `Bearer ${token}`
     const request: HttpRequest = {method: 'POST', url: endpoint + route, headers, body}
-    const response = await this.client.request(request, signal)
+    let response: HttpResponse
+    if (signal instanceof Cancel) response = await (this.client.send ? this.client.send(request, signal) : this.client.request(request, signal.toSignal()))
+    else response = await this.client.request(request, signal)
     const setCookie = response.headers['set-cookie']
     if (setCookie !== undefined) this.storeCookies(setCookie)
     return {request, response}
   }
 
   setSessionHeader(name: string, value: string): void {
-    this.sessionHeaders.set(name, value)
-    this.sessionNames.add(name.toLowerCase())
+    ;(this.sessionHeaders ??= new Map()).set(name, value)
+    ;(this.sessionNames ??= new Set()).add(name.toLowerCase())
     this.addSecret(value)
   }
 
   get hasSessionState(): boolean {
-    return this.cookies.size > 0 || this.sessionHeaders.size > 0
+    return (this.cookies?.size ?? 0) > 0 || (this.sessionHeaders?.size ?? 0) > 0
   }
 
   close(): void {
@@ -70,7 +74,7 @@ export class RowSession {
       const value = headers[name]
       if (value === undefined) continue
       const lower = name.toLowerCase()
-      if (lower === 'authorization' || lower === 'cookie' || lower === 'set-cookie' || lower === 'proxy-authorization' || this.sessionNames.has(lower)) {
+      if (lower === 'authorization' || lower === 'cookie' || lower === 'set-cookie' || lower === 'proxy-authorization' || this.sessionNames?.has(lower)) {
         out[name] = REDACTED
       } else if (this.secrets.length === 0) {
         out[name] = value
@@ -79,6 +83,26 @@ export class RowSession {
       }
     }
     return out
+  }
+
+  /** redactHeaders written straight to JSON text (what the attempt artifact records). */
+  redactedHeadersJson(headers: Record<string, string | string[] | undefined>): string {
+    let out = '{'
+    for (const name in headers) {
+      const value = headers[name]
+      if (value === undefined) continue
+      const lower = name.toLowerCase()
+      let text: string
+      if (lower === 'authorization' || lower === 'cookie' || lower === 'set-cookie' || lower === 'proxy-authorization' || this.sessionNames?.has(lower)) {
+        text = REDACTED_JSON
+      } else if (Array.isArray(value)) {
+        text = JSON.stringify(this.secrets.length === 0 ? value : value.map((v) => this.scrub(v)))
+      } else {
+        text = JSON.stringify(this.secrets.length === 0 ? value : this.scrub(value))
+      }
+      out += `${out.length > 1 ? ',' : ''}${JSON.stringify(name)}:${text}`
+    }
+    return `${out}}`
   }
 
   /** Replace every known secret (bearer tokens, session header values, cookie values) in text. */
@@ -103,6 +127,7 @@ export class RowSession {
   }
 
   private storeCookies(setCookie: string | string[]): void {
+    const cookies = (this.cookies ??= new Map())
     for (const line of Array.isArray(setCookie) ? setCookie : [setCookie]) {
       const [pair, ...attrs] = line.split(';')
       const eq = pair.indexOf('=')
@@ -120,12 +145,12 @@ export class RowSession {
         }
       }
       if (expired) {
-        this.cookies.delete(name)
+        cookies.delete(name)
       } else {
-        this.cookies.set(name, value)
+        cookies.set(name, value)
         this.addSecret(value)
       }
     }
-    this.cookieHeader = this.cookies.size > 0 ? [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') : undefined
+    this.cookieHeader = cookies.size > 0 ? [...cookies].map(([k, v]) => `${k}=${v}`).join('; ') : undefined
   }
 }

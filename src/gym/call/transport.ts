@@ -53,9 +53,45 @@ export class AbortedError extends Error {
   }
 }
 
+/**
+ * A cancellation for one request at a time, without an AbortSignal: creating
+ * an AbortSignal and its listener costs more per row than a keep-alive
+ * request itself, so the built-in transport takes this instead (see
+ * RowHttpClient.send). Custom transports still get a real AbortSignal.
+ */
+export class Cancel {
+  aborted = false
+  reason: unknown = undefined
+  private listener: (() => void) | undefined
+
+  abort(reason: unknown): void {
+    if (this.aborted) return
+    this.aborted = true
+    this.reason = reason
+    const listener = this.listener
+    this.listener = undefined
+    listener?.()
+  }
+
+  /** Set the one listener (the request in flight); replaced by the next request's. */
+  listen(fn: (() => void) | undefined): void {
+    this.listener = fn
+  }
+
+  /** An AbortSignal that follows this cancellation (for transports without send()). */
+  toSignal(): AbortSignal {
+    const controller = new AbortController()
+    if (this.aborted) controller.abort(this.reason)
+    else this.listen(() => controller.abort(this.reason))
+    return controller.signal
+  }
+}
+
 /** One row's view of the transport; closed when the row ends. */
 export interface RowHttpClient {
   request(req: HttpRequest, signal: AbortSignal): Promise<HttpResponse>
+  /** Optional: the same as request(), cancelled by a Cancel instead of an AbortSignal. */
+  send?(req: HttpRequest, cancel: Cancel): Promise<HttpResponse>
   close(): void
 }
 
@@ -87,7 +123,6 @@ export function nodeHttpTransport(options: NodeHttpTransportOptions = {}): HttpT
   const pools = new Map<string, http.Agent>()
   // parsed request options per URL (a run uses a handful: endpoint + route of each step)
   const targets = new Map<string, Target | TransportError>()
-  let closed = false
 
   const targetFor = (url: string): Target | TransportError => {
     let target = targets.get(url)
@@ -117,38 +152,63 @@ export function nodeHttpTransport(options: NodeHttpTransportOptions = {}): HttpT
     return target
   }
 
-  return {
+  const transport = {
+    closed: false,
     get origins() {
       return pools.size
     },
+    target(url: string): Target | TransportError {
+      return transport.closed ? new TransportError('the HTTP client is closed', 'ECLOSED') : targetFor(url)
+    },
+    maxBytes,
     openRowClient(): RowHttpClient {
-      let rowClosed = false
-      return {
-        request(req, signal) {
-          if (closed || rowClosed) return Promise.reject(new TransportError('the HTTP client is closed', 'ECLOSED'))
-          const target = targetFor(req.url)
-          if (target instanceof TransportError) return Promise.reject(target)
-          return send(req, signal, target, maxBytes)
-        },
-        close() {
-          // the row's state lives in its RowSession; its sockets go back to the shared pool
-          rowClosed = true
-        },
-      }
+      return new PooledRowClient(transport)
     },
     close() {
-      closed = true
+      transport.closed = true
       for (const agent of pools.values()) agent.destroy()
       pools.clear()
       targets.clear()
     },
   }
+  return transport
 }
 
-function send(req: HttpRequest, signal: AbortSignal, target: Target, maxBytes: number): Promise<HttpResponse> {
+interface PoolOwner {
+  target(url: string): Target | TransportError
+  maxBytes: number
+}
+
+/** A row's client: requests go through the shared pools; nothing of the row is kept here. */
+class PooledRowClient implements RowHttpClient {
+  private closed = false
+
+  constructor(private readonly owner: PoolOwner) {}
+
+  request(req: HttpRequest, signal: AbortSignal): Promise<HttpResponse> {
+    const cancel = new Cancel()
+    if (signal.aborted) cancel.abort(signal.reason)
+    const onAbort = () => cancel.abort(signal.reason)
+    signal.addEventListener('abort', onAbort, {once: true})
+    return this.send(req, cancel).finally(() => signal.removeEventListener('abort', onAbort))
+  }
+
+  send(req: HttpRequest, cancel: Cancel): Promise<HttpResponse> {
+    const target = this.closed ? new TransportError('the HTTP client is closed', 'ECLOSED') : this.owner.target(req.url)
+    if (target instanceof TransportError) return Promise.reject(target)
+    return send(req, cancel, target, this.owner.maxBytes)
+  }
+
+  close(): void {
+    // the row's state lives in its RowSession; its sockets go back to the shared pool
+    this.closed = true
+  }
+}
+
+function send(req: HttpRequest, cancel: Cancel, target: Target, maxBytes: number): Promise<HttpResponse> {
   return new Promise<HttpResponse>((resolve, reject) => {
-    if (signal.aborted) {
-      reject(new AbortedError(signal.reason))
+    if (cancel.aborted) {
+      reject(new AbortedError(cancel.reason))
       return
     }
     let settled = false
@@ -157,13 +217,12 @@ function send(req: HttpRequest, signal: AbortSignal, target: Target, maxBytes: n
     const fail = (error: Error) => {
       if (settled) return
       settled = true
-      signal.removeEventListener('abort', onAbort)
+      cancel.listen(undefined)
       // an unfinished exchange never goes back to the pool
       request.destroy()
       reject(error)
     }
-    const onAbort = () => fail(new AbortedError(signal.reason))
-    signal.addEventListener('abort', onAbort, {once: true})
+    cancel.listen(() => fail(new AbortedError(cancel.reason)))
     request.on('error', (error: NodeJS.ErrnoException) => fail(new TransportError(describeSocketError(error), error.code ?? 'ETRANSPORT')))
     request.on('response', (res) => {
       const chunks: Buffer[] = []
@@ -181,7 +240,7 @@ function send(req: HttpRequest, signal: AbortSignal, target: Target, maxBytes: n
       res.on('end', () => {
         if (settled) return
         settled = true
-        signal.removeEventListener('abort', onAbort)
+        cancel.listen(undefined)
         resolve({status: res.statusCode ?? 0, headers: res.headers, body: chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8')})
       })
     })
