@@ -8,9 +8,9 @@ import {harnessOutcome} from './harness.js'
 import {clip, parseFast, stringifyLossless} from './json.js'
 import type {Admission, Limiter} from './limiter.js'
 import {PathError, projectFields, resolvePath} from './paths.js'
-import {buildRowPlan, type RowPlanResult} from './request.js'
+import {buildRowPlan, type RowPlan, type RowPlanResult} from './request.js'
 import {RowSession} from './session.js'
-import {AbortedError, Cancel, type HttpTransport, TransportError} from './transport.js'
+import {AbortedError, Cancel, type HttpResponse, type HttpTransport, TransportError} from './transport.js'
 import type {CallConfig, CallEnvelope, EpisodeFields, FailureKind, FailureStage, HarnessEvidence, ResourceEnvelope, RowColumns} from './types.js'
 
 /** Writes one attempt artifact; returns its path relative to the evidence directory. */
@@ -123,6 +123,15 @@ interface ContextShared {
   cleanupTimeouts: DeadlineQueue
   secrets: readonly string[]
   active: Set<Cancel>
+  /** JSON fragments that are the same for every row of the context. */
+  texts: {
+    artifactHead: string
+    executeUrl: string
+    executeRequestHead: string
+    nameJson: string
+    needsValue: boolean
+    episode: boolean
+  }
 }
 const shared = new WeakMap<RowCallContext, ContextShared>()
 
@@ -135,6 +144,14 @@ function sharedOf(ctx: RowCallContext): ContextShared {
       cleanupTimeouts: new DeadlineQueue((ctx.config.session?.cleanup_timeout ?? 30) * 1000),
       secrets: [...ctx.bearerTokens.values()],
       active,
+      texts: {
+        artifactHead: `{"schema":"gymrecipe.call.attempt/1","command":${q(ctx.config.kind)},"column":${q(ctx.config.name)},"attempt_id":`,
+        executeUrl: ctx.config.endpoint + ctx.config.route,
+        executeRequestHead: `{"method":"POST","url":${q(ctx.config.endpoint + ctx.config.route)},"headers":`,
+        nameJson: q(ctx.config.name),
+        needsValue: ctx.config.kind === 'harness' || ctx.config.response_protocol === 'gym-episode' || ctx.config.response_fields !== undefined,
+        episode: ctx.config.kind === 'resource' && ctx.config.response_protocol === 'gym-episode',
+      },
     }
     onAbort(ctx.cancel, () => {
       for (const row of [...active]) row.abort(CANCEL_REASON)
@@ -172,201 +189,309 @@ export async function callRow(ctx: RowCallContext, input: RowInput): Promise<Row
   return runPreparedRow(ctx, prepared, prepared.planned.ok ? await admit(ctx) : undefined)
 }
 
+/** What the HTTP part of a row left behind for its evidence and envelope. */
+interface Exchange {
+  startedAt: string
+  failure: Failure | undefined
+  /** The parsed response, when the config needs its value (harness, episode, projection). */
+  response: unknown
+  responseOk: boolean
+  /** The response body as received (trimmed), when it is JSON. */
+  rawResponse: string | undefined
+  lifecycle: LifecycleEntry[]
+  cleanupErrors: CleanupError[]
+  /** The native request and response as JSON text for the artifact ('null' when none). */
+  requestText: string
+  responseText: string
+  session: RowSession | undefined
+  cancelled: boolean
+}
+
 /**
  * The lifecycle of a prepared row after its admission was decided. With
  * 'admitted' the caller holds a limiter slot, which this releases after the
  * row's cleanup. `admission` is ignored for a row whose request did not build.
  */
 export async function runPreparedRow(ctx: RowCallContext, prepared: PreparedRow, admission: Admission | undefined): Promise<RowOutcome> {
-  const {config} = ctx
-  const {input, attemptId, planned} = prepared
-  const common = sharedOf(ctx)
-  const startedAt = new Date().toISOString()
-  const needsValue = config.kind === 'harness' || config.response_protocol === 'gym-episode' || config.response_fields !== undefined
-  const rowId = planned.ok ? planned.plan.rowId : planned.rowId
-  const provenance = planned.ok ? planned.plan.provenance : planned.provenance
-
-  let failure: Failure | undefined
-  let response: unknown
-  let responseOk = false
-  const lifecycle: LifecycleEntry[] = []
-  const cleanupErrors: CleanupError[] = []
-  // Serialized JSON of the native request and response for the artifact (built once, spliced in).
-  let requestText = 'null'
-  let responseText = 'null'
-  let rawResponse: string | undefined
-  let session: RowSession | undefined
-  let cancelled = false
-
+  const {planned} = prepared
+  let exchange: Exchange
   if (!planned.ok) {
     if (admission === 'admitted') ctx.limiter.release()
-    failure = {kind: 'request_invalid', stage: 'request', route: planned.route, reason: planned.reason}
+    exchange = noExchange({kind: 'request_invalid', stage: 'request', route: planned.route, reason: planned.reason})
+  } else if (admission === 'cancelled' || admission === undefined) {
+    return {state: 'not_started'}
+  } else if (admission === 'timeout') {
+    const {config} = ctx
+    exchange = noExchange({
+      kind: 'admission_timeout',
+      stage: 'admission',
+      route: null,
+      reason: `no free slot within queue_timeout ${config.queue_timeout} s (max_parallel_requests ${config.max_parallel_requests})`,
+    })
   } else {
-    if (admission === 'cancelled' || admission === undefined) return {state: 'not_started'}
-    if (admission === 'timeout') {
-      failure = {kind: 'admission_timeout', stage: 'admission', route: null, reason: `no free slot within queue_timeout ${config.queue_timeout} s (max_parallel_requests ${config.max_parallel_requests})`}
-    } else {
-      try {
-        session = new RowSession(ctx.transport.openRowClient(), ctx.bearerTokens, common.secrets)
-        const plan = planned.plan
-        // One deadline for initialize plus execute; cancellation of the run aborts it too.
-        const rowAbort = new Cancel()
-        if (ctx.cancel.aborted) rowAbort.abort(CANCEL_REASON)
-        else common.active.add(rowAbort)
-        const deadline = common.rowTimeouts.add(rowAbort)
-        const signal = rowAbort
-        let sent = false
-        let stage: FailureStage = 'initialize'
-        let currentRoute = config.route
-        let currentEndpoint = config.endpoint
-        let stepStart = 0
-        try {
-          const steps = config.session?.initialize ?? []
-          for (let i = 0; i < steps.length && !failure; i++) {
-            const step = steps[i]
-            currentRoute = step.route
-            currentEndpoint = step.endpoint
-            stepStart = performance.now()
-            sent = true
-            const {response: res} = await session.post(step.endpoint, step.route, plan.initializeBodies[i], signal)
-            // initialize response bodies may hold credentials: never kept, only the status
-            lifecycle.push({stage: 'initialize', step: i, endpoint: step.endpoint, route: step.route, http_status: res.status, duration_ms: ms(stepStart)})
-            if (res.status < 200 || res.status >= 300) {
-              failure = httpFailure(res.status, step.route, '', 'initialize', (t) => t)
-              break
-            }
-            if (step.response_headers) {
-              let body: unknown
-              try {
-                body = parseFast(res.body)
-              } catch {
-                failure = {kind: 'malformed_response', stage: 'initialize', route: step.route, reason: `initialize response of ${step.route} is not JSON, so its session token cannot be read`}
-                break
-              }
-              for (const [header, path] of Object.entries(step.response_headers)) {
-                let token: unknown
-                try {
-                  token = resolvePath(body, path)
-                } catch (error) {
-                  if (!(error instanceof PathError)) throw error
-                }
-                if (typeof token !== 'string' && typeof token !== 'number' && !isLosslessNumber(token)) {
-                  failure = {kind: 'malformed_response', stage: 'initialize', route: step.route, reason: `initialize response of ${step.route} has no string token at ${path} for header ${header}`}
-                  break
-                }
-                session.setSessionHeader(header, String(token))
-              }
-            }
-          }
-          if (!failure) {
-            stage = 'execute'
-            currentRoute = config.route
-            currentEndpoint = config.endpoint
-            stepStart = performance.now()
-            sent = true
-            const {request, response: res} = await session.post(config.endpoint, config.route, plan.body, signal)
-            lifecycle.push({stage: 'execute', endpoint: config.endpoint, route: config.route, http_status: res.status, duration_ms: ms(stepStart)})
-            requestText = `{"method":"POST","url":${JSON.stringify(request.url)},"headers":${session.redactedHeadersJson(request.headers)},"body":${plan.body}}`
-            const trimmed = res.body.trim()
-            let parsed: unknown
-            let parsedOk = false
-            if (trimmed !== '') {
-              try {
-                // the value is only needed to read a harness answer, an episode or a projection;
-                // otherwise the body is checked (same grammar) and kept as its own text
-                parsed = needsValue ? parseFast(trimmed) : JSON.parse(trimmed)
-                parsedOk = true
-              } catch {
-                parsedOk = false
-              }
-            }
-            // a body that parsed is spliced in as its own (lossless) text
-            responseText = `{"http_status":${res.status},"headers":${session.redactedHeadersJson(res.headers)},${parsedOk ? `"body":${trimmed}` : `"body":null,"body_text":${JSON.stringify(res.body)}`}}`
-            if (parsedOk) rawResponse = trimmed
-            if (res.status < 200 || res.status >= 300) {
-              failure = httpFailure(res.status, config.route, res.body, 'execute', (t) => session!.scrub(t))
-            } else if (!parsedOk) {
-              failure = {
-                kind: 'malformed_response',
-                stage: 'execute',
-                route: config.route,
-                reason: res.body.trim() === '' ? `POST ${config.route} answered HTTP ${res.status} with an empty body` : `POST ${config.route} answered HTTP ${res.status} with a body that is not JSON`,
-              }
-            } else {
-              response = parsed
-              responseOk = true
-            }
-          }
-        } catch (error) {
-          const entry: LifecycleEntry = {stage: stage === 'initialize' ? 'initialize' : 'execute', endpoint: currentEndpoint, route: currentRoute, http_status: null, duration_ms: ms(stepStart)}
-          if (error instanceof AbortedError) {
-            if (error.reason === CANCEL_REASON) {
-              cancelled = true
-              entry.error = 'cancelled'
-              failure = {kind: 'cancelled', stage, route: currentRoute, reason: `run interrupted during ${stage} of ${currentRoute}`}
-            } else {
-              entry.error = 'timeout'
-              failure = {kind: 'execution_timeout', stage, route: currentRoute, reason: `no answer from ${currentRoute} within timeout ${config.timeout} s (initialize plus execute)`}
-            }
-          } else if (error instanceof TransportError) {
-            entry.error = error.message
-            failure = {kind: 'transport_failed', stage, route: currentRoute, reason: `POST ${currentRoute}: ${error.message}`}
-          } else {
-            throw error
-          }
-          lifecycle.push(entry)
-        } finally {
-          common.rowTimeouts.remove(deadline)
-          common.active.delete(rowAbort)
-        }
-
-        // Cleanup runs whenever a request was sent: after success, partial initialization, timeout and cancellation.
-        if (sent && config.session && config.session.cleanup.length > 0) {
-          const steps = config.session.cleanup
-          // each step gets its own cleanup_timeout; a controller is reused until one times out
-          let stepAbort = new Cancel()
-          for (let j = 0; j < steps.length; j++) {
-            const step = steps[j]
-            const start = performance.now()
-            if (stepAbort.aborted) stepAbort = new Cancel()
-            const stepDeadline = common.cleanupTimeouts.add(stepAbort)
-            try {
-              const {response: res} = await session.post(step.endpoint, step.route, plan.cleanupBodies[j], stepAbort)
-              lifecycle.push({stage: 'cleanup', step: j, endpoint: step.endpoint, route: step.route, http_status: res.status, duration_ms: ms(start)})
-              if (res.status < 200 || res.status >= 300) {
-                const f = httpFailure(res.status, step.route, res.body, 'cleanup', (t) => session!.scrub(t))
-                cleanupErrors.push({step: j, endpoint: step.endpoint, route: step.route, kind: f.kind as CleanupError['kind'], http_status: res.status, reason: f.reason})
-              }
-            } catch (error) {
-              const timeout = error instanceof AbortedError
-              const reason = timeout ? `no answer from ${step.route} within cleanup_timeout ${config.session.cleanup_timeout} s` : `POST ${step.route}: ${(error as Error).message}`
-              if (!timeout && !(error instanceof TransportError)) throw error
-              lifecycle.push({stage: 'cleanup', step: j, endpoint: step.endpoint, route: step.route, http_status: null, duration_ms: ms(start), error: timeout ? 'timeout' : reason})
-              cleanupErrors.push({step: j, endpoint: step.endpoint, route: step.route, kind: timeout ? 'timeout' : 'transport_failed', http_status: null, reason})
-            } finally {
-              common.cleanupTimeouts.remove(stepDeadline)
-            }
-          }
-        }
-      } finally {
-        session?.close()
-        ctx.limiter.release()
-      }
+    try {
+      exchange = await exchangeRow(ctx, planned.plan)
+    } finally {
+      ctx.limiter.release()
     }
   }
+  const record = buildRecord(ctx, prepared, exchange)
+  let ref: string | undefined
+  let writeError: unknown
+  try {
+    ref = await ctx.evidence.writeAttempt(prepared.attemptId, record.artifactText)
+  } catch (error) {
+    writeError = error
+  }
+  return finishRecord(ctx, record, ref, writeError)
+}
 
-  const scrub = (text: string) => (session ? session.scrub(text) : text)
+function noExchange(failure: Failure): Exchange {
+  return {
+    startedAt: new Date().toISOString(),
+    failure,
+    response: undefined,
+    responseOk: false,
+    rawResponse: undefined,
+    lifecycle: [],
+    cleanupErrors: [],
+    requestText: 'null',
+    responseText: 'null',
+    session: undefined,
+    cancelled: false,
+  }
+}
+
+/** Initialize, execute and clean up one admitted row. */
+async function exchangeRow(ctx: RowCallContext, plan: RowPlan): Promise<Exchange> {
+  const {config} = ctx
+  const common = sharedOf(ctx)
+  const session = new RowSession(ctx.transport.openRowClient(), ctx.bearerTokens, common.secrets)
+  const ex: Exchange = {
+    startedAt: new Date().toISOString(),
+    failure: undefined,
+    response: undefined,
+    responseOk: false,
+    rawResponse: undefined,
+    lifecycle: [],
+    cleanupErrors: [],
+    requestText: 'null',
+    responseText: 'null',
+    session,
+    cancelled: false,
+  }
+  try {
+    // One deadline for initialize plus execute; cancellation of the run aborts it too.
+    const rowAbort = new Cancel()
+    if (ctx.cancel.aborted) rowAbort.abort(CANCEL_REASON)
+    else common.active.add(rowAbort)
+    const deadline = common.rowTimeouts.add(rowAbort)
+    const at: Step = {stage: 'initialize', endpoint: config.endpoint, route: config.route, start: 0}
+    let sent = false
+    try {
+      if (config.session && config.session.initialize.length > 0) {
+        sent = true
+        await initialize(ctx, plan, session, rowAbort, ex, at)
+      }
+      if (!ex.failure) {
+        at.stage = 'execute'
+        at.endpoint = config.endpoint
+        at.route = config.route
+        at.start = performance.now()
+        sent = true
+        const {request, response: res, headersJson} = await session.post(config.endpoint, config.route, plan.body, rowAbort)
+        readExecute(ctx, plan, session, ex, at.start, request.url, headersJson, res)
+      }
+    } catch (error) {
+      ex.failure = requestFailure(ctx, error, at, ex)
+    } finally {
+      common.rowTimeouts.remove(deadline)
+      common.active.delete(rowAbort)
+    }
+    // Cleanup runs whenever a request was sent: after success, partial initialization, timeout and cancellation.
+    if (sent && config.session && config.session.cleanup.length > 0) await cleanup(ctx, plan, session, ex)
+  } finally {
+    session.close()
+  }
+  return ex
+}
+
+/** Where a row is in its initialize/execute requests (for failures). */
+interface Step {
+  stage: 'initialize' | 'execute'
+  endpoint: string
+  route: string
+  start: number
+}
+
+async function initialize(ctx: RowCallContext, plan: RowPlan, session: RowSession, cancel: Cancel, ex: Exchange, at: Step): Promise<void> {
+  const steps = ctx.config.session!.initialize
+  for (let i = 0; i < steps.length; i++) {
+    const step = steps[i]
+    at.route = step.route
+    at.endpoint = step.endpoint
+    at.start = performance.now()
+    const {response: res} = await session.post(step.endpoint, step.route, plan.initializeBodies[i], cancel)
+    // initialize response bodies may hold credentials: never kept, only the status
+    ex.lifecycle.push({stage: 'initialize', step: i, endpoint: step.endpoint, route: step.route, http_status: res.status, duration_ms: ms(at.start)})
+    if (res.status < 200 || res.status >= 300) {
+      ex.failure = httpFailure(res.status, step.route, '', 'initialize', (t) => t)
+      return
+    }
+    if (!step.response_headers) continue
+    let body: unknown
+    try {
+      body = parseFast(res.body)
+    } catch {
+      ex.failure = {kind: 'malformed_response', stage: 'initialize', route: step.route, reason: `initialize response of ${step.route} is not JSON, so its session token cannot be read`}
+      return
+    }
+    for (const [header, path] of Object.entries(step.response_headers)) {
+      let token: unknown
+      try {
+        token = resolvePath(body, path)
+      } catch (error) {
+        if (!(error instanceof PathError)) throw error
+      }
+      if (typeof token !== 'string' && typeof token !== 'number' && !isLosslessNumber(token)) {
+        ex.failure = {kind: 'malformed_response', stage: 'initialize', route: step.route, reason: `initialize response of ${step.route} has no string token at ${path} for header ${header}`}
+        return
+      }
+      session.setSessionHeader(header, String(token))
+    }
+  }
+}
+
+/** Record the execute exchange and decide whether the call completed. */
+function readExecute(ctx: RowCallContext, plan: RowPlan, session: RowSession, ex: Exchange, start: number, url: string, headersJson: string, res: HttpResponse): void {
+  const {config} = ctx
+  const texts = sharedOf(ctx).texts
+  ex.lifecycle.push({stage: 'execute', endpoint: config.endpoint, route: config.route, http_status: res.status, duration_ms: ms(start)})
+  ex.requestText = `${url === texts.executeUrl ? texts.executeRequestHead : `{"method":"POST","url":${JSON.stringify(url)},"headers":`}${headersJson},"body":${plan.body}}`
+  const body = res.body
+  // trim only when needed (a JSON body from a service rarely has surrounding whitespace)
+  const trimmed = body.length > 0 && (isSpace(body.charCodeAt(0)) || isSpace(body.charCodeAt(body.length - 1))) ? body.trim() : body
+  let parsed: unknown
+  let parsedOk = false
+  if (trimmed !== '') {
+    try {
+      // the value is only needed to read a harness answer, an episode or a projection;
+      // otherwise the body is checked (same grammar) and kept as its own text
+      parsed = texts.needsValue ? parseFast(trimmed) : JSON.parse(trimmed)
+      parsedOk = true
+    } catch {
+      parsedOk = false
+    }
+  }
+  // a body that parsed is spliced in as its own (lossless) text
+  ex.responseText = `{"http_status":${res.status},"headers":${session.redactedHeadersJson(res.headers)},${parsedOk ? `"body":${trimmed}` : `"body":null,"body_text":${JSON.stringify(body)}`}}`
+  if (parsedOk) ex.rawResponse = trimmed
+  if (res.status < 200 || res.status >= 300) {
+    ex.failure = httpFailure(res.status, config.route, body, 'execute', (t) => session.scrub(t))
+  } else if (!parsedOk) {
+    ex.failure = {
+      kind: 'malformed_response',
+      stage: 'execute',
+      route: config.route,
+      reason: trimmed === '' ? `POST ${config.route} answered HTTP ${res.status} with an empty body` : `POST ${config.route} answered HTTP ${res.status} with a body that is not JSON`,
+    }
+  } else {
+    ex.response = parsed
+    ex.responseOk = true
+  }
+}
+
+function isSpace(code: number): boolean {
+  return code === 32 || code === 10 || code === 13 || code === 9 || code === 0xfeff || code === 0xa0 || (code >= 0x2000 && code <= 0x3000)
+}
+
+/** A request of initialize/execute threw: timeout, cancellation or transport failure. */
+function requestFailure(ctx: RowCallContext, error: unknown, at: Step, ex: Exchange): Failure {
+  const entry: LifecycleEntry = {stage: at.stage, endpoint: at.endpoint, route: at.route, http_status: null, duration_ms: ms(at.start)}
+  let failure: Failure
+  if (error instanceof AbortedError) {
+    if (error.reason === CANCEL_REASON) {
+      ex.cancelled = true
+      entry.error = 'cancelled'
+      failure = {kind: 'cancelled', stage: at.stage, route: at.route, reason: `run interrupted during ${at.stage} of ${at.route}`}
+    } else {
+      entry.error = 'timeout'
+      failure = {kind: 'execution_timeout', stage: at.stage, route: at.route, reason: `no answer from ${at.route} within timeout ${ctx.config.timeout} s (initialize plus execute)`}
+    }
+  } else if (error instanceof TransportError) {
+    entry.error = error.message
+    failure = {kind: 'transport_failed', stage: at.stage, route: at.route, reason: `POST ${at.route}: ${error.message}`}
+  } else {
+    throw error
+  }
+  ex.lifecycle.push(entry)
+  return failure
+}
+
+/** Every cleanup step runs, each bounded by cleanup_timeout; failures are kept in cleanup_errors. */
+async function cleanup(ctx: RowCallContext, plan: RowPlan, session: RowSession, ex: Exchange): Promise<void> {
+  const sessionConfig = ctx.config.session!
+  const steps = sessionConfig.cleanup
+  const timeouts = sharedOf(ctx).cleanupTimeouts
+  // a Cancel is reused from step to step until one times out
+  let stepAbort = new Cancel()
+  for (let j = 0; j < steps.length; j++) {
+    const step = steps[j]
+    const start = performance.now()
+    if (stepAbort.aborted) stepAbort = new Cancel()
+    const stepDeadline = timeouts.add(stepAbort)
+    try {
+      const {response: res} = await session.post(step.endpoint, step.route, plan.cleanupBodies[j], stepAbort)
+      ex.lifecycle.push({stage: 'cleanup', step: j, endpoint: step.endpoint, route: step.route, http_status: res.status, duration_ms: ms(start)})
+      if (res.status < 200 || res.status >= 300) {
+        const f = httpFailure(res.status, step.route, res.body, 'cleanup', (t) => session.scrub(t))
+        ex.cleanupErrors.push({step: j, endpoint: step.endpoint, route: step.route, kind: f.kind as CleanupError['kind'], http_status: res.status, reason: f.reason})
+      }
+    } catch (error) {
+      const timeout = error instanceof AbortedError
+      const reason = timeout ? `no answer from ${step.route} within cleanup_timeout ${sessionConfig.cleanup_timeout} s` : `POST ${step.route}: ${(error as Error).message}`
+      if (!timeout && !(error instanceof TransportError)) throw error
+      ex.lifecycle.push({stage: 'cleanup', step: j, endpoint: step.endpoint, route: step.route, http_status: null, duration_ms: ms(start), error: timeout ? 'timeout' : reason})
+      ex.cleanupErrors.push({step: j, endpoint: step.endpoint, route: step.route, kind: timeout ? 'timeout' : 'transport_failed', http_status: null, reason})
+    } finally {
+      timeouts.remove(stepDeadline)
+    }
+  }
+}
+
+/** The envelope and the attempt artifact of a row whose calls are over (before the artifact is written). */
+interface RowRecord {
+  envelope: CallEnvelope
+  rowIdText: string
+  artifactText: string
+  episode: EpisodeFields | undefined
+  answer: string | null
+  toolTrace: unknown[] | undefined
+  attemptId: string
+  cancelled: boolean
+  scrub: (text: string) => string
+}
+
+function buildRecord(ctx: RowCallContext, prepared: PreparedRow, ex: Exchange): RowRecord {
+  const {config} = ctx
+  const {planned, attemptId, input} = prepared
+  const rowId = planned.ok ? planned.plan.rowId : planned.rowId
+  const provenance = planned.ok ? planned.plan.provenance : planned.provenance
+  const session = ex.session
+  const scrub = session ? (text: string) => session.scrub(text) : (text: string) => text
+  const texts = sharedOf(ctx).texts
+  let failure = ex.failure
 
   // Interpret the response.
   let responseJson: string | null = null
-  let episode: EpisodeFields | undefined = config.kind === 'resource' && config.response_protocol === 'gym-episode' ? {...EMPTY_EPISODE} : undefined
+  let episode: EpisodeFields | undefined = texts.episode ? {...EMPTY_EPISODE} : undefined
   let answer: string | null = null
   let toolTrace: unknown[] | undefined
-  if (responseOk) {
-    responseJson = scrub(config.response_fields ? stringifyLossless(projectFields(response, config.response_fields)) : rawResponse!)
+  if (ex.responseOk) {
+    responseJson = scrub(config.response_fields ? stringifyLossless(projectFields(ex.response, config.response_fields)) : ex.rawResponse!)
     if (config.kind === 'harness') {
       if (!config.response_fields) responseJson = null
-      const outcome = harnessOutcome(response)
+      const outcome = harnessOutcome(ex.response)
       if (outcome.kind === 'answer') {
         answer = outcome.answer
         toolTrace = outcome.toolTrace
@@ -377,18 +502,19 @@ export async function runPreparedRow(ctx: RowCallContext, prepared: PreparedRow,
         failure = {kind: 'malformed_response', stage: 'execute', route: config.route, reason: outcome.reason}
       }
     } else if (episode) {
-      const outcome = episodeOutcome(response)
+      const outcome = episodeOutcome(ex.response)
       if (outcome.ok) episode = outcome.fields
       else failure = {kind: 'malformed_response', stage: 'execute', route: config.route, reason: `${outcome.reason}; the raw response is kept in the attempt artifact`}
     }
   }
+  const {cleanupErrors} = ex
   if (cleanupErrors.length > 0 && !failure) {
     const first = cleanupErrors[0]
     failure = {kind: 'cleanup_failed', stage: 'cleanup', route: first.route, reason: first.reason}
   }
   if (failure) answer = null
 
-  const provenanceText = stringifyLossless(provenance)
+  const provenanceText = planned.ok ? planned.plan.provenanceText : stringifyLossless(provenance)
   const cleanupText = cleanupErrors.length === 0 ? '[]' : stringifyLossless(cleanupErrors)
   const envelope: CallEnvelope = {
     status: failure ? 'failed' : 'completed',
@@ -400,20 +526,33 @@ export async function runPreparedRow(ctx: RowCallContext, prepared: PreparedRow,
     failure_route: failure?.route ?? null,
     failure_reason: failure ? clip(scrub(failure.reason)) : null,
     provenance_json: provenanceText,
-    cleanup_errors_json: scrub(cleanupText),
+    cleanup_errors_json: cleanupText === '[]' ? cleanupText : scrub(cleanupText),
     response_json: responseJson,
   }
 
   // Attempt artifact: the native request and response, the lifecycle, no initialize bodies, tokens or cookies.
-  // Written as text in a fixed field order (the same JSON a generic serializer would give, without walking objects).
-  const rowIdText = stringifyLossless(rowId)
-  let artifactText = `{"schema":"gymrecipe.call.attempt/1","command":${q(config.kind)},"column":${q(config.name)},"attempt_id":${q(attemptId)},"row_id":${rowIdText},"row_line":${input.line},"started_at":${q(startedAt)},"finished_at":${q(new Date().toISOString())},"status":${q(cancelled ? 'cancelled' : envelope.status)},"failure_kind":${q(envelope.failure_kind)},"failure_stage":${q(envelope.failure_stage)},"failure_route":${q(envelope.failure_route)},"failure_reason":${q(envelope.failure_reason)},"provenance":${provenanceText},"lifecycle":${lifecycleText(lifecycle)},"cleanup_errors":${cleanupText}`
+  // Written as text in a fixed field order (the JSON a generic serializer would give, without walking objects).
+  const rowIdText = planned.ok ? planned.plan.rowIdText : stringifyLossless(rowId)
+  let artifactText = `${texts.artifactHead}"${attemptId}","row_id":${rowIdText},"row_line":${input.line},"started_at":"${ex.startedAt}","finished_at":"${new Date().toISOString()}","status":"${ex.cancelled ? 'cancelled' : envelope.status}",${
+    failure ? `"failure_kind":${q(envelope.failure_kind)},"failure_stage":${q(envelope.failure_stage)},"failure_route":${q(envelope.failure_route)},"failure_reason":${q(envelope.failure_reason)}` : NO_FAILURE
+  },"provenance":${provenanceText},"lifecycle":${lifecycleText(ex.lifecycle)},"cleanup_errors":${cleanupText}`
   if (episode) artifactText += `,"episode":${stringifyLossless(episode)}`
   if (config.kind === 'harness') artifactText += `,"harness":{"answer":${q(answer)},"tool_trace":${toolTrace ? stringifyLossless(toolTrace) : '[]'}}`
-  artifactText = scrub(`${artifactText},"request":${requestText},"response":${responseText}}`)
-  try {
-    envelope.artifact = await ctx.evidence.writeAttempt(attemptId, artifactText)
-  } catch (error: any) {
+  artifactText = scrub(`${artifactText},"request":${ex.requestText},"response":${ex.responseText}}`)
+  return {envelope, rowIdText, artifactText, episode, answer, toolTrace, attemptId, cancelled: ex.cancelled, scrub}
+}
+
+const NO_FAILURE = '"failure_kind":null,"failure_stage":null,"failure_route":null,"failure_reason":null'
+
+/** The row's outcome once its attempt artifact is written (or failed to be). */
+function finishRecord(ctx: RowCallContext, record: RowRecord, ref: string | undefined, writeError: unknown): RowOutcome {
+  const {config} = ctx
+  const {envelope, episode, toolTrace, attemptId, scrub} = record
+  let {answer} = record
+  if (ref !== undefined) {
+    envelope.artifact = ref
+  } else {
+    const error = writeError as any
     const reason = `attempt evidence could not be written: ${error?.code ?? ''} ${error?.message ?? error}`.trim()
     answer = null
     if (envelope.status === 'completed') {
@@ -427,19 +566,25 @@ export async function runPreparedRow(ctx: RowCallContext, prepared: PreparedRow,
     }
   }
 
-  if (cancelled) return {state: 'cancelled', attemptId}
+  if (record.cancelled) return {state: 'cancelled', attemptId}
 
+  const texts = sharedOf(ctx).texts
+  const failed = envelope.failure_kind !== null
+  const envelopeText = `{"status":"${envelope.status}","row_id":${record.rowIdText},"attempt_id":"${attemptId}","artifact":${q(envelope.artifact)},${
+    failed
+      ? `"failure_kind":${q(envelope.failure_kind)},"failure_stage":${q(envelope.failure_stage)},"failure_route":${q(envelope.failure_route)},"failure_reason":${q(envelope.failure_reason)}`
+      : NO_FAILURE
+  },"provenance_json":${q(envelope.provenance_json)},"cleanup_errors_json":${envelope.cleanup_errors_json === '[]' ? '"[]"' : q(envelope.cleanup_errors_json)},"response_json":${q(envelope.response_json)}`
   let columns: RowColumns
   let columnsText: string
-  const envelopeText = `{"status":${q(envelope.status)},"row_id":${rowIdText},"attempt_id":${q(attemptId)},"artifact":${q(envelope.artifact)},"failure_kind":${q(envelope.failure_kind)},"failure_stage":${q(envelope.failure_stage)},"failure_route":${q(envelope.failure_route)},"failure_reason":${q(envelope.failure_reason)},"provenance_json":${q(envelope.provenance_json)},"cleanup_errors_json":${q(envelope.cleanup_errors_json)},"response_json":${q(envelope.response_json)}`
   if (config.kind === 'harness') {
     const evidence: HarnessEvidence = {...envelope, tool_trace_json: toolTrace && toolTrace.length > 0 ? scrub(stringifyLossless(toolTrace)) : null}
     columns = {[config.name]: answer, [config.evidence_column!]: evidence}
-    columnsText = `{${q(config.name)}:${q(answer)},${q(config.evidence_column!)}:${envelopeText},"tool_trace_json":${q(evidence.tool_trace_json)}}}`
+    columnsText = `{${texts.nameJson}:${q(answer)},${q(config.evidence_column!)}:${envelopeText},"tool_trace_json":${q(evidence.tool_trace_json)}}}`
   } else {
     const cell: ResourceEnvelope = episode ? {...envelope, ...episode} : envelope
     columns = {[config.name]: cell}
-    columnsText = episode ? `{${q(config.name)}:${envelopeText},${stringifyLossless(episode).slice(1)}}` : `{${q(config.name)}:${envelopeText}}}`
+    columnsText = episode ? `{${texts.nameJson}:${envelopeText},${stringifyLossless(episode).slice(1)}}` : `{${texts.nameJson}:${envelopeText}}}`
   }
   return {
     state: 'finished',

@@ -7,7 +7,11 @@ import type {CallConfig} from './types.js'
 /** Everything a row needs before any network call; built without I/O. */
 export interface RowPlan {
   rowId: unknown
+  /** rowId as JSON text. */
+  rowIdText: string
   provenance: Record<string, unknown>
+  /** provenance as JSON text. */
+  provenanceText: string
   /** Serialized execute request body. */
   body: string
   /** Serialized bodies of the session initialize and cleanup steps. */
@@ -120,12 +124,16 @@ export function buildRowPlan(config: CallConfig, row: Record<string, unknown>, l
   const id = rowIdOf(config, row, line)
   const rowId = id.ok ? id.id : null
   const provenance: Record<string, unknown> = {}
+  let provenanceCount = 0
   const fail = (route: string | null, reason: string): RowPlanResult => ({ok: false, rowId, provenance, route, reason})
   if (!id.ok) return fail(null, id.reason)
   try {
     for (const {path, parts} of compiled.provenance) {
       const value = resolveParts(row, parts, path)
-      if (value !== null && value !== undefined) provenance[path] = value
+      if (value !== null && value !== undefined) {
+        provenance[path] = value
+        provenanceCount++
+      }
     }
   } catch (error: any) {
     return fail(null, `provenance: ${error.message}`)
@@ -155,5 +163,7 @@ export function buildRowPlan(config: CallConfig, row: Record<string, unknown>, l
   if (!Array.isArray(initializeBodies)) return fail(initializeBodies.route, initializeBodies.reason)
   const cleanupBodies = compiled.constantCleanup ?? stepBodies(row, compiled.cleanup)
   if (!Array.isArray(cleanupBodies)) return fail(cleanupBodies.route, cleanupBodies.reason)
-  return {ok: true, plan: {rowId, provenance, body, initializeBodies, cleanupBodies}}
+  const rowIdText = typeof rowId === 'string' ? JSON.stringify(rowId) : stringifyLossless(rowId)
+  const provenanceText = provenanceCount === 0 ? '{}' : stringifyLossless(provenance)
+  return {ok: true, plan: {rowId, rowIdText, provenance, provenanceText, body, initializeBodies, cleanupBodies}}
 }

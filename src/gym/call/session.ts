@@ -2,6 +2,7 @@ import {Cancel, type HttpRequest, type HttpResponse, type RowHttpClient} from '.
 
 const REDACTED = '[redacted]'
 const REDACTED_JSON = JSON.stringify(REDACTED)
+const BASE_HEADERS_JSON = '{"content-type":"application/json","accept":"application/json"'
 /** Secret values shorter than this are not scrubbed from bodies (too likely to hit ordinary text). */
 const MIN_SCRUB_LENGTH = 6
 
@@ -36,21 +37,37 @@ export class RowSession {
     this.secrets = globalSecrets
   }
 
-  /** POST a JSON body to endpoint + route with this row's cookies, session headers and the endpoint's own bearer token. */
-  async post(endpoint: string, route: string, body: string, signal: AbortSignal | Cancel): Promise<{request: HttpRequest; response: HttpResponse}> {
+  /**
+   * POST a JSON body to endpoint + route with this row's cookies, session
+   * headers and the endpoint's own bearer token. `headersJson` is the request's
+   * headers as the evidence keeps them (every credential redacted).
+   */
+  async post(endpoint: string, route: string, body: string, signal: AbortSignal | Cancel): Promise<{request: HttpRequest; response: HttpResponse; headersJson: string}> {
     // every header is built from this row's state alone: nothing is inherited from the pooled connection
     const headers: Record<string, string> = {'content-type': 'application/json', accept: 'application/json'}
-    if (this.sessionHeaders !== undefined) for (const [name, value] of this.sessionHeaders) headers[name] = value
-    if (this.cookieHeader !== undefined) headers.cookie = this.cookieHeader
+    let headersJson = BASE_HEADERS_JSON
+    if (this.sessionHeaders !== undefined) {
+      for (const [name, value] of this.sessionHeaders) {
+        headers[name] = value
+        headersJson += `,${JSON.stringify(name)}:${REDACTED_JSON}`
+      }
+    }
+    if (this.cookieHeader !== undefined) {
+      headers.cookie = this.cookieHeader
+      headersJson += `,"cookie":${REDACTED_JSON}`
+    }
     const token = this.bearerTokens.get(endpoint)
-    if (token !== undefined) headers.authorization = `Bearer ${token}`
+    if (token !== undefined) {
+      headers.authorization = `Bearer ${token}`
+      headersJson += `,"authorization":${REDACTED_JSON}`
+    }
     const request: HttpRequest = {method: 'POST', url: endpoint + route, headers, body}
     let response: HttpResponse
     if (signal instanceof Cancel) response = await (this.client.send ? this.client.send(request, signal) : this.client.request(request, signal.toSignal()))
     else response = await this.client.request(request, signal)
     const setCookie = response.headers['set-cookie']
     if (setCookie !== undefined) this.storeCookies(setCookie)
-    return {request, response}
+    return {request, response, headersJson: `${headersJson}}`}
   }
 
   setSessionHeader(name: string, value: string): void {
