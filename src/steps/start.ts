@@ -490,6 +490,7 @@ export async function startRecipe(o: StartOptions): Promise<StartReport> {
   // Ready. A hand-written script that runs its own readiness loop finishes within its poll period.
   const elapsed = outcome.at - (tracker.startedAtMs ?? runStartedMs)
   o.io.note(`${name} (${short(tracker.createdId)}) is ready at ${gatewayUrl} (${(elapsed / 1000).toFixed(1)}s after the container started)`)
+  if (script.running()) o.io.note(`Waiting for ${path.basename(scriptPath)} to finish its own readiness loop (it ignores ${NO_WAIT_ENV})`)
   const exit = await within(script.exited, timeoutS * 1000)
   if (!exit) await stopScript(script, 5000)
   else if (exit.exitCode !== 0) throw scriptFailure(script, exit, desc, scriptPath)
