@@ -4,11 +4,14 @@
  * run), then the happy path, the logs command, and a stale container under a reused tag.
  * Everything is created under a unique recipe id and removed by its ai.relax.recipe label.
  */
+import fs from 'node:fs/promises'
 import net from 'node:net'
+import path from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {runCli} from '../helpers/cli.js'
+import {runCli, snapshotRoot} from '../helpers/cli.js'
 import {docker, dockerOk, dockerUnavailableReason, ensureBaseImage, inspectContainer, removeByLabel, uniqueTestLabel} from '../helpers/docker.js'
+import {editFile} from '../helpers/recipes.js'
 import {type StartFixture, spawnCli, startFixture} from '../helpers/start-env.js'
 
 const unavailable = await dockerUnavailableReason()
@@ -172,4 +175,27 @@ describe.skipIf(unavailable !== undefined)('gymrecipe start on the fixture image
     // The container itself is untouched by verify.
     expect((await inspectContainer(fx.container)).Id).toBe(started.container.id)
   }, 300_000)
+
+  it('a hand-written recipe (no recipe.yaml) whose script keeps its own readiness loop: start still watches it natively', async () => {
+    const contract = path.join(fx.dir, 'recipe.yaml')
+    await fs.rename(contract, `${contract}.aside`)
+    const script = `start_${fx.id.replaceAll('-', '_')}_gym.sh`
+    const original = await fs.readFile(path.join(fx.dir, script), 'utf8')
+    try {
+      await editFile(fx.dir, script, (t) => t.replace('if [[ "${NEMO_GYM_START_NO_WAIT:-0}" == "1" ]]; then', 'if [[ -n "${NEVER_SET_BY_ANYONE:-}" ]]; then'))
+      const r = await runCli(['start', fx.id, '--relax-root', fx.relaxRoot, '--gym-root', snapshotRoot, '--json'], {env: fx.env, timeout: 600_000})
+      expect([0, 4], r.stderr.slice(-3000)).toContain(r.exitCode)
+      expect(r.json.readiness.ready).toBe(true)
+      expect(r.json.script.exit_code).toBe(0)
+      // The script ran its own loop to the end (it printed its ready line), yet start replaced the stale container.
+      expect(r.stderr).toContain(`Gym service is ready at http://127.0.0.1:${fx.gatewayPort}`)
+      expect(r.json.container.id).not.toBe(started.container.id)
+      expect(r.json.container.replaced).toBe(started.container.id)
+      const service = r.json.ladder.rungs.find((x: any) => x.rung === 'service')
+      if (service.status !== 'not-run') expect(service.checks.find((c: any) => c.id === 'service.container-owned').status).toBe('pass')
+    } finally {
+      await fs.rename(`${contract}.aside`, contract)
+      await fs.writeFile(path.join(fx.dir, script), original)
+    }
+  }, 600_000)
 })
