@@ -38,7 +38,7 @@ describe.skipIf(unavailable !== undefined)('service rung on a faulty service', (
   let fx: StartFixture
   beforeAll(async () => {
     await ensureBaseImage()
-    fx = await startFixture({purpose: 'svcrung', portBase: 24300, faults: {stale_trials: 2, gym_commit: OTHER_COMMIT}})
+    fx = await startFixture({purpose: 'svcrung', portBase: 24300, faults: {stale_trials: 2, gym_commit: OTHER_COMMIT, silent_500: true}})
     // A verifier whose known-wrong output is the known-correct one: it can no longer tell them apart.
     const verify = `verify_${fx.id.replaceAll('-', '_')}.py`
     await editFile(fx.dir, verify, (t) => t.replace(/^WRONG_OUTPUT = .*$/m, 'WRONG_OUTPUT = CORRECT_OUTPUT'))
@@ -47,7 +47,7 @@ describe.skipIf(unavailable !== undefined)('service rung on a faulty service', (
     await fx?.cleanup()
   })
 
-  it('start reaches ready, then the service rung fails on the commit, the stale trials and the verifier (exit 4)', async () => {
+  it('start reaches ready, then the service rung fails on the commit, the stale trials, the verifier and the missing traceback (exit 4)', async () => {
     const r = await runCli(['start', fx.id, '--relax-root', fx.relaxRoot, '--json'], {env: fx.env, timeout: 600_000})
     expect(r.exitCode, r.stderr.slice(-3000)).toBe(4)
     expect(r.json.readiness.ready).toBe(true)
@@ -55,14 +55,15 @@ describe.skipIf(unavailable !== undefined)('service rung on a faulty service', (
     const service = r.json.ladder.rungs.find((x: any) => x.rung === 'service')
     const byId = new Map<string, any>(service.checks.map((c: any) => [c.id, c]))
     const failing = service.checks.filter((c: any) => c.status !== 'pass').map((c: any) => c.id).sort()
-    expect(failing).toEqual(['service.gym-commit', 'service.trials', 'service.verifier'])
+    expect(failing).toEqual(['service.gym-commit', 'service.traceback', 'service.trials', 'service.verifier'])
+    expect(byId.get('service.traceback').status).toBe('fail')
     expect(byId.get('service.gym-commit').message).toBe(`/readyz reports gym_commit=${OTHER_COMMIT}, recipe.yaml gym.commit pins a85670eb167ba9b48cc53a36a070eed815e6c40d`)
     expect(byId.get('service.trials').message).toMatch(/^trials=2 active_trials=2 on service_epoch [0-9a-f]{32} .*a stale requester is still submitting/)
     expect(byId.get('service.trials').hint).toContain("grep 'POST /v1/trials'")
     expect(byId.get('service.verifier').message).toContain('the known-wrong response also got the success reward 1')
     expect(byId.get('service.verifier').evidence.exit_code).not.toBe(0)
     // What is right is still reported as right.
-    for (const id of ['service.container-exists', 'service.container-owned', 'service.container-running', 'service.container-fresh', 'service.image-files', 'service.readyz', 'service.janitor', 'service.traceback']) {
+    for (const id of ['service.container-exists', 'service.container-owned', 'service.container-running', 'service.container-fresh', 'service.image-files', 'service.readyz', 'service.janitor']) {
       expect(byId.get(id)?.status, id).toBe('pass')
     }
   }, 600_000)
@@ -81,7 +82,7 @@ describe.skipIf(unavailable !== undefined)('service rung on a faulty service', (
       const verifier = results.get('service.verifier')!
       expect(verifier.status).toBe('fail')
       expect((verifier.evidence as any).command).toMatch(/^\/opt\/nemo-gym\/resources_servers\/calendar\/\.venv\/bin\/python \/opt\/relax-integration\/.*\.py$/)
-      expect(results.get('service.traceback')?.status).toBe('pass')
+      expect(results.get('service.traceback')?.status).toBe('fail')
     } finally {
       await fs.rename(`${contract}.aside`, contract)
     }
