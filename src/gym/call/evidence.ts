@@ -130,6 +130,11 @@ export class EvidenceDir implements AttemptWriter {
   }
 
   writeAttempt(_attemptId: string, text: string): Promise<string> {
+    const queued = this.attempts.append(text)
+    return queued.written.then(() => queued.ref)
+  }
+
+  appendAttempt(text: string): {ref: string; written: Promise<void>} {
     return this.attempts.append(text)
   }
 
@@ -202,21 +207,27 @@ class AttemptLog {
   private segmentIndex = 0
   private line = 0
   private bytes = 0
-  private queue: {text: string; segment: string; ref: string; resolve: (ref: string) => void; reject: (error: Error) => void}[] = []
+  /** Texts waiting for the next write, by segment, with the promise of that write. */
+  private queue: {segment: string; text: string; batch: Batch}[] = []
   private writing: Promise<void> = Promise.resolve()
   private dirty = false
   private readonly stamp = new Date().toISOString().replace(/[-:]/gu, '').replace(/\.\d+Z$/u, 'Z')
 
   constructor(private readonly dir: string) {}
 
-  append(text: string): Promise<string> {
-    return new Promise((resolve, reject) => {
-      if (this.segment === '' || this.bytes > SEGMENT_BYTES) this.rotate()
-      this.line++
-      this.bytes += text.length + 1
-      this.queue.push({text, segment: this.segment, ref: `${this.refPrefix}${this.line}`, resolve, reject})
-      if (this.queue.length === 1) setTimeout(() => (this.writing = this.writing.then(() => this.flush())), FLUSH_MS)
-    })
+  /** Queue one attempt line: its reference now, and the promise of the batch write that carries it. */
+  append(text: string): {ref: string; written: Promise<void>} {
+    if (this.segment === '' || this.bytes > SEGMENT_BYTES) this.rotate()
+    this.line++
+    this.bytes += text.length + 1
+    let last = this.queue.length > 0 ? this.queue[this.queue.length - 1] : undefined
+    if (!last || last.segment !== this.segment) {
+      if (this.queue.length === 0) setTimeout(() => (this.writing = this.writing.then(() => this.flush())), FLUSH_MS)
+      last = {segment: this.segment, text: '', batch: new Batch()}
+      this.queue.push(last)
+    }
+    last.text += `${text}\n`
+    return {ref: `${this.refPrefix}${this.line}`, written: last.batch.promise}
   }
 
   sync(): void {
@@ -245,25 +256,17 @@ class AttemptLog {
   }
 
   private async flush(): Promise<void> {
-    const batch = this.queue
+    const parts = this.queue
     this.queue = []
-    // all entries of a batch belong to one segment unless a rotation happened inside it
-    let start = 0
-    while (start < batch.length) {
-      const segment = batch[start].segment
-      let end = start
-      let text = ''
-      while (end < batch.length && batch[end].segment === segment) text += `${batch[end++].text}\n`
-      const part = start === 0 && end === batch.length ? batch : batch.slice(start, end)
+    for (const part of parts) {
       try {
-        const handle = await this.open(segment)
-        await handle.write(text)
+        const handle = await this.open(part.segment)
+        await handle.write(part.text)
         this.dirty = true
-        for (const e of part) e.resolve(e.ref)
+        part.batch.resolve()
       } catch (error) {
-        for (const e of part) e.reject(error as Error)
+        part.batch.reject(error as Error)
       }
-      start = end
     }
   }
 
@@ -280,6 +283,22 @@ class AttemptLog {
     this.handle = await fsp.open(path.join(this.dir, segment), 'a')
     this.openSegment = segment
     return this.handle
+  }
+}
+
+/** One write shared by the attempts it carries. */
+class Batch {
+  readonly promise: Promise<void>
+  resolve!: () => void
+  reject!: (error: Error) => void
+
+  constructor() {
+    this.promise = new Promise<void>((resolve, reject) => {
+      this.resolve = resolve
+      this.reject = reject
+    })
+    // a failed batch is reported to each of its attempts; never an unhandled rejection
+    this.promise.catch(() => undefined)
   }
 }
 

@@ -96,6 +96,43 @@ export class LineReader {
     return this.lastByte === -1 || this.lastByte === 10
   }
 
+  /**
+   * The next chunk's lines as text only (no offsets), decoded in one go; the
+   * first of them has line number `firstLine`. Undefined at the end of the file.
+   */
+  async nextTexts(): Promise<string[] | undefined> {
+    if (this.done) return undefined
+    const {bytesRead} = await this.handle.read(this.buffer, 0, CHUNK_BYTES, this.position)
+    this.firstLine = this.lineNo + 1
+    if (bytesRead === 0) {
+      this.done = true
+      if (this.carry && this.carry.length > 0) {
+        const text = this.carry.toString('utf8')
+        this.carry = undefined
+        this.lineNo++
+        return [text]
+      }
+      return undefined
+    }
+    const chunk = this.buffer.subarray(0, bytesRead)
+    this.hash?.update(chunk)
+    this.lastByte = chunk[bytesRead - 1]
+    this.position += bytesRead
+    const last = chunk.lastIndexOf(10)
+    if (last === -1) {
+      this.carry = this.carry ? Buffer.concat([this.carry, chunk]) : Buffer.from(chunk)
+      return []
+    }
+    const text = this.carry ? Buffer.concat([this.carry, chunk.subarray(0, last)]).toString('utf8') : chunk.toString('utf8', 0, last)
+    this.carry = last + 1 < bytesRead ? Buffer.from(chunk.subarray(last + 1)) : undefined
+    const lines = text.split('\n')
+    this.lineNo += lines.length
+    return lines
+  }
+
+  /** Line number of the first line nextTexts() returned last. */
+  firstLine = 1
+
   /** sha256 (hex) of every byte read; complete once next() returned undefined. */
   digest(): string {
     if (!this.hash) throw new Error('LineReader opened without hash')
@@ -187,11 +224,12 @@ export async function scanRows(file: string, config: CallConfig): Promise<{rows:
   const columns = outputColumnsOf(config)
   let rows = 0
   try {
-    for (let lines = await reader.next(); lines; lines = await reader.next()) {
-      for (const {line, text} of lines) {
-        const trimmed = text.trim()
+    for (let lines = await reader.nextTexts(); lines; lines = await reader.nextTexts()) {
+      const first = reader.firstLine
+      for (let n = 0; n < lines.length; n++) {
+        const trimmed = lines[n].trim()
         if (trimmed === '') continue
-        checkRowText(trimmed, line, file, columns)
+        checkRowText(trimmed, first + n, file, columns)
         rows++
       }
     }

@@ -16,6 +16,11 @@ import type {CallConfig, CallEnvelope, EpisodeFields, FailureKind, FailureStage,
 /** Writes one attempt artifact; returns its path relative to the evidence directory. */
 export interface AttemptWriter {
   writeAttempt(attemptId: string, text: string): Promise<string>
+  /**
+   * Optional, the same without a promise per attempt: queue the text, get its
+   * reference at once and a promise of the batch write it is part of.
+   */
+  appendAttempt?(text: string): {ref: string; written: Promise<void>}
 }
 
 export interface RowCallContext {
@@ -214,39 +219,86 @@ interface Exchange {
  */
 export async function runPreparedRow(ctx: RowCallContext, prepared: PreparedRow, admission: Admission | undefined): Promise<RowOutcome> {
   const {planned} = prepared
-  let exchange: Exchange
+  const {config} = ctx
+  let ex: Exchange
   if (!planned.ok) {
     if (admission === 'admitted') ctx.limiter.release()
-    exchange = noExchange({kind: 'request_invalid', stage: 'request', route: planned.route, reason: planned.reason})
+    ex = newExchange({kind: 'request_invalid', stage: 'request', route: planned.route, reason: planned.reason}, undefined)
   } else if (admission === 'cancelled' || admission === undefined) {
     return {state: 'not_started'}
   } else if (admission === 'timeout') {
-    const {config} = ctx
-    exchange = noExchange({
-      kind: 'admission_timeout',
-      stage: 'admission',
-      route: null,
-      reason: `no free slot within queue_timeout ${config.queue_timeout} s (max_parallel_requests ${config.max_parallel_requests})`,
-    })
+    ex = newExchange(
+      {
+        kind: 'admission_timeout',
+        stage: 'admission',
+        route: null,
+        reason: `no free slot within queue_timeout ${config.queue_timeout} s (max_parallel_requests ${config.max_parallel_requests})`,
+      },
+      undefined,
+    )
   } else {
+    // Initialize, execute and clean up (the slot is held until cleanup is over).
+    const plan = planned.plan
+    const common = sharedOf(ctx)
+    const session = new RowSession(ctx.transport.openRowClient(), ctx.bearerTokens, common.secrets)
+    ex = newExchange(undefined, session)
     try {
-      exchange = await exchangeRow(ctx, planned.plan)
+      // One deadline for initialize plus execute; cancellation of the run aborts it too.
+      const rowAbort = new Cancel()
+      if (ctx.cancel.aborted) rowAbort.abort(CANCEL_REASON)
+      else common.active.add(rowAbort)
+      const deadline = common.rowTimeouts.add(rowAbort)
+      const at: Step = {stage: 'initialize', endpoint: config.endpoint, route: config.route, start: 0}
+      let sent = false
+      try {
+        if (config.session && config.session.initialize.length > 0) {
+          sent = true
+          await initialize(ctx, plan, session, rowAbort, ex, at)
+        }
+        if (!ex.failure) {
+          at.stage = 'execute'
+          at.endpoint = config.endpoint
+          at.route = config.route
+          at.start = performance.now()
+          sent = true
+          const request = session.send(config.endpoint, config.route, plan.body, rowAbort)
+          const res = await request.response
+          session.received(res)
+          readExecute(ctx, plan, session, ex, at.start, request.url, request.headersJson, res)
+        }
+      } catch (error) {
+        ex.failure = requestFailure(ctx, error, at, ex)
+      } finally {
+        common.rowTimeouts.remove(deadline)
+        common.active.delete(rowAbort)
+      }
+      // Cleanup runs whenever a request was sent: after success, partial initialization, timeout and cancellation.
+      if (sent && config.session && config.session.cleanup.length > 0) await cleanup(ctx, plan, session, ex)
     } finally {
+      session.close()
       ctx.limiter.release()
     }
   }
-  const record = buildRecord(ctx, prepared, exchange)
+  const record = buildRecord(ctx, prepared, ex)
   let ref: string | undefined
   let writeError: unknown
+  const {evidence} = ctx
   try {
-    ref = await ctx.evidence.writeAttempt(prepared.attemptId, record.artifactText)
+    if (evidence.appendAttempt) {
+      // batched: every attempt of a write shares one promise
+      const queued = evidence.appendAttempt(record.artifactText)
+      await queued.written
+      ref = queued.ref
+    } else {
+      ref = await evidence.writeAttempt(prepared.attemptId, record.artifactText)
+    }
   } catch (error) {
     writeError = error
   }
   return finishRecord(ctx, record, ref, writeError)
 }
 
-function noExchange(failure: Failure): Exchange {
+function newExchange(failure: Failure | undefined, session: RowSession | undefined): Exchange {
   return {
     startedAt: new Date().toISOString(),
     failure,
@@ -257,63 +309,9 @@ function noExchange(failure: Failure): Exchange {
     cleanupErrors: [],
     requestText: 'null',
     responseText: 'null',
-    session: undefined,
-    cancelled: false,
-  }
-}
-
-/** Initialize, execute and clean up one admitted row. */
-async function exchangeRow(ctx: RowCallContext, plan: RowPlan): Promise<Exchange> {
-  const {config} = ctx
-  const common = sharedOf(ctx)
-  const session = new RowSession(ctx.transport.openRowClient(), ctx.bearerTokens, common.secrets)
-  const ex: Exchange = {
-    startedAt: new Date().toISOString(),
-    failure: undefined,
-    response: undefined,
-    responseOk: false,
-    rawResponse: undefined,
-    lifecycle: [],
-    cleanupErrors: [],
-    requestText: 'null',
-    responseText: 'null',
     session,
     cancelled: false,
   }
-  try {
-    // One deadline for initialize plus execute; cancellation of the run aborts it too.
-    const rowAbort = new Cancel()
-    if (ctx.cancel.aborted) rowAbort.abort(CANCEL_REASON)
-    else common.active.add(rowAbort)
-    const deadline = common.rowTimeouts.add(rowAbort)
-    const at: Step = {stage: 'initialize', endpoint: config.endpoint, route: config.route, start: 0}
-    let sent = false
-    try {
-      if (config.session && config.session.initialize.length > 0) {
-        sent = true
-        await initialize(ctx, plan, session, rowAbort, ex, at)
-      }
-      if (!ex.failure) {
-        at.stage = 'execute'
-        at.endpoint = config.endpoint
-        at.route = config.route
-        at.start = performance.now()
-        sent = true
-        const {request, response: res, headersJson} = await session.post(config.endpoint, config.route, plan.body, rowAbort)
-        readExecute(ctx, plan, session, ex, at.start, request.url, headersJson, res)
-      }
-    } catch (error) {
-      ex.failure = requestFailure(ctx, error, at, ex)
-    } finally {
-      common.rowTimeouts.remove(deadline)
-      common.active.delete(rowAbort)
-    }
-    // Cleanup runs whenever a request was sent: after success, partial initialization, timeout and cancellation.
-    if (sent && config.session && config.session.cleanup.length > 0) await cleanup(ctx, plan, session, ex)
-  } finally {
-    session.close()
-  }
-  return ex
 }
 
 /** Where a row is in its initialize/execute requests (for failures). */
@@ -478,7 +476,7 @@ function buildRecord(ctx: RowCallContext, prepared: PreparedRow, ex: Exchange): 
   const rowId = planned.ok ? planned.plan.rowId : planned.rowId
   const provenance = planned.ok ? planned.plan.provenance : planned.provenance
   const session = ex.session
-  const scrub = session ? (text: string) => session.scrub(text) : (text: string) => text
+  const scrub = session && session.hasSecrets ? (text: string) => session.scrub(text) : identity
   const texts = sharedOf(ctx).texts
   let failure = ex.failure
 
@@ -541,6 +539,8 @@ function buildRecord(ctx: RowCallContext, prepared: PreparedRow, ex: Exchange): 
   artifactText = scrub(`${artifactText},"request":${ex.requestText},"response":${ex.responseText}}`)
   return {envelope, rowIdText, artifactText, episode, answer, toolTrace, attemptId, cancelled: ex.cancelled, scrub}
 }
+
+const identity = (text: string) => text
 
 const NO_FAILURE = '"failure_kind":null,"failure_stage":null,"failure_route":null,"failure_reason":null'
 

@@ -106,10 +106,11 @@ export async function readRows(file: string, config: CallConfig): Promise<{rows:
     throw inputUnreadable(file, error)
   })
   try {
-    for (let lines = await reader.next(); lines; lines = await reader.next()) {
-      for (const {line, text} of lines) {
-        const raw = text.trim()
-        if (raw !== '') rows.push({index: rows.length, line, raw, empty: isEmptyObjectText(raw)})
+    for (let lines = await reader.nextTexts(); lines; lines = await reader.nextTexts()) {
+      const first = reader.firstLine
+      for (let n = 0; n < lines.length; n++) {
+        const raw = lines[n].trim()
+        if (raw !== '') rows.push({index: rows.length, line: first + n, raw, empty: isEmptyObjectText(raw)})
       }
     }
   } finally {
@@ -411,10 +412,12 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
     reader = await LineReader.open(options.input, {hash: true}).catch((error) => {
       throw inputUnreadable(options.input, error)
     })
-    read: for (let lines = await reader.next(); lines; lines = await reader.next()) {
-      for (const {line, text} of lines) {
-        const raw = text.trim()
+    read: for (let lines = await reader.nextTexts(); lines; lines = await reader.nextTexts()) {
+      const first = reader.firstLine
+      for (let n = 0; n < lines.length; n++) {
+        const raw = lines[n].trim()
         if (raw === '') continue
+        const line = first + n
         while ((inFlight >= window.inFlight || index - output.next >= window.rows || output.pendingBytes >= window.chars) && !cancel.signal.aborted && unexpected === undefined) await nextEvent()
         if (cancel.signal.aborted || unexpected !== undefined) break read
         const i = index++
@@ -528,10 +531,11 @@ async function forEachRow(file: string, fn: (index: number, line: number, raw: s
   })
   let index = 0
   try {
-    for (let lines = await reader.next(); lines; lines = await reader.next()) {
-      for (const {line, text} of lines) {
-        const raw = text.trim()
-        if (raw !== '') fn(index++, line, raw)
+    for (let lines = await reader.nextTexts(); lines; lines = await reader.nextTexts()) {
+      const first = reader.firstLine
+      for (let n = 0; n < lines.length; n++) {
+        const raw = lines[n].trim()
+        if (raw !== '') fn(index++, first + n, raw)
       }
     }
   } finally {

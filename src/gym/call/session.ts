@@ -43,6 +43,14 @@ export class RowSession {
    * headers as the evidence keeps them (every credential redacted).
    */
   async post(endpoint: string, route: string, body: string, signal: AbortSignal | Cancel): Promise<{request: HttpRequest; response: HttpResponse; headersJson: string}> {
+    const sent = this.send(endpoint, route, body, signal)
+    const response = await sent.response
+    this.received(response)
+    return {request: sent.request, response, headersJson: sent.headersJson}
+  }
+
+  /** post() in two halves: send now, then hand the response to received() (cookies). */
+  send(endpoint: string, route: string, body: string, signal: AbortSignal | Cancel): {request: HttpRequest; url: string; headersJson: string; response: Promise<HttpResponse>} {
     // every header is built from this row's state alone: nothing is inherited from the pooled connection
     const headers: Record<string, string> = {'content-type': 'application/json', accept: 'application/json'}
     let headersJson = BASE_HEADERS_JSON
@@ -61,19 +69,28 @@ export class RowSession {
       headers.authorization = `Bearer ${token}`
       headersJson += `,"authorization":${REDACTED_JSON}`
     }
-    const request: HttpRequest = {method: 'POST', url: endpoint + route, headers, body}
-    let response: HttpResponse
-    if (signal instanceof Cancel) response = await (this.client.send ? this.client.send(request, signal) : this.client.request(request, signal.toSignal()))
-    else response = await this.client.request(request, signal)
+    const url = endpoint + route
+    const request: HttpRequest = {method: 'POST', url, headers, body}
+    const response =
+      signal instanceof Cancel ? (this.client.send ? this.client.send(request, signal) : this.client.request(request, signal.toSignal())) : this.client.request(request, signal)
+    return {request, url, headersJson: `${headersJson}}`, response}
+  }
+
+  /** Keep the cookies a response sets (for this row only). */
+  received(response: HttpResponse): void {
     const setCookie = response.headers['set-cookie']
     if (setCookie !== undefined) this.storeCookies(setCookie)
-    return {request, response, headersJson: `${headersJson}}`}
   }
 
   setSessionHeader(name: string, value: string): void {
     ;(this.sessionHeaders ??= new Map()).set(name, value)
     ;(this.sessionNames ??= new Set()).add(name.toLowerCase())
     this.addSecret(value)
+  }
+
+  /** Whether scrub() has anything to replace. */
+  get hasSecrets(): boolean {
+    return this.secrets.length > 0
   }
 
   get hasSessionState(): boolean {

@@ -111,7 +111,10 @@ export interface NodeHttpTransportOptions {
 interface Target {
   lib: typeof http | typeof https
   agent: http.Agent
-  options: http.RequestOptions
+  protocol: string
+  hostname: string
+  port: number | string | undefined
+  path: string
 }
 
 const MAX_CACHED_URLS = 1024
@@ -142,11 +145,7 @@ export function nodeHttpTransport(options: NodeHttpTransportOptions = {}): HttpT
       pools.set(parsed.origin, agent)
     }
     const base = urlToHttpOptions(parsed)
-    target = {
-      lib: tls ? https : http,
-      agent,
-      options: {protocol: base.protocol, hostname: base.hostname, port: base.port, path: base.path, method: 'POST', agent},
-    }
+    target = {lib: tls ? https : http, agent, protocol: base.protocol ?? parsed.protocol, hostname: base.hostname ?? parsed.hostname, port: base.port ?? undefined, path: base.path ?? '/'}
     if (targets.size >= MAX_CACHED_URLS) targets.clear()
     targets.set(url, target)
     return target
@@ -213,7 +212,7 @@ function send(req: HttpRequest, cancel: Cancel, target: Target, maxBytes: number
     }
     let settled = false
     const headers: Record<string, string | number> = {...req.headers, 'content-length': Buffer.byteLength(req.body)}
-    const request = target.lib.request({...target.options, method: req.method, headers})
+    const request = target.lib.request({protocol: target.protocol, hostname: target.hostname, port: target.port, path: target.path, method: req.method, agent: target.agent, headers})
     const fail = (error: Error) => {
       if (settled) return
       settled = true
