@@ -18,9 +18,10 @@
  *              ordered output file
  *   base       (with --base DIR) runCall() from DIR/dist, e.g. an older
  *              checkout, to compare builds under the same load
- * and prints rows/s, peak RSS, client CPU per row (user + system, timed window
- * only) and the gymrecipe/bare throughput ratio, best of --repeat runs per cell
- * (the machine may be shared and noisy; the median is printed too).
+ * and prints rows/s (best of --repeat runs, median in brackets), peak RSS (the
+ * largest of the runs), client CPU per row (user + system in the timed window,
+ * median of the runs) and the gymrecipe/bare throughput ratio of the best runs
+ * (the machine may be shared and noisy; the ratio of the medians is printed too).
  */
 import {execFileSync, spawn} from 'node:child_process'
 import {once} from 'node:events'
@@ -152,6 +153,7 @@ async function main() {
   if (base) console.log(`base = ${base}`)
   console.log('')
   console.log('concurrency  variant      rows/s (median)      peak RSS   client CPU/row   ok')
+  console.log('                                                  (max)       (median)')
   const table = []
   const variants = ['bare', 'gymrecipe', ...(base ? ['base'] : [])]
   try {
@@ -168,8 +170,11 @@ async function main() {
       for (const variant of variants) {
         const best = runs[variant].reduce((a, b) => (b.rowsPerSecond > a.rowsPerSecond ? b : a))
         cell[variant] = {best, median: median(runs[variant].map((x) => x.rowsPerSecond))}
+        const cpu = median(runs[variant].map((x) => x.cpuUsPerRow))
+        const rss = Math.max(...runs[variant].map((x) => x.peakRssMb))
+        const ok = runs[variant].every((x) => x.ok === x.rows) ? `${best.ok}/${best.rows}` : runs[variant].map((x) => `${x.ok}/${x.rows}`).join(' ')
         console.log(
-          `${String(concurrency).padStart(11)}  ${variant.padEnd(10)} ${best.rowsPerSecond.toFixed(0).padStart(7)} (${cell[variant].median.toFixed(0).padStart(6)})   ${best.peakRssMb.toFixed(0).padStart(6)} MB  ${best.cpuUsPerRow.toFixed(0).padStart(9)} µs     ${best.ok}/${best.rows}`,
+          `${String(concurrency).padStart(11)}  ${variant.padEnd(10)} ${best.rowsPerSecond.toFixed(0).padStart(7)} (${cell[variant].median.toFixed(0).padStart(6)})   ${rss.toFixed(0).padStart(6)} MB  ${cpu.toFixed(0).padStart(9)} µs     ${ok}`,
         )
       }
       const ratio = cell.gymrecipe.best.rowsPerSecond / cell.bare.best.rowsPerSecond

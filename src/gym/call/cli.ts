@@ -27,7 +27,8 @@ export const callFlags = {
 
 const EXIT_STATUS = `EXIT STATUS
   0    every row completed (call and cleanup succeeded)
-  1    output written but some row failed, or a journal/output write error
+  1    output written but some row failed, or a journal/output write error,
+       or the rows file changed during the run
   2    bad config, rows file or flags, or a bearer_token_env not set
   130  interrupted (Ctrl+C / SIGTERM); re-run with --resume`
 
@@ -38,7 +39,7 @@ export function callDescription(kind: CallKind): string {
       : 'Calls an agent harness (default route /v1/responses) once per row. The `name` column gets the final assistant text only: null unless the last output item is a completed assistant message with text and no tool call is pending. The `evidence_column` gets the envelope (status, failure fields, provenance_json, cleanup_errors_json, response_json projection, tool_trace_json). There is no caller-side tool loop.'
   return [
     what,
-    'Each row owns its HTTP client, cookies and session headers, reused across session.initialize, the call and session.cleanup. Requests are never retried, proxy environment variables are ignored and redirects are not followed. max_parallel_requests bounds whole row lifecycles including cleanup. Every attempt writes its native request and response to <evidence-dir>/attempts/; initialize response bodies, tokens and cookies are never written.',
+    'Each row owns its client state (cookie jar, session headers, which bearer token goes to which endpoint), used across session.initialize, the call and session.cleanup; connections come from one keep-alive pool per endpoint, shared by the rows and never larger than max_parallel_requests, and carry nothing of one row to another. Requests are never retried, proxy environment variables are ignored and redirects are not followed. max_parallel_requests bounds whole row lifecycles including cleanup. Every attempt writes its native request and response to <evidence-dir>/attempts/; initialize response bodies, tokens and cookies are never written. The rows file is streamed (validated in a first pass, called in a second), so memory does not grow with its length.',
     'Ctrl+C or SIGTERM stops admitting rows, cancels the rows in flight, runs their cleanup, writes their evidence and exits 130 (a second Ctrl+C exits at once). --resume then calls only the rows that did not finish and writes the output in input order; remote deduplication still needs the service\'s own idempotency.',
     EXIT_STATUS,
   ].join('\n\n')

@@ -114,6 +114,18 @@ function lifecycleText(entries: LifecycleEntry[]): string {
   return `${out}]`
 }
 
+let isoMs = -1
+let isoText = ''
+/** new Date().toISOString(), computed once per millisecond (many rows start and finish in the same one). */
+function isoNow(): string {
+  const now = Date.now()
+  if (now !== isoMs) {
+    isoMs = now
+    isoText = new Date(now).toISOString()
+  }
+  return isoText
+}
+
 function ms(start: number): number {
   return Math.round((performance.now() - start) * 10) / 10
 }
@@ -300,7 +312,7 @@ export async function runPreparedRow(ctx: RowCallContext, prepared: PreparedRow,
 
 function newExchange(failure: Failure | undefined, session: RowSession | undefined): Exchange {
   return {
-    startedAt: new Date().toISOString(),
+    startedAt: isoNow(),
     failure,
     response: undefined,
     responseOk: false,
@@ -531,7 +543,7 @@ function buildRecord(ctx: RowCallContext, prepared: PreparedRow, ex: Exchange): 
   // Attempt artifact: the native request and response, the lifecycle, no initialize bodies, tokens or cookies.
   // Written as text in a fixed field order (the JSON a generic serializer would give, without walking objects).
   const rowIdText = planned.ok ? planned.plan.rowIdText : stringifyLossless(rowId)
-  let artifactText = `${texts.artifactHead}"${attemptId}","row_id":${rowIdText},"row_line":${input.line},"started_at":"${ex.startedAt}","finished_at":"${new Date().toISOString()}","status":"${ex.cancelled ? 'cancelled' : envelope.status}",${
+  let artifactText = `${texts.artifactHead}"${attemptId}","row_id":${rowIdText},"row_line":${input.line},"started_at":"${ex.startedAt}","finished_at":"${isoNow()}","status":"${ex.cancelled ? 'cancelled' : envelope.status}",${
     failure ? `"failure_kind":${q(envelope.failure_kind)},"failure_stage":${q(envelope.failure_stage)},"failure_route":${q(envelope.failure_route)},"failure_reason":${q(envelope.failure_reason)}` : NO_FAILURE
   },"provenance":${provenanceText},"lifecycle":${lifecycleText(ex.lifecycle)},"cleanup_errors":${cleanupText}`
   if (episode) artifactText += `,"episode":${stringifyLossless(episode)}`
@@ -575,20 +587,29 @@ function finishRecord(ctx: RowCallContext, record: RowRecord, ref: string | unde
       ? `"failure_kind":${q(envelope.failure_kind)},"failure_stage":${q(envelope.failure_stage)},"failure_route":${q(envelope.failure_route)},"failure_reason":${q(envelope.failure_reason)}`
       : NO_FAILURE
   },"provenance_json":${q(envelope.provenance_json)},"cleanup_errors_json":${envelope.cleanup_errors_json === '[]' ? '"[]"' : q(envelope.cleanup_errors_json)},"response_json":${q(envelope.response_json)}`
-  let columns: RowColumns
+  let columns: () => RowColumns
   let columnsText: string
   if (config.kind === 'harness') {
-    const evidence: HarnessEvidence = {...envelope, tool_trace_json: toolTrace && toolTrace.length > 0 ? scrub(stringifyLossless(toolTrace)) : null}
-    columns = {[config.name]: answer, [config.evidence_column!]: evidence}
-    columnsText = `{${texts.nameJson}:${q(answer)},${q(config.evidence_column!)}:${envelopeText},"tool_trace_json":${q(evidence.tool_trace_json)}}}`
+    const toolTraceJson = toolTrace && toolTrace.length > 0 ? scrub(stringifyLossless(toolTrace)) : null
+    columns = () => {
+      const evidence: HarnessEvidence = {...envelope, tool_trace_json: toolTraceJson}
+      return {[config.name]: answer, [config.evidence_column!]: evidence}
+    }
+    columnsText = `{${texts.nameJson}:${q(answer)},${q(config.evidence_column!)}:${envelopeText},"tool_trace_json":${q(toolTraceJson)}}}`
   } else {
-    const cell: ResourceEnvelope = episode ? {...envelope, ...episode} : envelope
-    columns = {[config.name]: cell}
+    columns = () => {
+      const cell: ResourceEnvelope = episode ? {...envelope, ...episode} : envelope
+      return {[config.name]: cell}
+    }
     columnsText = episode ? `{${texts.nameJson}:${envelopeText},${stringifyLossless(episode).slice(1)}}` : `{${texts.nameJson}:${envelopeText}}}`
   }
+  // the columns as objects are built only when a caller reads them (runCall uses columnsText)
+  let built: RowColumns | undefined
   return {
     state: 'finished',
-    columns,
+    get columns() {
+      return (built ??= columns())
+    },
     columnsText,
     status: envelope.status,
     failureKind: envelope.failure_kind,
