@@ -28,10 +28,12 @@ import {
   redactUrl,
   rayJobsClient,
 } from '../runtime/ray-jobs.js'
+import {recordGatewayUse} from '../runtime/gateway-ledger.js'
+import {readyz} from '../runtime/http.js'
 import {recipeEnvironment} from '../runtime/recipe-env.js'
 import {runScript, type ScriptRun} from '../runtime/script.js'
 import type {RecipeContract} from '../contract/types.js'
-import {submissionIdFor, trainingLogName} from './endpoints.js'
+import {submissionIdFor, trainingGateway, trainingLogName} from './endpoints.js'
 import {type RecipeRunState, writeRunState} from './run-state.js'
 import {runSingleRung} from './rung.js'
 import {type PreflightItem, runPreflight} from './train-preflight.js'
@@ -165,6 +167,16 @@ export function submitOnlyEntrypoint(relaxRoot: string, scriptEnv: Record<string
     RELAX_ENTRYPOINT_MODE: 'gymrecipe',
     MODEL_CONFIG_DIR: scriptEnv.MODEL_CONFIG_DIR || path.join(relaxRoot, 'scripts', 'models'),
     RUNTIME_ENV_JSON: scriptEnv.RUNTIME_ENV_JSON || '{"env_vars":{}}',
+  }
+}
+
+/** The Gateway's trials after this job are gymrecipe's own from now on (see the service rung). */
+async function recordTrainingTrials(recipeDir: string, gateway: ReturnType<typeof trainingGateway>, submissionId: string, env: NodeJS.ProcessEnv): Promise<void> {
+  if ('problem' in gateway) return
+  const {answer} = await readyz(gateway.url, 5000)
+  const body = answer?.json as {service_epoch?: unknown; trials?: unknown} | undefined
+  if (typeof body?.service_epoch === 'string' && typeof body.trials === 'number') {
+    await recordGatewayUse(recipeDir, {serviceEpoch: body.service_epoch, trialsAfter: body.trials, by: `training ${submissionId}`}, env)
   }
 }
 
@@ -407,6 +419,7 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
 
   // ---------------------------------------------------------------- prove it: the training rung
   options.say(`gymrecipe: job ${submissionId} SUCCEEDED; a job state is not proof — running the training rung`)
+  await recordTrainingTrials(target.dir, trainingGateway(contract, scriptEnv), submissionId, options.env)
   const scratch = new Map<string, unknown>([
     ['train.runState', state],
     ['train.job', job],

@@ -10,6 +10,7 @@ import path from 'node:path'
 
 import {containerLogChunks, containerLogTail, execInContainer, imageIdOf, inspectContainer} from '../../runtime/container.js'
 import {OWNERSHIP_LABEL} from '../../runtime/docker.js'
+import {lastGatewayUse} from '../../runtime/gateway-ledger.js'
 import {httpRequest, readyz} from '../../runtime/http.js'
 import type {Check, CheckResult} from '../types.js'
 import {dockerFor, runningService, SCRATCH_BUILT_IMAGE, service} from './context.js'
@@ -164,9 +165,17 @@ export const readyzCheck: Check = {
       ? {id: 'service.janitor', title: 'janitor_healthy', status: 'pass', message: 'janitor healthy'}
       : {id: 'service.janitor', title: 'janitor_healthy', status: 'fail', message: `janitor_healthy=${JSON.stringify(body.janitor_healthy)}: leases and deadlines are not being enforced`, hint: `gymrecipe logs ${desc.recipe}`})
     const trials = Number(body.trials)
+    const ownUse = await lastGatewayUse(ctx.target.dir, ctx.options.env)
     const active = Number(body.active_trials)
     if (body.trials === undefined || body.active_trials === undefined) {
       out.push({id: 'service.trials', title: 'no trials on a fresh service_epoch', status: 'fail', message: '/readyz has no trials/active_trials counters'})
+    } else if (active === 0 && trials !== 0 && ownUse && ownUse.serviceEpoch === body.service_epoch && trials <= ownUse.trialsAfter) {
+      out.push({
+        id: 'service.trials',
+        title: 'no trials on a fresh service_epoch',
+        status: 'pass',
+        message: `trials=${trials} active_trials=0 on service_epoch ${body.service_epoch}: all from ${ownUse.by} (${ownUse.trialsAfter} recorded at ${ownUse.at}); no stale requester`,
+      })
     } else if (trials !== 0 || active !== 0) {
       out.push({
         id: 'service.trials',

@@ -26,6 +26,7 @@ import {
   evaluateToolsOffered,
 } from './evaluate.js'
 import {type RelaxTask, pickRow, readTaskFromGymRoot, toRelaxTask} from './task.js'
+import {recordGatewayUse} from '../../runtime/gateway-ledger.js'
 
 type Result = Omit<CheckResult, 'rung'>
 
@@ -232,7 +233,13 @@ const gatewayClean: Check = {
     const prepared = ctx.scratch.get(PREPARED) as Prepared | undefined
     if (!prepared) return [skip('trial.gateway-clean', 'Gateway clean afterwards', 'the trial set-up did not pass')]
     const main = ctx.scratch.get(MAIN_RUN) as TrialRun | undefined
-    return evaluateGatewayClean(gatewayClient(prepared.address.gatewayUrl), prepared.activeBefore, main)
+    const results = await evaluateGatewayClean(gatewayClient(prepared.address.gatewayUrl), prepared.activeBefore, main)
+    // The trials this rung created are expected on this epoch from now on (see the service rung).
+    const after = (results[0]?.evidence as any)?.readyz
+    if (typeof after?.service_epoch === 'string' && typeof after?.trials === 'number') {
+      await recordGatewayUse(ctx.target.dir, {serviceEpoch: after.service_epoch, trialsAfter: after.trials, by: 'the trial rung'}, ctx.options.env)
+    }
+    return results
   },
 }
 
