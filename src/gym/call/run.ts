@@ -6,7 +6,7 @@ import {ExitCode, GymError} from '../../errors.js'
 import {openAtomicTarget} from '../../runtime/fs.js'
 import {onAbort} from './abort.js'
 import {readBearerTokens} from './config.js'
-import {EvidenceDir, FLUSH_MS, type JournalHeader} from './evidence.js'
+import {EvidenceDir, FLUSH_MS, type JournalHeader, type RecordedRows} from './evidence.js'
 import {inputUnreadable, isEmptyObjectText, LineReader, scanRows} from './input.js'
 import {parseFast, parseLossless, stringifyLossless} from './json.js'
 import {type PreparedRow, prepareRow, type RowCallContext, runPreparedRow, type RowOutcome} from './lifecycle.js'
@@ -340,7 +340,6 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
     queueDeadline: config.queue_timeout === undefined ? undefined : Date.now() + config.queue_timeout * 1000,
   }
 
-  let inFlight = 0
   const progress = () =>
     options.onProgress?.({
       total: rows,
@@ -352,22 +351,6 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
       elapsedMs: performance.now() - started,
     })
   progress()
-
-  // The loop waits (for a finished row, or the interruption) on this.
-  let wake: (() => void) | undefined
-  const wakeUp = () => {
-    const w = wake
-    wake = undefined
-    w?.()
-  }
-  const nextEvent = () =>
-    new Promise<void>((resolve) => {
-      wake = resolve
-    })
-  const stopWaking = onAbort(cancel.signal, wakeUp)
-  limiter.onRelease = wakeUp
-  const queueDeadline = ctx.queueDeadline
-  const deadlineTimer = queueDeadline === undefined ? undefined : setTimeout(wakeUp, Math.max(0, queueDeadline - Date.now()))
 
   const handle = (index: number, line: number, raw: string, outcome: RowOutcome) => {
     if (outcome.state === 'finished') {
@@ -384,91 +367,25 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
     }
   }
 
-  const runRow = async (prepared: PreparedRow, admission: Admission | undefined, i: number, line: number, raw: string) => {
-    try {
-      handle(i, line, raw, await runPreparedRow(ctx, prepared, admission))
-    } catch (error) {
-      unexpected ??= error
-      cancel.abort('fatal')
-    } finally {
-      inFlight--
-      wakeUp()
-    }
-  }
-
-  // Pass 2: rows are read, prepared and admitted in input order, one chunk of
-  // the file at a time. max_parallel_requests bounds the remote lifecycles
-  // (initialize, execute, cleanup); a row leaves its slot after cleanup and
-  // then writes its evidence, so evidence writes overlap the next rows' calls.
-  // The ordering window bounds what waits in memory for an earlier row.
-  const window = options.window ?? runWindow(config.max_parallel_requests)
-  let unexpected: unknown
-  let startedRows = 0
-  let index = 0
-  let readAll = false
-  let seenSha256: string | undefined
-  let reader: LineReader | undefined
+  const pass = new CallPass(ctx, cancel, output, previous, options.window ?? runWindow(config.max_parallel_requests), handle)
+  limiter.onRelease = pass.wakeUp
+  const stopWaking = onAbort(cancel.signal, pass.wakeUp)
+  const deadlineTimer = ctx.queueDeadline === undefined ? undefined : setTimeout(pass.wakeUp, Math.max(0, ctx.queueDeadline - Date.now()))
+  let read: {complete: boolean; sha256?: string}
   try {
-    reader = await LineReader.open(options.input, {hash: true}).catch((error) => {
-      throw inputUnreadable(options.input, error)
-    })
-    read: for (let lines = await reader.nextTexts(); lines; lines = await reader.nextTexts()) {
-      const first = reader.firstLine
-      for (let n = 0; n < lines.length; n++) {
-        const raw = lines[n].trim()
-        if (raw === '') continue
-        const line = first + n
-        while ((inFlight >= window.inFlight || index - output.next >= window.rows || output.pendingBytes >= window.chars) && !cancel.signal.aborted && unexpected === undefined) await nextEvent()
-        if (cancel.signal.aborted || unexpected !== undefined) break read
-        const i = index++
-        if (previous.has(i)) {
-          output.put(i, outputLine(raw, await previous.read(i)))
-          continue
-        }
-        let row: Record<string, unknown>
-        try {
-          row = parseFast(raw) as Record<string, unknown>
-        } catch {
-          throw inputChanged(options.input)
-        }
-        const prepared = prepareRow(ctx, {index: i, line, row})
-        let admission: Admission | undefined
-        if (prepared.planned.ok) {
-          // admission in input order: the loop itself waits for a free slot (woken by a released
-          // slot, a finished row, the queue deadline or the interruption), so no row queues a waiter
-          for (;;) {
-            if (queueDeadline !== undefined && Date.now() >= queueDeadline) admission = 'timeout'
-            else if (cancel.signal.aborted) admission = 'cancelled'
-            else if (limiter.tryAcquire()) admission = 'admitted'
-            if (admission !== undefined) break
-            await nextEvent()
-          }
-          // interrupted while waiting for a slot: this row and the rest are not started
-          if (admission === 'cancelled') break read
-        }
-        startedRows++
-        inFlight++
-        void runRow(prepared, admission, i, line, raw)
-      }
-    }
-    if (!cancel.signal.aborted && unexpected === undefined) {
-      readAll = true
-      seenSha256 = reader.digest()
-    }
-  } catch (error) {
-    unexpected ??= error
-    cancel.abort('fatal')
+    read = await pass.run(options.input)
   } finally {
-    await reader?.close()
-    while (inFlight > 0) await nextEvent()
     stopWaking()
     limiter.onRelease = undefined
     if (deadlineTimer) clearTimeout(deadlineTimer)
     options.signal?.removeEventListener('abort', onExternal)
     ownTransport?.close()
   }
+  let unexpected = pass.unexpected
+  const startedRows = pass.started
+  const index = pass.index
   summary.not_started += rows - summary.resumed - startedRows
-  if (readAll && (index !== rows || seenSha256 !== sha256) && unexpected === undefined) unexpected = inputChanged(options.input)
+  if (read.complete && (index !== rows || read.sha256 !== sha256) && unexpected === undefined) unexpected = inputChanged(options.input)
 
   const interrupted = cancel.signal.aborted && cancel.signal.reason === 'interrupted'
   summary.interrupted = interrupted
@@ -513,6 +430,132 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
   finish()
   await evidence.writeSummary(summary).catch(() => undefined)
   return summary
+}
+
+/**
+ * Pass 2 of a run: rows are read, prepared and admitted in input order, one
+ * chunk of the file at a time. max_parallel_requests bounds the remote
+ * lifecycles (initialize, execute, cleanup); a row leaves its slot after
+ * cleanup and then writes its evidence, so evidence writes overlap the next
+ * rows' calls. The run window bounds what waits in memory. Kept apart from
+ * runCall so that the per-row loop is a small function of its own.
+ */
+class CallPass {
+  inFlight = 0
+  started = 0
+  index = 0
+  unexpected: unknown = undefined
+  private wake: (() => void) | undefined = undefined
+
+  constructor(
+    private readonly ctx: RowCallContext,
+    private readonly cancel: AbortController,
+    private readonly output: OrderedOutput,
+    private readonly previous: RecordedRows,
+    private readonly window: RunWindow,
+    private readonly handle: (index: number, line: number, raw: string, outcome: RowOutcome) => void,
+  ) {}
+
+  /** Resume the loop when it waits (a slot freed, a row finished, the queue deadline, the interruption). */
+  readonly wakeUp = (): void => {
+    const w = this.wake
+    this.wake = undefined
+    w?.()
+  }
+
+  private nextEvent(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.wake = resolve
+    })
+  }
+
+  private get stopped(): boolean {
+    return this.cancel.signal.aborted || this.unexpected !== undefined
+  }
+
+  /** Read and start every row; resolves once no row is in flight. complete: the whole file was read. */
+  async run(input: string): Promise<{complete: boolean; sha256?: string}> {
+    let reader: LineReader | undefined
+    let complete = false
+    let sha256: string | undefined
+    try {
+      reader = await LineReader.open(input, {hash: true}).catch((error) => {
+        throw inputUnreadable(input, error)
+      })
+      for (let lines = await reader.nextTexts(); lines; lines = await reader.nextTexts()) {
+        if (!(await this.startLines(lines, reader.firstLine, input))) break
+      }
+      if (!this.stopped) {
+        complete = true
+        sha256 = reader.digest()
+      }
+    } catch (error) {
+      this.unexpected ??= error
+      this.cancel.abort('fatal')
+    } finally {
+      await reader?.close()
+      while (this.inFlight > 0) await this.nextEvent()
+    }
+    return {complete, sha256}
+  }
+
+  /** Start the rows of one chunk; false when the run stops. */
+  private async startLines(lines: string[], first: number, input: string): Promise<boolean> {
+    const {ctx, output, window, previous} = this
+    for (let n = 0; n < lines.length; n++) {
+      const raw = lines[n].trim()
+      if (raw === '') continue
+      while ((this.inFlight >= window.inFlight || this.index - output.next >= window.rows || output.pendingBytes >= window.chars) && !this.stopped) await this.nextEvent()
+      if (this.stopped) return false
+      const i = this.index++
+      if (previous.has(i)) {
+        output.put(i, outputLine(raw, await previous.read(i)))
+        continue
+      }
+      let row: Record<string, unknown>
+      try {
+        row = parseFast(raw) as Record<string, unknown>
+      } catch {
+        throw inputChanged(input)
+      }
+      const prepared = prepareRow(ctx, {index: i, line: first + n, row})
+      let admission: Admission | undefined
+      if (prepared.planned.ok) {
+        // admission in input order: the loop itself waits for a free slot, so no row queues a waiter
+        admission = this.admission()
+        while (admission === undefined) {
+          await this.nextEvent()
+          admission = this.admission()
+        }
+        // interrupted while waiting for a slot: this row and the rest are not started
+        if (admission === 'cancelled') return false
+      }
+      this.started++
+      this.inFlight++
+      void this.runRow(prepared, admission, i, first + n, raw)
+    }
+    return true
+  }
+
+  private admission(): Admission | undefined {
+    const {queueDeadline} = this.ctx
+    if (queueDeadline !== undefined && Date.now() >= queueDeadline) return 'timeout'
+    if (this.cancel.signal.aborted) return 'cancelled'
+    if (this.ctx.limiter.tryAcquire()) return 'admitted'
+    return undefined
+  }
+
+  private async runRow(prepared: PreparedRow, admission: Admission | undefined, i: number, line: number, raw: string): Promise<void> {
+    try {
+      this.handle(i, line, raw, await runPreparedRow(this.ctx, prepared, admission))
+    } catch (error) {
+      this.unexpected ??= error
+      this.cancel.abort('fatal')
+    } finally {
+      this.inFlight--
+      this.wakeUp()
+    }
+  }
 }
 
 function inputChanged(file: string): GymError {
