@@ -1,5 +1,8 @@
 import http from 'node:http'
 import https from 'node:https'
+
+/** How long an idle pooled socket is kept (see the agent options below). */
+const IDLE_SOCKET_MS = 2000
 import {urlToHttpOptions} from 'node:url'
 
 /**
@@ -140,7 +143,10 @@ export function nodeHttpTransport(options: NodeHttpTransportOptions = {}): HttpT
     const tls = parsed.protocol === 'https:'
     let agent = pools.get(parsed.origin)
     if (!agent) {
-      const agentOptions: http.AgentOptions = {keepAlive: true, maxSockets, maxFreeSockets: maxSockets, scheduling: 'lifo'}
+      // Idle pooled sockets are dropped after IDLE_SOCKET_MS, well before common server keep-alive
+      // timeouts (uvicorn: 5 s), so a row never races a server closing an idle connection: nothing
+      // is retried, so such a race would fail the row. Busy sockets are not affected.
+      const agentOptions: http.AgentOptions = {keepAlive: true, maxSockets, maxFreeSockets: maxSockets, scheduling: 'lifo', timeout: IDLE_SOCKET_MS}
       agent = tls ? new https.Agent(agentOptions) : new http.Agent(agentOptions)
       pools.set(parsed.origin, agent)
     }
