@@ -170,6 +170,11 @@ export function submitOnlyEntrypoint(relaxRoot: string, scriptEnv: Record<string
   }
 }
 
+/** Quote a value for a copy-pasteable command line only when the shell needs it. */
+function shellWord(value: string): string {
+  return /^[A-Za-z0-9_./:@%+=,-]*$/.test(value) ? value : shQuote(value)
+}
+
 /** The Gateway's trials after this job are gymrecipe's own from now on (see the service rung). */
 async function recordTrainingTrials(recipeDir: string, gateway: ReturnType<typeof trainingGateway>, submissionId: string, env: NodeJS.ProcessEnv): Promise<void> {
   if ('problem' in gateway) return
@@ -237,7 +242,7 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
   }
   if (scriptEnv.RELAX_SUBMISSION_ID) options.say(`  note: RELAX_SUBMISSION_ID=${scriptEnv.RELAX_SUBMISSION_ID} from the environment is replaced by a fresh id`)
   const failed = report.preflight.filter((i) => i.status !== 'pass')
-  options.say(`${options.dryRun ? 'Would run' : 'Running'} (in ${command.cwd}): ${Object.entries(shownEnv).map(([k, v]) => `${k}=${v}`).join(' ')} bash ${relScript}`)
+  options.say(`${options.dryRun ? 'Would run' : 'Running'} (in ${command.cwd}): ${Object.entries(shownEnv).map(([k, v]) => `${k}=${shellWord(v)}`).join(' ')} bash ${relScript}`)
   options.say(`  the script ${waits ? 'waits for the job and streams its log (RAY_NO_WAIT=1 would return after submission)' : 'returns after submission (RAY_NO_WAIT=1); gymrecipe follows the job'}`)
   if (options.interrupt.aborted) return finish('interrupted', ExitCode.interrupted, 'interrupted during pre-flight; nothing was submitted')
   if (failed.length > 0) {

@@ -198,7 +198,8 @@ describe('train: pre-flight (nothing is submitted unless every check passes)', (
     for (const title of ['Model directory and config.json', 'Source data is the raw Gym file', 'Data rung passes', 'Gateway ready with zero active trials', 'Training targets the running service port', 'Ray dashboard reachable']) {
       expect(r.stdout).toContain(`✔ ${title}`)
     }
-    expect(r.stdout).toMatch(new RegExp(`Would run \\(in ${checkout.root}\\): RELAX_SUBMISSION_ID=${ownPrefix()}\\d{8}-\\d{6}-[0-9a-f]{6} RAY_DASHBOARD_ADDRESS=${ray.url} bash examples/nemo_gym_agentic/recipes/${recipeId}/run-qwen3-4B-8xgpu-nemo-gym-${recipeId}\\.sh`))
+    // gymrecipe plays the harmless part of Relax's entrypoint so the script never sources local.sh.
+    expect(r.stdout).toMatch(new RegExp(`Would run \\(in ${checkout.root}\\): RELAX_ENTRYPOINT_MODE=gymrecipe MODEL_CONFIG_DIR=${checkout.root}/scripts/models RUNTIME_ENV_JSON='\\{"env_vars":\\{\\}\\}' RELAX_SUBMISSION_ID=${ownPrefix()}\\d{8}-\\d{6}-[0-9a-f]{6} RAY_DASHBOARD_ADDRESS=${ray.url} bash examples/nemo_gym_agentic/recipes/${recipeId}/run-qwen3-4B-8xgpu-nemo-gym-${recipeId}\\.sh`))
     expect(r.stdout).toContain('the script waits for the job')
     expect(await submissions()).toEqual(before)
   })
