@@ -7,6 +7,8 @@
  */
 import {execa} from 'execa'
 import {randomBytes} from 'node:crypto'
+import fs from 'node:fs/promises'
+import os from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
@@ -168,4 +170,28 @@ export async function setup(): Promise<void> {
     return
   }
   await ensureBaseImage()
+  await ensureBuildAnchor()
+}
+
+/** Tag of the shared first layers of every fixture Gym image build (never removed by tests). */
+export const BUILD_ANCHOR_IMAGE = 'gymrecipe-test-base:fixture-anchor'
+
+/**
+ * Test files build fixture Gym images in parallel and remove their own afterwards. `docker rmi`
+ * also prunes untagged parent layers, including the layers every build shares before its first
+ * COPY: a build that reuses them from the cache at that moment fails with "unknown parent image
+ * ID". Building those shared steps once under a tag keeps them alive for every build.
+ */
+export async function ensureBuildAnchor(): Promise<void> {
+  const dockerfile = await fs.readFile(path.join(repoRoot, 'test', 'fixtures', 'relax-checkout', 'examples', 'nemo_gym_agentic', 'service', 'Dockerfile'), 'utf8')
+  const lines = dockerfile.split('\n')
+  const firstCopy = lines.findIndex((l) => /^\s*(COPY|ADD|RUN)\b/.test(l))
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'gymrecipe-anchor-'))
+  try {
+    await fs.writeFile(path.join(dir, 'Dockerfile'), `${lines.slice(0, firstCopy).join('\n')}\n`)
+    // Same build arguments as the generated scripts pass, so the cache keys match.
+    await dockerOk(['build', '--network', 'none', '--build-arg', 'NEMO_GYM_COMMIT=a85670eb167ba9b48cc53a36a070eed815e6c40d', '-t', BUILD_ANCHOR_IMAGE, dir], {timeoutMs: 300_000})
+  } finally {
+    await fs.rm(dir, {recursive: true, force: true})
+  }
 }
