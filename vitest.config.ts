@@ -4,8 +4,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     disableConsoleIntercept: true,
-    // Builds the Docker test base image once before the Docker-backed files run.
-    globalSetup: ['test/helpers/docker.ts'],
+    // A scratch TMPDIR per run (removed afterwards) and the Docker test base image.
+    globalSetup: ['test/helpers/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 300_000,
     // Docker-backed suites share one daemon; files run in parallel, tests inside a file in order.

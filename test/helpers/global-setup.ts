@@ -1,0 +1,21 @@
+/**
+ * vitest global setup: one scratch directory per test run (TMPDIR, inherited by the test workers
+ * and every process they start), removed when the run ends; then the Docker base image.
+ */
+import fs from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+
+import {setup as setupDocker} from './docker.js'
+
+let scratch: string | undefined
+
+export async function setup(): Promise<void> {
+  scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'gymrecipe-test-run-'))
+  process.env.TMPDIR = scratch
+  await setupDocker()
+}
+
+export async function teardown(): Promise<void> {
+  if (scratch) await fs.rm(scratch, {recursive: true, force: true})
+}
