@@ -4,8 +4,9 @@
  * for cleanup probes. Node's fetch ignores proxy variables, like the integration's
  * `trust_env=False` clients. Transport failures are returned, never thrown.
  */
+import {httpRequest} from './http.js'
 
-export interface HttpAnswer {
+export interface GatewayAnswer {
   /** HTTP status, or 0 when the request never got an answer. */
   status: number
   body: any
@@ -36,22 +37,12 @@ export interface ReadyzBody {
   [key: string]: unknown
 }
 
-export async function httpJson(method: string, url: string, body?: unknown, timeoutMs = 30_000): Promise<HttpAnswer> {
+/** A JSON request that never throws: transport failures come back as status 0 with the reason. */
+export async function httpJson(method: 'GET' | 'POST', url: string, body?: unknown, timeoutMs = 30_000): Promise<GatewayAnswer> {
   try {
-    const response = await fetch(url, {
-      method,
-      headers: body === undefined ? {} : {'content-type': 'application/json'},
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(timeoutMs),
-    })
-    const text = await response.text()
-    let parsed: any = text
-    try {
-      parsed = text ? JSON.parse(text) : undefined
-    } catch {
-      // keep the text
-    }
-    return {status: response.status, body: parsed}
+    const answer = await httpRequest(method, url, {body: body === undefined ? undefined : JSON.stringify(body), timeoutMs})
+    // Keep a non-JSON body as text: error pages say what went wrong.
+    return {status: answer.status, body: answer.json ?? (answer.text || undefined)}
   } catch (error: any) {
     const cause = error?.cause?.code ?? error?.cause?.message ?? error?.name
     return {status: 0, body: undefined, error: `${error?.message ?? String(error)}${cause ? ` (${cause})` : ''}`}
@@ -63,7 +54,7 @@ export function gatewayClient(gatewayUrl: string) {
   const trial = (id: string) => `${base}/v1/trials/${encodeURIComponent(id)}`
   return {
     url: base,
-    readyz: () => httpJson('GET', `${base}/readyz`, undefined, 10_000) as Promise<HttpAnswer & {body: ReadyzBody | undefined}>,
+    readyz: () => httpJson('GET', `${base}/readyz`, undefined, 10_000) as Promise<GatewayAnswer & {body: ReadyzBody | undefined}>,
     create: (payload: unknown) => httpJson('POST', `${base}/v1/trials`, payload),
     get: (id: string) => httpJson('GET', trial(id), undefined, 10_000),
     renew: (id: string) => httpJson('POST', `${trial(id)}/renew`, undefined, 10_000),

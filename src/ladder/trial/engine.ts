@@ -6,7 +6,7 @@
  */
 import {randomBytes} from 'node:crypto'
 
-import {type GatewayClient, type HttpAnswer, type TrialSnapshot, isTerminal} from '../../runtime/gateway-trials.js'
+import {type GatewayClient, type GatewayAnswer, type TrialSnapshot, isTerminal} from '../../runtime/gateway-trials.js'
 import type {CallbackRecord, ScriptedModel, ScriptedTurn} from '../../runtime/scripted-model.js'
 import type {RelaxTask} from './task.js'
 
@@ -30,7 +30,7 @@ export interface TrialPlan {
 
 export interface TrialRun {
   requestId: string
-  create: HttpAnswer
+  create: GatewayAnswer
   snapshot: TrialSnapshot | null
   history: number[]
   callbacks: CallbackRecord[]
@@ -50,7 +50,7 @@ export function scrub<T>(value: T, secret: string): T {
   return text.includes(secret) ? (JSON.parse(text.split(secret).join('<redacted>')) as T) : value
 }
 
-function scrubRun(run: TrialRun & {abort?: HttpAnswer | null}, secret: string): void {
+function scrubRun(run: TrialRun & {abort?: GatewayAnswer | null}, secret: string): void {
   run.create = scrub(run.create, secret)
   run.snapshot = scrub(run.snapshot, secret)
   run.renewFailures = scrub(run.renewFailures, secret)
@@ -133,7 +133,7 @@ export interface AbortRun extends TrialRun {
   /** The scripted model held callback `holdAt` before the abort was sent. */
   heldAt: number
   reachedHold: boolean
-  abort: HttpAnswer | null
+  abort: GatewayAnswer | null
 }
 
 /**
