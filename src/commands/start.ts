@@ -7,7 +7,7 @@ import {ExitCode} from '../errors.js'
 import {startRecipe, type StartReport} from '../steps/start.js'
 
 export default class Start extends BaseCommand<typeof Start> {
-  static override summary = 'Start the recipe\'s Gym service (fresh image, owned container), wait until ready, then verify up to the service rung'
+  static override summary = 'Step 2: start the recipe\'s Gym service (fresh image, owned container), wait until ready, then verify up to the service rung'
   static override description = `Runs start_<recipe>_gym.sh from the recipe folder: it builds a fresh image from the checkout,
 refuses a same-named container that lacks the label ai.relax.recipe=<recipe>, replaces only its
 own container, checks the ports and starts the container. Its output is streamed live (to stderr
