@@ -2,7 +2,7 @@
 /**
  * Benchmark of `gymrecipe call resource` against a bare concurrent HTTP client.
  *
- *   npx tsc -p tsconfig.json && node bench/call.mjs [--rows 10000] [--repeat 3] [--concurrency 1,32] [--base <checkout>]
+ *   npx tsc -p tsconfig.json && node bench/call.mjs [--rows 10000] [--repeat 3] [--concurrency 1,32] [--base <checkout>] [--no-floor]
  *
  * Starts the call test service (test/fixtures/call/serve.ts, its own process,
  * 127.0.0.1, OS-chosen port) whose /execute answers at once, then for each
@@ -13,6 +13,11 @@
  *              request bodies built from the same rows file (read and parsed
  *              inside the timed window, as gymrecipe does), every response
  *              read; no envelope, evidence, journal or output
+ *   floor      (unless --no-floor) the bare client plus the evidence bytes
+ *              gymrecipe writes per row (attempt line with the native request
+ *              and response, journal line, output line), batched every 10 ms,
+ *              journal after attempts, and nothing else: what keeping the
+ *              evidence costs on this machine, whoever writes it
  *   gymrecipe  runCall() from dist/: streamed input, per-row client state over
  *              the pooled connections, envelope, attempt artifact, journal,
  *              ordered output file
@@ -24,6 +29,7 @@
  * (the machine may be shared and noisy; the ratio of the medians is printed too).
  */
 import {execFileSync, spawn} from 'node:child_process'
+import {randomUUID} from 'node:crypto'
 import {once} from 'node:events'
 import {existsSync, mkdtempSync, promises as fsp, rmSync, writeFileSync} from 'node:fs'
 import http from 'node:http'
@@ -80,6 +86,89 @@ async function bare(url, rowsFile, concurrency) {
   return {rows: bodies.length, ok, ms, cpuUs: used.user + used.system}
 }
 
+/**
+ * The evidence floor: the bare client plus the bytes gymrecipe must write per
+ * row (an attempt line with the native request and response, a journal line
+ * pointing at it, an output line with the envelope), batched every 10 ms, the
+ * journal written after the attempts it points to. Nothing else: no row
+ * validation pass, paths, sessions, deadlines, envelope logic, input order or
+ * lossless parsing. What it loses against `bare` is what keeping evidence costs
+ * on this machine, whoever writes it.
+ */
+async function bareWithEvidence(url, rowsFile, concurrency, workdir) {
+  const agent = new http.Agent({keepAlive: true, maxSockets: concurrency})
+  const target = new URL('/execute', url)
+  const post = (body) =>
+    new Promise((resolve, reject) => {
+      const headers = {'content-type': 'application/json', accept: 'application/json', 'content-length': Buffer.byteLength(body)}
+      const req = http.request(target, {method: 'POST', agent, headers}, (res) => {
+        const chunks = []
+        res.on('data', (c) => chunks.push(c))
+        res.on('end', () => resolve({status: res.statusCode, headers: res.headers, text: Buffer.concat(chunks).toString('utf8')}))
+        res.on('error', reject)
+      })
+      req.on('error', reject)
+      req.end(body)
+    })
+  await fsp.mkdir(path.join(workdir, 'ev', 'attempts'), {recursive: true})
+  const attempts = await fsp.open(path.join(workdir, 'ev', 'attempts', 'a.jsonl'), 'a')
+  const journal = await fsp.open(path.join(workdir, 'ev', 'journal.jsonl'), 'a')
+  const output = await fsp.open(path.join(workdir, 'out.jsonl'), 'w')
+  let attemptText = ''
+  let journalText = ''
+  let outputText = ''
+  let attemptLine = 0
+  let writing = Promise.resolve()
+  let timer
+  const flush = () => {
+    timer = undefined
+    const [a, j, o] = [attemptText, journalText, outputText]
+    attemptText = journalText = outputText = ''
+    writing = writing.then(async () => {
+      await attempts.write(a)
+      await journal.write(j)
+      await output.write(o)
+    })
+  }
+  const cpu = process.cpuUsage()
+  const start = performance.now()
+  const lines = (await fsp.readFile(rowsFile, 'utf8')).split('\n').filter((l) => l.trim() !== '')
+  const bodies = lines.map((l) => JSON.stringify({sql: JSON.parse(l).sql}))
+  const rowIds = lines.map((l) => JSON.stringify(JSON.parse(l).id))
+  const executeUrl = JSON.stringify(target.href)
+  const endpoint = JSON.stringify(url)
+  let next = 0
+  let ok = 0
+  await Promise.all(
+    Array.from({length: concurrency}, async () => {
+      while (next < bodies.length) {
+        const i = next++
+        const startedAt = new Date().toISOString()
+        const t0 = performance.now()
+        const body = bodies[i]
+        const res = await post(body)
+        const durationMs = Math.round((performance.now() - t0) * 10) / 10
+        if (JSON.parse(res.text).row_count === 1) ok++
+        const attemptId = randomUUID()
+        const ref = `attempts/a.jsonl:${++attemptLine}`
+        attemptText += `{"schema":"gymrecipe.call.attempt/1","command":"resource","column":"execution","attempt_id":"${attemptId}","row_id":${rowIds[i]},"row_line":${i + 1},"started_at":"${startedAt}","finished_at":"${new Date().toISOString()}","status":"completed","failure_kind":null,"failure_stage":null,"failure_route":null,"failure_reason":null,"provenance":{},"lifecycle":[{"stage":"execute","endpoint":${endpoint},"route":"/execute","http_status":${res.status},"duration_ms":${durationMs}}],"cleanup_errors":[],"request":{"method":"POST","url":${executeUrl},"headers":{"content-type":"application/json","accept":"application/json"},"body":${body}},"response":{"http_status":${res.status},"headers":${JSON.stringify(res.headers)},"body":${res.text}}}\n`
+        const columns = `"execution":{"status":"completed","row_id":${rowIds[i]},"attempt_id":"${attemptId}","artifact":"${ref}","failure_kind":null,"failure_stage":null,"failure_route":null,"failure_reason":null,"provenance_json":"{}","cleanup_errors_json":"[]","response_json":${JSON.stringify(res.text)}}`
+        journalText += `{"i":${i},"line":${i + 1},"attempt_id":"${attemptId}","columns":{${columns}}}\n`
+        if (timer === undefined) timer = setTimeout(flush, 10)
+        outputText += `${lines[i].slice(0, -1)},${columns}}\n`
+      }
+    }),
+  )
+  clearTimeout(timer)
+  flush()
+  await writing
+  await Promise.all([attempts.close(), journal.close(), output.close()])
+  const ms = performance.now() - start
+  const used = process.cpuUsage(cpu)
+  agent.destroy()
+  return {rows: bodies.length, ok, ms, cpuUs: used.user + used.system}
+}
+
 async function gymrecipe(checkout, url, rowsFile, concurrency, workdir) {
   const {parseCallConfig, runCall} = await import(path.join(checkout, 'dist', 'gym', 'call', 'index.js'))
   const config = parseCallConfig(
@@ -106,7 +195,12 @@ async function child() {
   const rowsFile = opt('rows-file')
   const concurrency = Number(opt('concurrency'))
   const workdir = opt('workdir')
-  const result = variant === 'bare' ? await bare(url, rowsFile, concurrency) : await gymrecipe(variant === 'base' ? opt('base') : root, url, rowsFile, concurrency, workdir)
+  const result =
+    variant === 'bare'
+      ? await bare(url, rowsFile, concurrency)
+      : variant === 'floor'
+        ? await bareWithEvidence(url, rowsFile, concurrency, workdir)
+        : await gymrecipe(variant === 'base' ? opt('base') : root, url, rowsFile, concurrency, workdir)
   const peakRssMb = process.resourceUsage().maxRSS / 1024
   process.stdout.write(`${JSON.stringify({rows: result.rows, ok: result.ok, ms: result.ms, rowsPerSecond: (result.rows / result.ms) * 1000, peakRssMb, cpuUsPerRow: result.cpuUs / result.rows})}\n`)
 }
@@ -155,7 +249,7 @@ async function main() {
   console.log('concurrency  variant      rows/s (median)      peak RSS   client CPU/row   ok')
   console.log('                                                  (max)       (median)')
   const table = []
-  const variants = ['bare', 'gymrecipe', ...(base ? ['base'] : [])]
+  const variants = ['bare', ...(args.includes('--no-floor') ? [] : ['floor']), 'gymrecipe', ...(base ? ['base'] : [])]
   try {
     for (const concurrency of concurrencies) {
       const runs = Object.fromEntries(variants.map((v) => [v, []]))
@@ -180,9 +274,10 @@ async function main() {
       const ratio = cell.gymrecipe.best.rowsPerSecond / cell.bare.best.rowsPerSecond
       const ratioMedian = cell.gymrecipe.median / cell.bare.median
       const ratioBase = base ? cell.base.best.rowsPerSecond / cell.bare.best.rowsPerSecond : undefined
+      const ratioFloor = cell.floor ? cell.floor.best.rowsPerSecond / cell.bare.best.rowsPerSecond : undefined
       table.push({concurrency, ratio})
       console.log(
-        `${' '.repeat(13)}gymrecipe/bare: ${(ratio * 100).toFixed(1)}% (medians: ${(ratioMedian * 100).toFixed(1)}%)${ratioBase === undefined ? '' : `   base/bare: ${(ratioBase * 100).toFixed(1)}%`}`,
+        `${' '.repeat(13)}gymrecipe/bare: ${(ratio * 100).toFixed(1)}% (medians: ${(ratioMedian * 100).toFixed(1)}%)${ratioFloor === undefined ? '' : `   floor/bare: ${(ratioFloor * 100).toFixed(1)}% (medians: ${((cell.floor.median / cell.bare.median) * 100).toFixed(1)}%)`}${ratioBase === undefined ? '' : `   base/bare: ${(ratioBase * 100).toFixed(1)}%`}`,
       )
     }
   } finally {
