@@ -6,6 +6,9 @@ if (process.argv.length === 3 && (process.argv[2] === '--version' || process.arg
   const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
   process.stdout.write(`${pkg.name}/${pkg.version} ${process.platform}-${process.arch} node-${process.version}\n`)
 } else {
+  // oclif wraps messages at 80 columns when stderr is not a terminal, which splits file paths
+  // in CI logs and in anything that greps them; wrap only on a real terminal.
+  if (!process.stderr.isTTY && process.env.OCLIF_COLUMNS === undefined) process.env.OCLIF_COLUMNS = '10000'
   const {execute} = await import('@oclif/core')
   await execute({dir: import.meta.url})
 }

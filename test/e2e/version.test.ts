@@ -28,4 +28,11 @@ describe('gymrecipe --version', () => {
     expect(completion.exitCode).toBe(0)
     expect(completion.stdout).toContain('gymrecipe')
   })
+
+  it('never wraps an error message when stderr is not a terminal (paths stay greppable)', async () => {
+    const root = `/nonexistent/${'deep/'.repeat(20)}relax`
+    const r = await runCli(['new', 'wrapcheck', '--gym-root', repoRoot, '--gym-config', 'x.yaml', '--relax-root', root])
+    expect(r.exitCode).toBe(2)
+    expect(r.stderr).toContain(`Relax checkout ${root} does not exist`)
+  })
 })
