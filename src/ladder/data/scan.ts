@@ -1,3 +1,4 @@
+import {once} from '../scratch.js'
 import type {CheckContext} from '../types.js'
 import type {JsonlStats} from './jsonl-scan.js'
 import {scanWithSample} from './parallel-scan.js'
@@ -20,12 +21,7 @@ export const LISTED = 20
 
 /** One streaming pass over the source file, shared by every row-level check of the run. */
 export function dataScan(ctx: CheckContext): Promise<DataScan> {
-  let scan = ctx.scratch.get(SCAN_KEY) as Promise<DataScan> | undefined
-  if (!scan) {
-    scan = runScan(ctx)
-    ctx.scratch.set(SCAN_KEY, scan)
-  }
-  return scan
+  return once(ctx, SCAN_KEY, () => runScan(ctx))
 }
 
 async function runScan(ctx: CheckContext): Promise<DataScan> {

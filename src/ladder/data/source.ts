@@ -2,7 +2,7 @@ import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
 import {type RecipeContract, SPLITS, type Split} from '../../contract/types.js'
-import {recipeEnvironment} from '../../runtime/recipe-env.js'
+import {once, sourcedEnv} from '../scratch.js'
 import type {CheckContext} from '../types.js'
 import {fieldsFromRow} from './fields.js'
 
@@ -42,12 +42,7 @@ const PLAN_KEY = 'data.plan'
 
 /** The data plan of this ladder run, computed once. */
 export function dataPlan(ctx: CheckContext): Promise<DataPlan> {
-  let plan = ctx.scratch.get(PLAN_KEY) as Promise<DataPlan> | undefined
-  if (!plan) {
-    plan = buildPlan(ctx)
-    ctx.scratch.set(PLAN_KEY, plan)
-  }
-  return plan
+  return once(ctx, PLAN_KEY, () => buildPlan(ctx))
 }
 
 export function previewPathOf(rawFile: string): string {
@@ -57,7 +52,7 @@ export function previewPathOf(rawFile: string): string {
 async function buildPlan(ctx: CheckContext): Promise<DataPlan> {
   const {target, options} = ctx
   const contract = target.contract
-  const {env, envError} = await scriptEnvironment(target.dir, options.env)
+  const {env, envError} = await scriptEnvironment(ctx)
   const value = env.NEMO_GYM_SOURCE_DATA || undefined
   const file = value && path.isAbsolute(value) ? path.normalize(value) : null
   const {stat, statError} = file ? await statFile(file) : {stat: null, statError: undefined}
@@ -98,15 +93,16 @@ function contractFields(contract: RecipeContract): {fields: string[]; from: stri
   return {fields, from: 'recipe.yaml data.verifier_fields'}
 }
 
-async function scriptEnvironment(dir: string, base: NodeJS.ProcessEnv): Promise<{env: Record<string, string>; envError?: string}> {
-  const plain = Object.fromEntries(Object.entries(base).filter((e): e is [string, string] => typeof e[1] === 'string'))
+async function scriptEnvironment(ctx: CheckContext): Promise<{env: Record<string, string>; envError?: string}> {
+  const dir = ctx.target.dir
+  const plain = Object.fromEntries(Object.entries(ctx.options.env).filter((e): e is [string, string] => typeof e[1] === 'string'))
   try {
     await fsp.access(path.join(dir, 'env.sh'))
   } catch {
     return {env: plain, envError: `no env.sh in ${dir}; using the caller's environment`}
   }
   try {
-    return {env: await recipeEnvironment(dir, base)}
+    return {env: await sourcedEnv(ctx)}
   } catch (error: any) {
     return {env: plain, envError: error?.message ?? String(error)}
   }

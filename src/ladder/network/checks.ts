@@ -20,7 +20,8 @@ import {
 import {callbackResource, callbackUpstream} from '../../steps/endpoints.js'
 import type {Check, CheckContext, CheckResult} from '../types.js'
 import {allowlistCovers, noProxyCovers} from './allowlist.js'
-import {gatewayFor, gymContainer, networkEnv, relaxFor} from './context.js'
+import {sourcedEnv} from '../scratch.js'
+import {gatewayFor, gymContainer, relaxFor} from './context.js'
 import {markedLines, NODE_PROBE_DONE, NODE_PROBE_MARKER, NODE_PROBE_PY, pythonInline, RELAX_PROBE_MARKER, RELAX_PROBE_PY} from './probe-script.js'
 
 type Outcome = Omit<CheckResult, 'id' | 'rung' | 'title'>
@@ -56,7 +57,7 @@ export const nodesReachGateway: Check = {
   id: 'network.nodes-reach-gateway',
   title: 'Every Ray node reaches the Gateway',
   async run(ctx: CheckContext): Promise<Outcome | Array<Omit<CheckResult, 'rung'>>> {
-    const env = await networkEnv(ctx)
+    const env = await sourcedEnv(ctx)
     const gateway = await gatewayFor(ctx)
     if ('problem' in gateway) return {status: 'fail', message: gateway.problem, hint: 'Set GYM_HOST (and NEMO_GYM_GATEWAY_PORT) in env.sh.'}
     const dashboard = dashboardAddressFromEnv(env)
@@ -158,7 +159,7 @@ export const containerReachesRelax: Check = {
     const lookup = await gymContainer(ctx)
     if (!lookup.ok) return {status: lookup.status, message: lookup.message, hint: lookup.hint}
     const upstream = callbackUpstream(relax.baseUrl, callbackResource(ctx.target.contract!))
-    const env = await networkEnv(ctx)
+    const env = await sourcedEnv(ctx)
     const timeoutS = seconds(env, 'GYMRECIPE_NETWORK_PROBE_TIMEOUT_S', 5)
     const script = 'for p in /opt/nemo-gym/.venv/bin/python python3; do if command -v "$p" >/dev/null 2>&1; then exec "$p" -c "$1" "$2" "$3"; fi; done; echo "no python in the container" >&2; exit 127'
     const exec = await execInContainer(lookup.docker, lookup.container.id, ['sh', '-c', script, 'gymrecipe-probe', RELAX_PROBE_PY, upstream, String(timeoutS)], {
@@ -223,7 +224,7 @@ export const noProxyHosts: Check = {
   id: 'network.no-proxy',
   title: 'NO_PROXY lists the Gym and Relax hosts',
   async run(ctx: CheckContext): Promise<Outcome> {
-    const env = await networkEnv(ctx)
+    const env = await sourcedEnv(ctx)
     const relax = await relaxFor(ctx)
     if ('problem' in relax) return {status: 'fail', message: relax.problem, hint: 'Set RELAX_HOST in env.sh.'}
     const gymHost = env.GYM_HOST

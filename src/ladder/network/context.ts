@@ -7,26 +7,17 @@ import type Docker from 'dockerode'
 import {isGymError} from '../../errors.js'
 import {type ContainerState, inspectContainer} from '../../runtime/container.js'
 import {dockerTarget, requireDocker} from '../../runtime/docker.js'
-import {recipeEnvironment} from '../../runtime/recipe-env.js'
 import {type GatewayEndpoint, relaxEndpoint, type RelaxEndpoint, trainingGateway} from '../../steps/endpoints.js'
+import {once, sourcedEnv} from '../scratch.js'
 import type {CheckContext} from '../types.js'
-
-async function once<T>(ctx: CheckContext, key: string, make: () => Promise<T>): Promise<T> {
-  if (!ctx.scratch.has(key)) ctx.scratch.set(key, make())
-  return (await ctx.scratch.get(key)) as T
-}
-
-export function networkEnv(ctx: CheckContext): Promise<Record<string, string>> {
-  return once(ctx, 'network.env', () => recipeEnvironment(ctx.target.dir, ctx.options.env))
-}
 
 export async function gatewayFor(ctx: CheckContext): Promise<GatewayEndpoint | {problem: string}> {
   if (!ctx.target.contract) return {problem: 'recipe.yaml is missing: the Gateway port of the recipe is unknown'}
-  return trainingGateway(ctx.target.contract, await networkEnv(ctx))
+  return trainingGateway(ctx.target.contract, await sourcedEnv(ctx))
 }
 
 export async function relaxFor(ctx: CheckContext): Promise<RelaxEndpoint | {problem: string}> {
-  return relaxEndpoint(await networkEnv(ctx))
+  return relaxEndpoint(await sourcedEnv(ctx))
 }
 
 export type ContainerLookup =

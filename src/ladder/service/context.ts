@@ -7,7 +7,7 @@ import type Docker from 'dockerode'
 import {isGymError} from '../../errors.js'
 import {type ContainerState, inspectContainer} from '../../runtime/container.js'
 import {dockerTarget, requireDocker} from '../../runtime/docker.js'
-import {recipeEnvironment} from '../../runtime/recipe-env.js'
+import {once, sourcedEnv} from '../scratch.js'
 import type {CheckContext} from '../types.js'
 import {describeService, type ServiceDescription, serviceUrls, type ServiceUrls} from './describe.js'
 
@@ -15,17 +15,9 @@ import {describeService, type ServiceDescription, serviceUrls, type ServiceUrls}
 export const SCRATCH_BUILT_IMAGE = 'start.builtImageId'
 export const SCRATCH_STARTED_CONTAINER = 'start.containerId'
 
-async function once<T>(ctx: CheckContext, key: string, make: () => Promise<T>): Promise<T> {
-  if (!ctx.scratch.has(key)) ctx.scratch.set(key, make())
-  return (await ctx.scratch.get(key)) as T
-}
-
-export function serviceEnv(ctx: CheckContext): Promise<Record<string, string>> {
-  return once(ctx, 'service.env', () => recipeEnvironment(ctx.target.dir, ctx.options.env))
-}
 
 export function service(ctx: CheckContext): Promise<ServiceDescription> {
-  return once(ctx, 'service.description', async () => describeService(ctx.target, await serviceEnv(ctx)))
+  return once(ctx, 'service.description', async () => describeService(ctx.target, await sourcedEnv(ctx)))
 }
 
 /** The Docker client, or the reason it cannot be used (message + hint). */

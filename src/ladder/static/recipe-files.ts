@@ -2,6 +2,7 @@ import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
 import type {RecipeFileNames} from '../../contract/types.js'
+import {once} from '../scratch.js'
 import type {CheckContext} from '../types.js'
 import {type LogicalLine, logicalLines} from './shell.js'
 
@@ -16,9 +17,11 @@ export interface LoadedFile {
 }
 
 /** Read the recipe's files once per run; missing ones are simply absent. */
-export async function recipeFiles(ctx: CheckContext): Promise<Partial<Record<Role, LoadedFile>>> {
-  const cached = ctx.scratch.get('static.files') as Partial<Record<Role, LoadedFile>> | undefined
-  if (cached) return cached
+export function recipeFiles(ctx: CheckContext): Promise<Partial<Record<Role, LoadedFile>>> {
+  return once(ctx, 'static.files', () => readRecipeFiles(ctx))
+}
+
+async function readRecipeFiles(ctx: CheckContext): Promise<Partial<Record<Role, LoadedFile>>> {
   const out: Partial<Record<Role, LoadedFile>> = {}
   for (const [role, name] of Object.entries(ctx.target.files) as Array<[Role, string | undefined]>) {
     if (!name) continue
@@ -27,7 +30,6 @@ export async function recipeFiles(ctx: CheckContext): Promise<Partial<Record<Rol
     if (text === undefined) continue
     out[role] = {role, name, path: file, text, lines: name.endsWith('.sh') ? logicalLines(text) : []}
   }
-  ctx.scratch.set('static.files', out)
   return out
 }
 

@@ -18,7 +18,8 @@ import type {RecipeContract} from '../../contract/types.js'
 import {gatewayClient} from '../../runtime/gateway-trials.js'
 import {type JobDetails, normalizeDashboardAddress, rayJobHeadersFromEnv, rayJobsClient} from '../../runtime/ray-jobs.js'
 import {type RecipeRunState, readRunState} from '../../steps/run-state.js'
-import {recipeEnv, serviceAddress} from '../trial/context.js'
+import {recipeEnv} from '../scratch.js'
+import {serviceAddress} from '../trial/context.js'
 import type {Check, CheckContext, CheckResult, LadderOptions, RungDefinition} from '../types.js'
 import {
   type Dumps,

@@ -1,15 +1,12 @@
 /**
- * What the trial and training rungs need to know about the running service: the recipe
- * environment (env.sh over the caller's environment), the Gateway URL the training
- * script targets, the callback host, and allowlist facts for hints.
+ * What the trial and training rungs need to know about the running service: the Gateway URL
+ * the training script targets, the callback host, and allowlist facts for hints. (The recipe
+ * environment is shared by every rung: see ../scratch.ts.)
  */
-import {existsSync} from 'node:fs'
 import net from 'node:net'
-import path from 'node:path'
 
 import {servicePorts, type RecipeContract} from '../../contract/types.js'
-import {recipeEnvironment} from '../../runtime/recipe-env.js'
-import type {CheckContext, LadderOptions} from '../types.js'
+import type {LadderOptions} from '../types.js'
 
 /** Extra verify options the trial rung reads (the verify command passes them through). */
 export interface TrialRungOptions {
@@ -21,18 +18,6 @@ export interface TrialRungOptions {
 
 export function trialOptions(options: LadderOptions): TrialRungOptions {
   return options as LadderOptions & TrialRungOptions
-}
-
-/** env.sh evaluated over the caller's environment, once per ladder run. */
-export async function recipeEnv(ctx: CheckContext): Promise<Record<string, string>> {
-  const cached = ctx.scratch.get('recipe.env') as Promise<Record<string, string>> | undefined
-  if (cached) return cached
-  const envFile = path.join(ctx.target.dir, ctx.target.files.env ?? 'env.sh')
-  const loaded = existsSync(envFile)
-    ? recipeEnvironment(ctx.target.dir, ctx.options.env)
-    : Promise.resolve(Object.fromEntries(Object.entries(ctx.options.env).filter(([, v]) => v !== undefined)) as Record<string, string>)
-  ctx.scratch.set('recipe.env', loaded)
-  return loaded
 }
 
 export interface ServiceAddress {

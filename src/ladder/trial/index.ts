@@ -11,7 +11,8 @@ import {readContainerFile} from '../../runtime/container-file.js'
 import {gatewayClient} from '../../runtime/gateway-trials.js'
 import {PROTOCOL_PATHS, startScriptedModel} from '../../runtime/scripted-model.js'
 import type {Check, CheckContext, CheckResult, RungDefinition} from '../types.js'
-import {recipeEnv, serviceAddress, trialOptions, type ServiceAddress} from './context.js'
+import {recipeEnv} from '../scratch.js'
+import {serviceAddress, trialOptions, type ServiceAddress} from './context.js'
 import {type AbortRun, type TrialPlan, type TrialRun, runAbortedTrial, runTrial} from './engine.js'
 import {
   evaluateAbort,
