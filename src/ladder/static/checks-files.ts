@@ -1,6 +1,7 @@
 import {loadGymGraph} from '../../contract/gym-config.js'
 import type {Check, CheckResult} from '../types.js'
 import {type LoadedFile, recipeFiles, type Role, ROLE_TITLES} from './recipe-files.js'
+import {keyValueWord} from './shell.js'
 
 type Outcome = Omit<CheckResult, 'id' | 'rung' | 'title'>
 
@@ -41,14 +42,6 @@ export function configPathsOf(start: LoadedFile): string[] {
   return m ? m[1].split(',').map((s) => s.trim()).filter(Boolean) : []
 }
 
-function agentEnv(run: LoadedFile, key: string): {value: string; line: number} | undefined {
-  for (const l of run.lines) {
-    const m = l.text.match(new RegExp(`["']?${key}=([^"'\\s]+)`))
-    if (m) return {value: m[1], line: l.line}
-  }
-  return undefined
-}
-
 export const graphNames: Check = {
   id: 'static.graph-names',
   title: 'scripts use the pinned graph names',
@@ -79,13 +72,13 @@ export const graphNames: Check = {
       for (const p of contract.gym.config_paths) {
         if (!configPathsOf(start).includes(p)) problems.push({status: 'fail', message: `+config_paths does not load ${p}`, file: start.name})
       }
-      const env = agentEnv(run, 'NEMO_GYM_ENVIRONMENT')
-      const config = agentEnv(run, 'NEMO_GYM_CONFIG')
+      const env = keyValueWord(run.lines, 'NEMO_GYM_ENVIRONMENT')
+      const config = keyValueWord(run.lines, 'NEMO_GYM_CONFIG')
       if (env && env.value !== contract.gym.environment) problems.push({status: 'fail', message: `--agent-env NEMO_GYM_ENVIRONMENT=${env.value}, but the Gateway registers ${contract.gym.environment}`, file: run.name, line: env.line})
       if (config && config.value !== contract.gym.gateway_config) problems.push({status: 'fail', message: `--agent-env NEMO_GYM_CONFIG=${config.value}, but the Gateway registers ${contract.gym.gateway_config}`, file: run.name, line: config.line})
       if (!start.text.includes(JSON.stringify(contract.gym.agent.name))) problems.push({status: 'fail', message: `the Gateway registration does not name agent ${contract.gym.agent.name}`, file: start.name})
     } else {
-      const env = agentEnv(run, 'NEMO_GYM_ENVIRONMENT')
+      const env = keyValueWord(run.lines, 'NEMO_GYM_ENVIRONMENT')
       const registered = start.text.match(/"environment"\s*:\s*"([^"]+)"/)
       if (env && registered && env.value !== registered[1]) problems.push({status: 'fail', message: `--agent-env NEMO_GYM_ENVIRONMENT=${env.value}, but the start script registers ${registered[1]}`, file: run.name, line: env.line})
       const agentName = start.text.match(/"agent_name"\s*:\s*"([^"]+)"/)

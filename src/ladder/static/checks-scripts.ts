@@ -5,7 +5,7 @@ import path from 'node:path'
 
 import type {Check, CheckResult} from '../types.js'
 import {type LoadedFile, recipeFiles} from './recipe-files.js'
-import {assignments, flagValues, type LogicalLine} from './shell.js'
+import {assignments, flagValues, keyValueWord, type LogicalLine} from './shell.js'
 
 type Outcome = Omit<CheckResult, 'id' | 'rung' | 'title'>
 type Result = Omit<CheckResult, 'rung'>
@@ -51,14 +51,6 @@ function submitLine(run: LoadedFile): LogicalLine | undefined {
 function numberFlag(run: LoadedFile, flag: string): {value: number; line: number} | undefined {
   const found = flagValues(run.lines, flag).find((f) => /^\d+(\.\d+)?$/.test(f.value))
   return found ? {value: Number(found.value), line: found.line} : undefined
-}
-
-function agentEnvValue(run: LoadedFile, key: string): {value: string; line: number} | undefined {
-  for (const l of run.lines) {
-    const m = l.text.match(new RegExp(`["']?${key}=([^"'\\s]+)`))
-    if (m) return {value: m[1], line: l.line}
-  }
-  return undefined
 }
 
 export const trainingArrays: Check = {
@@ -218,8 +210,8 @@ export const trialTiming: Check = {
     const {run, start} = await recipeFiles(ctx)
     if (!run) return {status: 'fail', message: 'training script missing'}
     const problems: Outcome[] = []
-    const deadline = agentEnvValue(run, 'NEMO_GYM_DEADLINE_S')
-    const policy = agentEnvValue(run, 'NEMO_GYM_INTERRUPT_POLICY')
+    const deadline = keyValueWord(run.lines, 'NEMO_GYM_DEADLINE_S')
+    const policy = keyValueWord(run.lines, 'NEMO_GYM_INTERRUPT_POLICY')
     const timeout = numberFlag(run, '--agent-timeout')
     const gateway = gatewaySpec(start, ctx)
     if (!deadline) problems.push({status: 'fail', message: '--agent-env sets no NEMO_GYM_DEADLINE_S (the thin client would default to 1800 s)', file: run.name})

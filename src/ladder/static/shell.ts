@@ -90,3 +90,12 @@ export function assignments(lines: LogicalLine[]): Array<{name: string; value: s
   }
   return out
 }
+
+/** A `KEY=value` word anywhere in a script, e.g. one item of `--agent-env` (first occurrence). */
+export function keyValueWord(lines: LogicalLine[], key: string): Found | undefined {
+  for (const l of lines) {
+    const m = l.text.match(new RegExp(`["']?${key}=([^"'\\s]+)`))
+    if (m) return {value: m[1], line: l.line}
+  }
+  return undefined
+}
