@@ -430,8 +430,8 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
     ['train.job', job],
     ['train.jobLogs', logs],
   ])
-  const rungEnv = await recipeEnvironment(target.dir, options.env)
-  const rungOptions = {env: rungEnv, smoke: options.smoke, gymRoot: options.gymRoot, signal: options.interrupt, workerLogs: options.workerLogs}
+  // env.sh was already sourced over the caller's environment for the script; the rung sees the same.
+  const rungOptions = {env: scriptEnv, smoke: options.smoke, gymRoot: options.gymRoot, signal: options.interrupt, workerLogs: options.workerLogs}
   report.trainingRung = await runSingleRung(trainingRung, {target, options: rungOptions, scratch}, (check) => {
     options.say(`  ${check.status === 'pass' ? '✔' : check.status === 'skip' ? '↓ not checked:' : '✖'} ${check.title}: ${check.message}`)
     if (check.status !== 'pass' && check.hint) options.say(`      hint: ${check.hint}`)
