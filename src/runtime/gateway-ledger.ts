@@ -6,11 +6,8 @@
  *
  * Kept outside the Relax checkout under ${XDG_STATE_HOME:-$HOME/.local/state}/gymrecipe/gateway/.
  */
-import {createHash} from 'node:crypto'
-import os from 'node:os'
-import path from 'node:path'
-
 import {readTextIfExists, writeFileAtomic} from './fs.js'
+import {recipeStatePath} from './state-paths.js'
 
 export interface GatewayUse {
   serviceEpoch: string
@@ -22,9 +19,7 @@ export interface GatewayUse {
 }
 
 function ledgerPath(recipeDir: string, env: NodeJS.ProcessEnv): string {
-  const stateHome = env.XDG_STATE_HOME && path.isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : path.join(env.HOME || os.homedir(), '.local', 'state')
-  const key = createHash('sha256').update(path.resolve(recipeDir)).digest('hex').slice(0, 16)
-  return path.join(stateHome, 'gymrecipe', 'gateway', `${key}.json`)
+  return recipeStatePath('gateway', recipeDir, env)
 }
 
 /** Record a use; a newer use on the same epoch only raises the count, a new epoch replaces it. */

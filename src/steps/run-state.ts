@@ -4,11 +4,10 @@
  *   ${XDG_STATE_HOME:-$HOME/.local/state}/gymrecipe/runs/<first 16 hex of sha256(recipe dir)>.json
  * `gymrecipe train` writes it; `gymrecipe status` and the training rung read it.
  */
-import {createHash} from 'node:crypto'
-import os from 'node:os'
 import path from 'node:path'
 
 import {readTextIfExists, writeFileAtomic} from '../runtime/fs.js'
+import {recipeStatePath} from '../runtime/state-paths.js'
 
 export interface RecipeRunState {
   recipe: string
@@ -20,16 +19,9 @@ export interface RecipeRunState {
   smoke: boolean
 }
 
-/** Directory holding the run-state files. */
-export function runStateRoot(env: NodeJS.ProcessEnv = process.env): string {
-  const stateHome = env.XDG_STATE_HOME && path.isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : path.join(env.HOME || os.homedir(), '.local', 'state')
-  return path.join(stateHome, 'gymrecipe', 'runs')
-}
-
 /** The run-state file of a recipe directory (keyed by its absolute path). */
 export function runStatePath(recipeDir: string, env: NodeJS.ProcessEnv = process.env): string {
-  const key = createHash('sha256').update(path.resolve(recipeDir)).digest('hex').slice(0, 16)
-  return path.join(runStateRoot(env), `${key}.json`)
+  return recipeStatePath('runs', recipeDir, env)
 }
 
 function isRunState(value: unknown): value is RecipeRunState {
