@@ -3,7 +3,7 @@ import {once} from 'node:events'
 import {createReadStream, createWriteStream, promises as fsp} from 'node:fs'
 import {finished} from 'node:stream/promises'
 
-import {isLosslessNumber, LosslessNumber, parse, stringify} from 'lossless-json'
+import {isLosslessNumber, LosslessNumber, parse} from 'lossless-json'
 
 import {ExitCode, GymError} from '../errors.js'
 import {openAtomicTarget} from '../runtime/fs.js'
@@ -27,9 +27,52 @@ export function parseJson(text: string): JsonValue {
   return parse(text, null, {onDuplicateKey: ({newValue}) => newValue}) as JsonValue
 }
 
-/** Compact JSON text; numbers are written exactly as they were read. */
-export function stringifyJson(value: JsonValue): string {
-  return stringify(value) as string
+/**
+ * Compact JSON text, numbers exactly as read. Same output as lossless-json's stringify (bigints
+ * become JSON strings), without its per-value replacer and number-stringifier hooks: this is on
+ * the hot path of export, ingest and every Gym call.
+ */
+export function stringifyJson(value: unknown): string {
+  return writeJson(value) ?? 'null'
+}
+
+function writeJson(value: unknown): string | undefined {
+  switch (typeof value) {
+    case 'string':
+    case 'number':
+      return JSON.stringify(value)
+    case 'boolean':
+      return value ? 'true' : 'false'
+    case 'bigint':
+      return JSON.stringify(value.toString())
+    case 'object': {
+      if (value === null) return 'null'
+      if (Array.isArray(value)) {
+        if (value.length === 0) return '[]'
+        let out = '['
+        for (let i = 0; i < value.length; i++) {
+          if (i > 0) out += ','
+          out += writeJson(value[i]) ?? 'null'
+        }
+        return `${out}]`
+      }
+      if (isLosslessNumber(value)) return value.value
+      if (value instanceof Date || value instanceof Boolean || value instanceof Number || value instanceof String) return JSON.stringify(value)
+      const record = value as Record<string, unknown>
+      if (typeof record.toJSON === 'function') return writeJson(record.toJSON())
+      let out = '{'
+      let first = true
+      for (const key of Object.keys(record)) {
+        const item = writeJson(record[key])
+        if (item === undefined) continue
+        out += first ? `${JSON.stringify(key)}:${item}` : `,${JSON.stringify(key)}:${item}`
+        first = false
+      }
+      return `${out}}`
+    }
+    default:
+      return undefined
+  }
 }
 
 export function isJsonObject(value: unknown): value is JsonObject {

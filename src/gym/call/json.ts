@@ -1,16 +1,9 @@
-import {isLosslessNumber, parse} from 'lossless-json'
+import {isLosslessNumber} from 'lossless-json'
 
-/**
- * Lossless JSON: numbers are kept as their source text (LosslessNumber), so
- * integers above 2^53 and decimal forms survive a read/write round trip.
- * A repeated key keeps its last value, as Python's json module (and
- * JSON.parse) do.
- */
-const PARSE_OPTIONS = {onDuplicateKey: ({newValue}: {newValue: unknown}) => newValue}
+import {parseJson} from '../json.js'
 
-export function parseLossless(text: string): unknown {
-  return parse(text, null, PARSE_OPTIONS as any)
-}
+/** The call code's names for the shared lossless JSON helpers of ../json.ts. */
+export {isJsonObject as isPlainObject, parseJson as parseLossless, stringifyJson as stringifyLossless} from '../json.js'
 
 /**
  * Number spellings that JSON.parse would not give back unchanged: 16 or more
@@ -29,59 +22,7 @@ const RISKY_NUMBER = /\d{16}|\d[.eE]|-0(?!\d)/u
  * last value of a repeated key.
  */
 export function parseFast(text: string): unknown {
-  return RISKY_NUMBER.test(text) ? parseLossless(text) : JSON.parse(text)
-}
-
-/**
- * Compact JSON text, numbers exactly as read. Same output as lossless-json's
- * stringify (bigints become JSON strings), without its per-value replacer and
- * number-stringifier hooks.
- */
-export function stringifyLossless(value: unknown): string {
-  return write(value) ?? 'null'
-}
-
-function write(value: unknown): string | undefined {
-  switch (typeof value) {
-    case 'string':
-    case 'number':
-      return JSON.stringify(value)
-    case 'boolean':
-      return value ? 'true' : 'false'
-    case 'bigint':
-      return JSON.stringify(value.toString())
-    case 'object': {
-      if (value === null) return 'null'
-      if (Array.isArray(value)) {
-        if (value.length === 0) return '[]'
-        let out = '['
-        for (let i = 0; i < value.length; i++) {
-          if (i > 0) out += ','
-          out += write(value[i]) ?? 'null'
-        }
-        return `${out}]`
-      }
-      if (isLosslessNumber(value)) return value.value
-      if (value instanceof Date || value instanceof Boolean || value instanceof Number || value instanceof String) return JSON.stringify(value)
-      const record = value as Record<string, unknown>
-      if (typeof record.toJSON === 'function') return write(record.toJSON())
-      let out = '{'
-      let first = true
-      for (const key of Object.keys(record)) {
-        const item = write(record[key])
-        if (item === undefined) continue
-        out += first ? `${JSON.stringify(key)}:${item}` : `,${JSON.stringify(key)}:${item}`
-        first = false
-      }
-      return `${out}}`
-    }
-    default:
-      return undefined
-  }
-}
-
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && !isLosslessNumber(value)
+  return RISKY_NUMBER.test(text) ? parseJson(text) : JSON.parse(text)
 }
 
 export function isJsonNumber(value: unknown): boolean {
