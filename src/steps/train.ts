@@ -163,11 +163,12 @@ async function findScriptLog(cwd: string, logName: string, since: number): Promi
  */
 export function submitOnlyEntrypoint(relaxRoot: string, scriptEnv: Record<string, string>): Record<string, string> {
   if (scriptEnv.RELAX_ENTRYPOINT_MODE) return {}
-  return {
-    RELAX_ENTRYPOINT_MODE: 'gymrecipe',
-    MODEL_CONFIG_DIR: scriptEnv.MODEL_CONFIG_DIR || path.join(relaxRoot, 'scripts', 'models'),
-    RUNTIME_ENV_JSON: scriptEnv.RUNTIME_ENV_JSON || '{"env_vars":{}}',
-  }
+  // Only what is missing: the script inherits the rest, and a caller's RUNTIME_ENV_JSON may hold
+  // tokens, so it must never be echoed in the printed command or --json.
+  const added: Record<string, string> = {RELAX_ENTRYPOINT_MODE: 'gymrecipe'}
+  if (!scriptEnv.MODEL_CONFIG_DIR) added.MODEL_CONFIG_DIR = path.join(relaxRoot, 'scripts', 'models')
+  if (!scriptEnv.RUNTIME_ENV_JSON) added.RUNTIME_ENV_JSON = '{"env_vars":{}}'
+  return added
 }
 
 /** Quote a value for a copy-pasteable command line only when the shell needs it. */

@@ -204,6 +204,17 @@ describe('train: pre-flight (nothing is submitted unless every check passes)', (
     expect(await submissions()).toEqual(before)
   })
 
+  it('a RUNTIME_ENV_JSON of the caller (it may carry tokens) is inherited, never printed', async () => {
+    const secret = 'hf_secret_token_in_runtime_env'
+    const env = userEnv({RUNTIME_ENV_JSON: JSON.stringify({env_vars: {HF_TOKEN: secret}})})
+    for (const args of [['--dry-run'], ['--dry-run', '--json']]) {
+      const r = await train(args, env)
+      expect(r.exitCode, r.stdout + r.stderr).toBe(0)
+      expect(r.stdout + r.stderr).not.toContain(secret)
+      expect(r.stdout).toContain('RELAX_ENTRYPOINT_MODE=gymrecipe')
+    }
+  })
+
   it('a missing model directory fails the pre-flight (exit 3)', async () => {
     const before = await submissions()
     const r = await train(['--json'], userEnv({MODEL_DIR: path.join(tmp, 'no-models')}))
