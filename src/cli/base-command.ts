@@ -1,6 +1,7 @@
 import {Command, Interfaces} from '@oclif/core'
 
-import {GymError, isGymError} from '../errors.js'
+import {ExitCode, GymError, isGymError} from '../errors.js'
+import {removeOpenTemporariesSync} from '../runtime/fs.js'
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
 export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>
@@ -13,6 +14,13 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   static override enableJsonFlag = true
 
   static override baseFlags = {}
+
+  /**
+   * Commands that stream into a temporary sibling and own no signal handling of
+   * their own set this: Ctrl+C / SIGTERM then removes the partial output and
+   * exits 130, so an interrupted run leaves nothing behind and nothing half-written.
+   */
+  static removesPartialOutputOnInterrupt = false
 
   protected flags!: BaseFlags<T>
   protected args!: BaseArgs<T>
@@ -28,6 +36,18 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     })
     this.flags = flags as BaseFlags<T>
     this.args = args as BaseArgs<T>
+    if ((this.ctor as typeof BaseCommand).removesPartialOutputOnInterrupt) this.removePartialOutputOnInterrupt()
+  }
+
+  private removePartialOutputOnInterrupt(): void {
+    const onSignal = (signal: NodeJS.Signals) => {
+      const removed = removeOpenTemporariesSync()
+      const what = removed.length > 0 ? 'the partial output was removed and nothing was written' : 'nothing was written'
+      process.stderr.write(`interrupted (${signal}): ${what}\n`)
+      process.exit(ExitCode.interrupted)
+    }
+    process.once('SIGINT', onSignal)
+    process.once('SIGTERM', onSignal)
   }
 
   /** Print a line for people; silent under --json. */

@@ -1,5 +1,5 @@
 import {randomBytes} from 'node:crypto'
-import {constants, promises as fsp} from 'node:fs'
+import {constants, promises as fsp, rmSync} from 'node:fs'
 import path from 'node:path'
 
 /**
@@ -30,20 +30,45 @@ export async function writeFileAtomic(target: string, data: string | Uint8Array,
   }
 }
 
+/** Temporary siblings not yet committed or aborted, so an interrupted command can remove them. */
+const openTemporaries = new Set<string>()
+
 /** A temporary path next to target for streaming writers; commit() renames it into place. */
 export async function openAtomicTarget(target: string): Promise<{tmpPath: string; commit: () => Promise<void>; abort: () => Promise<void>}> {
   const dir = path.dirname(target)
   await fsp.mkdir(dir, {recursive: true})
   const tmpPath = path.join(dir, `.${path.basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
+  openTemporaries.add(tmpPath)
   return {
     tmpPath,
     commit: async () => {
       await fsp.rename(tmpPath, target)
+      openTemporaries.delete(tmpPath)
     },
     abort: async () => {
       await fsp.rm(tmpPath, {force: true})
+      openTemporaries.delete(tmpPath)
     },
   }
+}
+
+/**
+ * Remove every temporary sibling still open, synchronously: for a signal
+ * handler that is about to exit, where awaiting a stream's end is not possible.
+ * Returns the paths removed.
+ */
+export function removeOpenTemporariesSync(): string[] {
+  const removed: string[] = []
+  for (const tmpPath of openTemporaries) {
+    try {
+      rmSync(tmpPath, {force: true})
+      removed.push(tmpPath)
+    } catch {
+      // left for the user to see; the message names the output as unwritten either way
+    }
+    openTemporaries.delete(tmpPath)
+  }
+  return removed
 }
 
 export async function pathExists(p: string): Promise<boolean> {

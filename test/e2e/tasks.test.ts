@@ -1,4 +1,7 @@
+import {execa} from 'execa'
+import {createWriteStream} from 'node:fs'
 import {mkdtemp, readdir, readFile, writeFile} from 'node:fs/promises'
+import {once} from 'node:events'
 import os from 'node:os'
 import path from 'node:path'
 import {describe, expect, it} from 'vitest'
@@ -123,6 +126,33 @@ describe('gymrecipe tasks export', () => {
     const result = await runCli(['tasks', 'export', path.join(dir, 'nope.jsonl'), '--output', path.join(dir, 'out.jsonl')])
     expect(result.exitCode).toBe(2)
     expect(unwrapped(result.stderr)).toContain(`Error: JSONL file does not exist: ${path.join(dir, 'nope.jsonl')}`)
+  })
+
+  it('Ctrl+C half-way removes the partial output, keeps the previous file and exits 130', async () => {
+    const dir = await tempDir()
+    const scenarios = path.join(dir, 'scenarios.jsonl')
+    // enough bundles that the export is still streaming when the signal arrives
+    const out = createWriteStream(scenarios)
+    for (let i = 0; i < 300_000; i++) {
+      if (!out.write(`{"scenario_id":"s${i}","task":{"responses_create_params":{"input":"question ${i}","temperature":1.0}},"provenance":{"seed":${i}}}\n`)) await once(out, 'drain')
+    }
+    out.end()
+    await once(out, 'finish')
+    const output = path.join(dir, 'gym-tasks.jsonl')
+    await writeFile(output, 'previous run\n')
+    const child = execa(process.execPath, [path.join(repoRoot, 'bin', 'run.js'), 'tasks', 'export', scenarios, '--output', output], {reject: false, env: {NO_COLOR: '1'}})
+    let partial: string | undefined
+    for (let tries = 0; tries < 2000 && partial === undefined && child.exitCode === null; tries++) {
+      partial = (await readdir(dir)).find((name) => name.endsWith('.tmp'))
+      if (partial === undefined) await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    expect(partial).toMatch(/^\.gym-tasks\.jsonl\..*\.tmp$/)
+    child.kill('SIGINT')
+    const result = await child
+    expect(result.exitCode).toBe(130)
+    expect(String(result.stderr)).toContain('interrupted (SIGINT): the partial output was removed and nothing was written')
+    expect((await readdir(dir)).sort()).toEqual(['gym-tasks.jsonl', 'scenarios.jsonl'])
+    expect(await readFile(output, 'utf8')).toBe('previous run\n')
   })
 
   it('exits 2 naming file, line and field of a bad bundle, writing nothing', async () => {

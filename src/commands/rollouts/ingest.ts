@@ -4,6 +4,7 @@ import {BaseCommand} from '../../cli/base-command.js'
 import {type IngestSummary, ingestRollouts} from '../../gym/rollouts/ingest.js'
 
 export default class RolloutsIngest extends BaseCommand<typeof RolloutsIngest> {
+  static override removesPartialOutputOnInterrupt = true
   static override summary = 'Join collected Gym rollouts back onto their exported tasks'
   static override description = `Each record is matched to its task by _ng_task_index and written as one normalized line with: scenario_id, task_index, rollout_index, status, reward, provenance, agent_ref, failure_class, failure_terminal, failure_reason, failure_stage, rollout_id, attempt, task_id, environment_server, task, rollout.
 
@@ -11,7 +12,8 @@ Completed rollouts come first (status "completed"), then the failure sidecar (st
 
 EXIT STATUS
   0  records written (or, with --dry-run, validated)
-  2  bad input: unknown task index, conflicting tasks, missing file (file, line and field named)`
+  2  bad input: unknown task index, conflicting tasks, missing file (file, line and field named)
+  130  interrupted (Ctrl+C / SIGTERM); the partial output is removed and the previous file, if any, kept`
 
   static override examples = [
     '<%= config.bin %> rollouts ingest --tasks gym-tasks.jsonl --rollouts rollouts.jsonl --output normalized.jsonl',

@@ -5,6 +5,7 @@ import {type BuildSummary, buildScenarios} from '../../gym/tasks/build.js'
 import {loadTaskSpec} from '../../gym/tasks/spec.js'
 
 export default class TasksBuild extends BaseCommand<typeof TasksBuild> {
+  static override removesPartialOutputOnInterrupt = true
   static override summary = 'Turn generated rows (any JSONL) into Gym scenario bundles'
   static override description = `Applies a task spec (the Data Designer Gym processor config, as YAML or JSON) to every row and writes one scenario bundle {"schema_version":"1","scenario_id":...,"task":...,"provenance":...} per included row. Nothing is written unless every row is valid.
 
@@ -22,7 +23,8 @@ Example spec (declarative):
 
 EXIT STATUS
   0  bundles written (or, with --dry-run, validated)
-  2  bad spec or bad row (the message names the file, line and field)`
+  2  bad spec or bad row (the message names the file, line and field)
+  130  interrupted (Ctrl+C / SIGTERM); the partial output is removed and the previous file, if any, kept`
 
   static override examples = [
     '<%= config.bin %> tasks build rows.jsonl --spec task-spec.yaml --output scenarios.jsonl',

@@ -4,12 +4,14 @@ import {BaseCommand} from '../../cli/base-command.js'
 import {type ExportSummary, exportTasks} from '../../gym/tasks/export.js'
 
 export default class TasksExport extends BaseCommand<typeof TasksExport> {
+  static override removesPartialOutputOnInterrupt = true
   static override summary = 'Export scenario bundles as Gym tasks for rollout collection or prepare'
   static override description = `Writes one Gym task per bundle, in order: the task's members (top-level nulls dropped), then id (only when the task has none), _ng_task_index (60-bit, from the scenario ID), _dd_scenario_id, and _dd_provenance (only when non-empty). Values are copied exactly, so large integers and number spellings survive. Nothing is written unless every bundle is valid.
 
 EXIT STATUS
   0  tasks written (or, with --dry-run, validated)
-  2  bad bundle (the message names the file, line and field)`
+  2  bad bundle (the message names the file, line and field)
+  130  interrupted (Ctrl+C / SIGTERM); the partial output is removed and the previous file, if any, kept`
 
   static override examples = [
     '<%= config.bin %> tasks export scenarios.jsonl --output gym-tasks.jsonl',
