@@ -19,6 +19,41 @@ async function tempDir(): Promise<string> {
   return mkdtemp(path.join(os.tmpdir(), 'gr-tasks-e2e-'))
 }
 
+/** Enough lines that a command is still streaming when a signal arrives. */
+async function writeLines(file: string, line: (i: number) => string, count = 300_000): Promise<string> {
+  const out = createWriteStream(file)
+  for (let i = 0; i < count; i++) {
+    if (!out.write(`${line(i)}\n`)) await once(out, 'drain')
+  }
+  out.end()
+  await once(out, 'finish')
+  return file
+}
+
+/**
+ * Run a command writing `dir/outputName` (which holds an earlier result), signal it once its
+ * temporary sibling exists, and check it exits 130 leaving the earlier output as it was and no
+ * temporary file behind.
+ */
+async function expectInterruptLeavesNothing(dir: string, outputName: string, args: string[], signal: 'SIGINT' | 'SIGTERM'): Promise<void> {
+  const output = path.join(dir, outputName)
+  await writeFile(output, 'previous run\n')
+  const before = (await readdir(dir)).sort()
+  const child = execa(process.execPath, [path.join(repoRoot, 'bin', 'run.js'), ...args, '--output', output], {reject: false, env: {NO_COLOR: '1'}})
+  let partial: string | undefined
+  for (let tries = 0; tries < 2000 && partial === undefined && child.exitCode === null; tries++) {
+    partial = (await readdir(dir)).find((name) => name.endsWith('.tmp'))
+    if (partial === undefined) await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  expect(partial).toMatch(new RegExp(`^\\.${outputName.replaceAll('.', '\\.')}\\..*\\.tmp$`))
+  child.kill(signal)
+  const result = await child
+  expect(result.exitCode).toBe(130)
+  expect(String(result.stderr)).toContain(`interrupted (${signal}): the partial output was removed and nothing was written`)
+  expect((await readdir(dir)).sort()).toEqual(before)
+  expect(await readFile(output, 'utf8')).toBe('previous run\n')
+}
+
 describe('gymrecipe tasks build', () => {
   it('shows examples, the spec fields and exit statuses in --help', async () => {
     const result = await runCli(['tasks', 'build', '--help'])
@@ -45,6 +80,12 @@ describe('gymrecipe tasks build', () => {
     const dir = await tempDir()
     const result = await runCli(['tasks', 'build', path.join(fixtures, 'seed-rows.jsonl'), '--spec', path.join(fixtures, 'workplace-declarative.yaml'), '-o', path.join(dir, 's.jsonl')])
     expect(result.stdout.trim()).toBe(`Wrote 1 scenario bundles to ${path.join(dir, 's.jsonl')} (2 rows, 1 skipped by include)`)
+  })
+
+  it('SIGTERM half-way removes the partial output, keeps the previous file and exits 130', async () => {
+    const dir = await tempDir()
+    const rows = await writeLines(path.join(dir, 'rows.jsonl'), (i) => `{"gym_task":{"responses_create_params":{"input":"question ${i}"}},"source":{"file":"rows","line":${i + 1}}}`)
+    await expectInterruptLeavesNothing(dir, 'scenarios.jsonl', ['tasks', 'build', rows, '--spec', path.join(fixtures, 'task-column.yaml')], 'SIGTERM')
   })
 
   it('--dry-run validates and reports without writing', async () => {
@@ -130,29 +171,8 @@ describe('gymrecipe tasks export', () => {
 
   it('Ctrl+C half-way removes the partial output, keeps the previous file and exits 130', async () => {
     const dir = await tempDir()
-    const scenarios = path.join(dir, 'scenarios.jsonl')
-    // enough bundles that the export is still streaming when the signal arrives
-    const out = createWriteStream(scenarios)
-    for (let i = 0; i < 300_000; i++) {
-      if (!out.write(`{"scenario_id":"s${i}","task":{"responses_create_params":{"input":"question ${i}","temperature":1.0}},"provenance":{"seed":${i}}}\n`)) await once(out, 'drain')
-    }
-    out.end()
-    await once(out, 'finish')
-    const output = path.join(dir, 'gym-tasks.jsonl')
-    await writeFile(output, 'previous run\n')
-    const child = execa(process.execPath, [path.join(repoRoot, 'bin', 'run.js'), 'tasks', 'export', scenarios, '--output', output], {reject: false, env: {NO_COLOR: '1'}})
-    let partial: string | undefined
-    for (let tries = 0; tries < 2000 && partial === undefined && child.exitCode === null; tries++) {
-      partial = (await readdir(dir)).find((name) => name.endsWith('.tmp'))
-      if (partial === undefined) await new Promise((resolve) => setTimeout(resolve, 10))
-    }
-    expect(partial).toMatch(/^\.gym-tasks\.jsonl\..*\.tmp$/)
-    child.kill('SIGINT')
-    const result = await child
-    expect(result.exitCode).toBe(130)
-    expect(String(result.stderr)).toContain('interrupted (SIGINT): the partial output was removed and nothing was written')
-    expect((await readdir(dir)).sort()).toEqual(['gym-tasks.jsonl', 'scenarios.jsonl'])
-    expect(await readFile(output, 'utf8')).toBe('previous run\n')
+    const scenarios = await writeLines(path.join(dir, 'scenarios.jsonl'), (i) => `{"scenario_id":"s${i}","task":{"responses_create_params":{"input":"question ${i}","temperature":1.0}},"provenance":{"seed":${i}}}`, 600_000)
+    await expectInterruptLeavesNothing(dir, 'gym-tasks.jsonl', ['tasks', 'export', scenarios], 'SIGINT')
   })
 
   it('exits 2 naming file, line and field of a bad bundle, writing nothing', async () => {
