@@ -2,15 +2,19 @@ import {randomBytes} from 'node:crypto'
 import {constants, promises as fsp, rmSync} from 'node:fs'
 import path from 'node:path'
 
+/** A hidden, unique sibling of target: on the same filesystem, so a rename moves it into place. */
+function temporarySibling(target: string): string {
+  return path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
+}
+
 /**
  * Write a file atomically: a temporary sibling is written, flushed and renamed
  * over the target, so a reader never sees a half-written file and a failure
  * leaves the previous content in place.
  */
 export async function writeFileAtomic(target: string, data: string | Uint8Array, mode?: number): Promise<void> {
-  const dir = path.dirname(target)
-  await fsp.mkdir(dir, {recursive: true})
-  const tmp = path.join(dir, `.${path.basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
+  await fsp.mkdir(path.dirname(target), {recursive: true})
+  const tmp = temporarySibling(target)
   const handle = await fsp.open(tmp, 'w', mode ?? 0o644)
   try {
     await handle.writeFile(data)
@@ -35,9 +39,8 @@ const openTemporaries = new Set<string>()
 
 /** A temporary path next to target for streaming writers; commit() renames it into place. */
 export async function openAtomicTarget(target: string): Promise<{tmpPath: string; commit: () => Promise<void>; abort: () => Promise<void>}> {
-  const dir = path.dirname(target)
-  await fsp.mkdir(dir, {recursive: true})
-  const tmpPath = path.join(dir, `.${path.basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
+  await fsp.mkdir(path.dirname(target), {recursive: true})
+  const tmpPath = temporarySibling(target)
   openTemporaries.add(tmpPath)
   return {
     tmpPath,
