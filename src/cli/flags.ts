@@ -1,6 +1,8 @@
-import {Flags} from '@oclif/core'
+import {Args, Flags} from '@oclif/core'
 
-/** Flags shared by every command that works on a recipe inside a Relax checkout. */
+/** Arguments and flags shared by every command that works on a recipe inside a Relax checkout. */
+export const recipeArg = Args.string({description: 'Recipe id (folder under examples/nemo_gym_agentic/recipes).', required: true})
+
 export const relaxRootFlag = Flags.directory({
   summary: 'Relax checkout holding examples/nemo_gym_agentic/recipes/<recipe>.',
   env: 'GYMRECIPE_RELAX_ROOT',
@@ -14,3 +16,5 @@ export const gymRootFlag = Flags.directory({
 })
 
 export const dryRunFlag = Flags.boolean({summary: 'Show what would change; change nothing.', default: false})
+
+export const smokeFlag = Flags.boolean({summary: 'Accept a non-training split for a smoke run; every report says so.', default: false})

@@ -1,7 +1,7 @@
-import {Args, Flags} from '@oclif/core'
+import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../cli/base-command.js'
-import {relaxRootFlag} from '../cli/flags.js'
+import {recipeArg, relaxRootFlag} from '../cli/flags.js'
 import {usageError} from '../errors.js'
 import {recipeLogs, type LogsReport} from '../steps/logs.js'
 
@@ -23,7 +23,7 @@ EXIT STATUS
   ]
 
   static override args = {
-    recipe: Args.string({description: 'Recipe id (folder under examples/nemo_gym_agentic/recipes).', required: true}),
+    recipe: recipeArg,
   }
 
   static override flags = {

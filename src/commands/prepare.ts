@@ -1,8 +1,8 @@
-import {Args, Flags} from '@oclif/core'
+import {Flags} from '@oclif/core'
 import path from 'node:path'
 
 import {BaseCommand} from '../cli/base-command.js'
-import {dryRunFlag, relaxRootFlag} from '../cli/flags.js'
+import {dryRunFlag, recipeArg, relaxRootFlag, smokeFlag} from '../cli/flags.js'
 import {summarizeLadder} from '../cli/ladder-output.js'
 import {ExitCode} from '../errors.js'
 import {prepareRecipe, type PrepareResult} from '../steps/prepare.js'
@@ -45,13 +45,13 @@ EXIT STATUS
   ]
 
   static override args = {
-    recipe: Args.string({description: 'Recipe id (folder under examples/nemo_gym_agentic/recipes).', required: true}),
+    recipe: recipeArg,
   }
 
   static override flags = {
     'relax-root': relaxRootFlag,
     'gym-root': Flags.directory({summary: 'Pinned Gym checkout for the static rung of a recipe without recipe.yaml.', env: 'GYMRECIPE_GYM_ROOT'}),
-    smoke: Flags.boolean({summary: 'Accept a non-training split for a smoke run; every report says so.', default: false}),
+    smoke: smokeFlag,
     'dry-run': dryRunFlag,
   }
 

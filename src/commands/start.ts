@@ -1,7 +1,7 @@
-import {Args, Flags} from '@oclif/core'
+import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../cli/base-command.js'
-import {dryRunFlag, relaxRootFlag} from '../cli/flags.js'
+import {dryRunFlag, recipeArg, relaxRootFlag, smokeFlag} from '../cli/flags.js'
 import {summarizeLadder} from '../cli/ladder-output.js'
 import {ExitCode} from '../errors.js'
 import {startRecipe, type StartReport} from '../steps/start.js'
@@ -34,14 +34,14 @@ EXIT STATUS
   ]
 
   static override args = {
-    recipe: Args.string({description: 'Recipe id (folder under examples/nemo_gym_agentic/recipes).', required: true}),
+    recipe: recipeArg,
   }
 
   static override flags = {
     'relax-root': relaxRootFlag,
     'gym-root': Flags.directory({summary: 'Pinned Gym checkout for the static rung of a recipe without recipe.yaml.', env: 'GYMRECIPE_GYM_ROOT'}),
     timeout: Flags.integer({summary: 'Seconds to wait for /readyz after the container starts.', min: 1}),
-    smoke: Flags.boolean({summary: 'Accept a non-training split for a smoke run; every report says so.', default: false}),
+    smoke: smokeFlag,
     'dry-run': dryRunFlag,
   }
 

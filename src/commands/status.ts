@@ -1,7 +1,5 @@
-import {Args} from '@oclif/core'
-
 import {BaseCommand} from '../cli/base-command.js'
-import {relaxRootFlag} from '../cli/flags.js'
+import {recipeArg, relaxRootFlag} from '../cli/flags.js'
 import {recipeStatus, statusLines, type StatusReport} from '../steps/status.js'
 
 export default class Status extends BaseCommand<typeof Status> {
@@ -20,7 +18,7 @@ EXIT STATUS
   static override examples = ['<%= config.bin %> status calendar --relax-root ~/Relax', '<%= config.bin %> status calendar --relax-root ~/Relax --json']
 
   static override args = {
-    recipe: Args.string({description: 'Recipe id (folder under examples/nemo_gym_agentic/recipes).', required: true}),
+    recipe: recipeArg,
   }
 
   static override flags = {

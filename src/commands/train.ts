@@ -1,8 +1,8 @@
-import {Args, Flags} from '@oclif/core'
+import {Flags} from '@oclif/core'
 import readline from 'node:readline/promises'
 
 import {BaseCommand} from '../cli/base-command.js'
-import {dryRunFlag, relaxRootFlag} from '../cli/flags.js'
+import {dryRunFlag, recipeArg, relaxRootFlag, smokeFlag} from '../cli/flags.js'
 import {train, type TrainReport} from '../steps/train.js'
 
 export default class Train extends BaseCommand<typeof Train> {
@@ -39,14 +39,14 @@ EXIT STATUS
   ]
 
   static override args = {
-    recipe: Args.string({description: 'Recipe id (folder under examples/nemo_gym_agentic/recipes).', required: true}),
+    recipe: recipeArg,
   }
 
   static override flags = {
     'relax-root': relaxRootFlag,
     'dry-run': dryRunFlag,
     'stop-on-interrupt': Flags.boolean({summary: 'When interrupted without a terminal to ask, stop this run\'s own submission (by id).', default: false}),
-    smoke: Flags.boolean({summary: 'Accept a non-training split for a smoke run; every report says so.', default: false}),
+    smoke: smokeFlag,
     'gym-root': Flags.directory({summary: 'Pinned Gym checkout for the static rung\'s graph-name checks.', env: 'GYMRECIPE_GYM_ROOT'}),
     'worker-log': Flags.string({summary: 'Ray worker log file or directory for the training rung to scan for OOM and tracebacks (repeatable).', multiple: true}),
     'poll-interval': Flags.integer({summary: 'Seconds between Ray Jobs API polls.', default: 2, min: 1, hidden: true}),

@@ -1,7 +1,7 @@
-import {Args, Flags} from '@oclif/core'
+import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../cli/base-command.js'
-import {relaxRootFlag} from '../cli/flags.js'
+import {recipeArg, relaxRootFlag, smokeFlag} from '../cli/flags.js'
 import {summarizeLadder} from '../cli/ladder-output.js'
 import {ExitCode} from '../errors.js'
 import type {TrainingRungOptions} from '../ladder/training/index.js'
@@ -33,14 +33,14 @@ EXIT STATUS
   ]
 
   static override args = {
-    recipe: Args.string({description: 'Recipe id (folder under examples/nemo_gym_agentic/recipes).', required: true}),
+    recipe: recipeArg,
   }
 
   static override flags = {
     level: Flags.string({summary: 'Highest rung to climb.', options: [...RUNGS], default: 'static'}),
     'relax-root': relaxRootFlag,
     'gym-root': Flags.directory({summary: 'Pinned Gym checkout to check graph names against.', env: 'GYMRECIPE_GYM_ROOT'}),
-    smoke: Flags.boolean({summary: 'Accept a non-training split for a smoke run; every report says so.', default: false}),
+    smoke: smokeFlag,
     'callback-host': Flags.string({summary: 'trial: host the scripted model listens on and the Gateway calls back (default: GYM_HOST); must be inside the callback allowlist.'}),
     'callback-port': Flags.integer({summary: 'trial: port of the scripted model (default: any free port).', min: 1, max: 65535}),
     'job-log': Flags.file({summary: 'training: the driver log (default: the recorded submission via the Ray Jobs API, else the newest log/<run>-<time>.log).'}),
