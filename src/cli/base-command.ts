@@ -6,6 +6,9 @@ import {removeOpenTemporariesSync} from '../runtime/fs.js'
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
 export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>
 
+/** The EXIT STATUS help line of a command with removesPartialOutputOnInterrupt. */
+export const PARTIAL_OUTPUT_INTERRUPT_STATUS = '130  interrupted (Ctrl+C / SIGTERM); the partial output is removed and the previous file, if any, kept'
+
 /**
  * Shared behaviour of every gymrecipe command: --json, error mapping to stable
  * codes and exit statuses, and output helpers that stay quiet under --json.

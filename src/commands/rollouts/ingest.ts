@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-import {BaseCommand} from '../../cli/base-command.js'
+import {BaseCommand, PARTIAL_OUTPUT_INTERRUPT_STATUS} from '../../cli/base-command.js'
 import {type IngestSummary, ingestRollouts} from '../../gym/rollouts/ingest.js'
 
 export default class RolloutsIngest extends BaseCommand<typeof RolloutsIngest> {
@@ -13,7 +13,7 @@ Completed rollouts come first (status "completed"), then the failure sidecar (st
 EXIT STATUS
   0  records written (or, with --dry-run, validated)
   2  bad input: unknown task index, conflicting tasks, missing file (file, line and field named)
-  130  interrupted (Ctrl+C / SIGTERM); the partial output is removed and the previous file, if any, kept`
+  ${PARTIAL_OUTPUT_INTERRUPT_STATUS}`
 
   static override examples = [
     '<%= config.bin %> rollouts ingest --tasks gym-tasks.jsonl --rollouts rollouts.jsonl --output normalized.jsonl',

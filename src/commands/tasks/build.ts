@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {BaseCommand} from '../../cli/base-command.js'
+import {BaseCommand, PARTIAL_OUTPUT_INTERRUPT_STATUS} from '../../cli/base-command.js'
 import {type BuildSummary, buildScenarios} from '../../gym/tasks/build.js'
 import {loadTaskSpec} from '../../gym/tasks/spec.js'
 
@@ -24,7 +24,7 @@ Example spec (declarative):
 EXIT STATUS
   0  bundles written (or, with --dry-run, validated)
   2  bad spec or bad row (the message names the file, line and field)
-  130  interrupted (Ctrl+C / SIGTERM); the partial output is removed and the previous file, if any, kept`
+  ${PARTIAL_OUTPUT_INTERRUPT_STATUS}`
 
   static override examples = [
     '<%= config.bin %> tasks build rows.jsonl --spec task-spec.yaml --output scenarios.jsonl',

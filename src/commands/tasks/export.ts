@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {BaseCommand} from '../../cli/base-command.js'
+import {BaseCommand, PARTIAL_OUTPUT_INTERRUPT_STATUS} from '../../cli/base-command.js'
 import {type ExportSummary, exportTasks} from '../../gym/tasks/export.js'
 
 export default class TasksExport extends BaseCommand<typeof TasksExport> {
@@ -11,7 +11,7 @@ export default class TasksExport extends BaseCommand<typeof TasksExport> {
 EXIT STATUS
   0  tasks written (or, with --dry-run, validated)
   2  bad bundle (the message names the file, line and field)
-  130  interrupted (Ctrl+C / SIGTERM); the partial output is removed and the previous file, if any, kept`
+  ${PARTIAL_OUTPUT_INTERRUPT_STATUS}`
 
   static override examples = [
     '<%= config.bin %> tasks export scenarios.jsonl --output gym-tasks.jsonl',
