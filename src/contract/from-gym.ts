@@ -25,11 +25,13 @@ export interface ContractFromGymOptions {
   smoke: boolean
   examples?: ExampleRowsSummary
   /** Verifier and trial supplied by the user for an environment no built-in knows. */
-  verifierOverride?: Pick<RecipeContract, 'verifier'> & Partial<Pick<RecipeContract, 'trial'>>
+  verifierOverride?: VerifierOverride
   ports: Pick<RecipeContract['service'], 'gateway_port'> & Omit<RecipeContract['ray'], 'num_cpus'>
   model?: {name: string; slug: string; configScript: string}
   gpus?: number
 }
+
+export type VerifierOverride = Pick<RecipeContract, 'verifier'> & Partial<Pick<RecipeContract, 'trial'>> & {verifier_fields?: string[]}
 
 export interface ContractDraft {
   contract: RecipeContract
@@ -89,10 +91,35 @@ function sourceOf(ds: GymDataset): DataSource {
 }
 
 /** Fields every row must keep: the prompt, tools when present, and the environment's own top-level fields. */
-export function verifierFieldsFrom(examples: ExampleRowsSummary | undefined, fallback: string[]): string[] {
-  if (!examples || examples.fields.length === 0) return fallback
+export function verifierFieldsFrom(examples: ExampleRowsSummary): string[] {
   const own = examples.fields.filter((f) => f !== 'responses_create_params' && f !== 'agent_ref' && !f.startsWith('_ng_') && /^[A-Za-z_][A-Za-z0-9_]*$/.test(f))
   return ['responses_create_params.input', ...(examples.hasTools ? ['responses_create_params.tools'] : []), ...own]
+}
+
+/**
+ * Verifier fields come from this environment only: stated in the --verifier file, read from its
+ * example rows, or the keys of its inline /verify payload. A built-in's fields are used only
+ * when the built-in grades the same environment; anything else must be told.
+ */
+function chooseVerifierFields(o: ContractFromGymOptions, sameEnvironment: boolean, environment: string): {fields: string[]; from: string} {
+  if (o.verifierOverride?.verifier_fields) return {fields: o.verifierOverride.verifier_fields, from: 'the --verifier file'}
+  if (o.examples && o.examples.fields.length > 0) return {fields: verifierFieldsFrom(o.examples), from: 'the example rows in the Gym checkout'}
+  if (sameEnvironment) return {fields: o.base.data.verifier_fields, from: `the built-in ${o.baseName} (same environment)`}
+  const payload = o.verifierOverride?.verifier.payload
+  if (payload && typeof payload === 'object') {
+    const keys = Object.keys(payload).filter((k) => k !== 'responses_create_params' && k !== 'response')
+    return {fields: ['responses_create_params.input', ...keys], from: 'the keys of the --verifier payload'}
+  }
+  throw new GymError(`the fields ${environment}'s verifier reads from each row are unknown: the Gym checkout has no example rows for it`, {
+    code: 'E_VERIFIER_FIELDS_REQUIRED',
+    exit: ExitCode.usage,
+    hint: 'Add `verifier_fields: [responses_create_params.input, <field>, ...]` to the --verifier file (the top-level row keys the resources server reads in /verify).',
+  })
+}
+
+/** Relax spells Gateway config names with hyphens: workplace-assistant-v1, r2e-gym-v1. */
+export function gatewayConfigName(environment: string): string {
+  return `${environment.replaceAll('_', '-')}-v1`
 }
 
 function snake(id: string): string {
@@ -133,6 +160,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
     })
   }
 
+  const verifierFields = chooseVerifierFields(o, sameEnvironment, environment)
   const model = o.model ?? {name: base.training.model.name, slug: base.training.model.slug, configScript: base.training.model.config_script}
   const gpus = o.gpus ?? base.training.gpus
   const venvDirs = [`responses_api_agents/${agent.implementation}`, ...(resource ? [`resources_servers/${resource.implementation}`] : [])]
@@ -146,7 +174,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
       commit: base.gym.commit,
       config_paths: o.configPaths,
       environment,
-      gateway_config: `${environment}-v1`,
+      gateway_config: sameEnvironment ? base.gym.gateway_config : gatewayConfigName(environment),
       agent: {name: agent.id, type: agent.implementation, max_steps: agent.maxSteps},
       resources_server: resource ? {name: resource.id, implementation: resource.implementation} : null,
       venv_dirs: venvDirs,
@@ -157,7 +185,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
       split,
       source: sourceOf(dataset),
       raw_filename: `${snake(o.id)}_${split}.jsonl`,
-      verifier_fields: verifierFieldsFrom(o.examples, base.data.verifier_fields),
+      verifier_fields: verifierFields.fields,
       tools: o.examples?.hasTools ?? base.data.tools,
       strip_agent_ref: o.examples?.hasAgentRef ?? base.data.strip_agent_ref,
       smoke: split !== 'train',
@@ -194,6 +222,6 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
 
   if (o.verifierOverride === undefined) notes.push(`verifier and trial copied from the built-in ${o.baseName} (same environment implementation)`)
   if (contract.data.smoke) notes.push(`SMOKE: dataset ${dataset.name} is a ${dataset.type} split; this recipe must not be used for real training`)
-  if (!o.examples) notes.push('no example rows found in the Gym checkout; verifier fields taken from the base recipe')
+  notes.push(`verifier fields ${verifierFields.fields.join(', ')} from ${verifierFields.from}`)
   return {contract, notes}
 }

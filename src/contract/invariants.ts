@@ -38,8 +38,12 @@ export function checkContractInvariants(c: RecipeContract): Invariant[] {
   if (r.max_response_len > r.max_context_len) {
     add('/training/rollout/max_response_len', `response budget ${r.max_response_len} exceeds the context ${r.max_context_len}`, 'max_response_len <= max_context_len', 'Keep response <= context.')
   }
-  if (c.training.perf.max_tokens_per_gpu < r.max_context_len) {
-    add('/training/perf/max_tokens_per_gpu', `max_tokens_per_gpu ${c.training.perf.max_tokens_per_gpu} is below the context ${r.max_context_len}`, 'max_tokens_per_gpu >= max_context_len', 'One full sample must fit on a GPU.')
+  const perf = c.training.perf
+  if (perf.max_tokens_per_gpu * perf.context_parallel < r.max_context_len) {
+    add('/training/perf/max_tokens_per_gpu', `max_tokens_per_gpu ${perf.max_tokens_per_gpu} x context_parallel ${perf.context_parallel} is below the context ${r.max_context_len}`, 'max_tokens_per_gpu x context_parallel >= max_context_len', 'Relax refuses to start otherwise: one full sample must fit across the context-parallel group.')
+  }
+  if (perf.context_parallel > 1 && !c.training.extra_args.perf.includes('--calculate-per-token-loss')) {
+    add('/training/extra_args/perf', `context_parallel ${perf.context_parallel} needs --calculate-per-token-loss`, '--calculate-per-token-loss among extra_args.perf', 'Relax (Megatron validate_args) refuses context parallelism without per-token loss.')
   }
   if (r.n_samples_per_prompt < 4) {
     add('/training/rollout/n_samples_per_prompt', `n_samples_per_prompt ${r.n_samples_per_prompt} gives GRPO too little group variance`, 'n_samples_per_prompt >= 4', 'With one sample per prompt the advantage is zero and nothing is learned.')

@@ -13,6 +13,7 @@ const ONE_LINE = '^[^\\n\\r\\u0000]*$'
 const PORT = {type: 'integer', minimum: 1, maximum: 65535}
 const POSITIVE = {type: 'integer', minimum: 1}
 const NUMBER = {type: 'number'}
+const OPTIONAL_POSITIVE = {anyOf: [{type: 'null'}, POSITIVE]}
 const TASK_REF = {
   type: 'object',
   additionalProperties: false,
@@ -185,6 +186,9 @@ export const recipeSchema = {
         correct: TURNS,
         wrong: TURNS,
         success_reward: NUMBER,
+        // The grader's exact reward for a wrong answer, where it defines one (calendar and
+        // workplace give 0.0); null accepts anything below the success reward.
+        failure_reward: {anyOf: [{type: 'null'}, NUMBER]},
       },
     },
     trial: {
@@ -265,9 +269,10 @@ export const recipeSchema = {
             context_parallel: POSITIVE,
             expert_parallel: POSITIVE,
             expert_tensor_parallel: POSITIVE,
-            micro_batch_size: POSITIVE,
+            // null leaves the flag out: Relax then uses its own default (see the r2e-gym recipe).
+            micro_batch_size: OPTIONAL_POSITIVE,
             max_tokens_per_gpu: POSITIVE,
-            log_probs_max_tokens_per_gpu: POSITIVE,
+            log_probs_max_tokens_per_gpu: OPTIONAL_POSITIVE,
             log_probs_chunk_size: POSITIVE,
           },
         },
@@ -290,7 +295,7 @@ export const recipeSchema = {
           properties: {
             num_gpus_per_engine: POSITIVE,
             mem_fraction_static: {type: 'number', exclusiveMinimum: 0, maximum: 1},
-            cuda_graph_max_bs: POSITIVE,
+            cuda_graph_max_bs: OPTIONAL_POSITIVE,
             router_policy: {anyOf: [{type: 'null'}, {type: 'string', pattern: NAME}]},
           },
         },

@@ -95,6 +95,8 @@ export interface RecipeContract {
     /** Model output that must not earn success_reward. */
     wrong: ScriptedTurn[]
     success_reward: number
+    /** The grader's exact reward for a wrong answer, where it defines one; absent or null: anything below success_reward. */
+    failure_reward?: number | null
   }
   trial: null | {
     task: {file: string; row: number}
@@ -126,14 +128,16 @@ export interface RecipeContract {
       context_parallel: number
       expert_parallel: number
       expert_tensor_parallel: number
-      micro_batch_size: number
+      /** null: the flag is left out and Relax's default applies. */
+      micro_batch_size: number | null
       max_tokens_per_gpu: number
-      log_probs_max_tokens_per_gpu: number
+      /** null: Relax uses max_tokens_per_gpu. */
+      log_probs_max_tokens_per_gpu: number | null
       log_probs_chunk_size: number
     }
     grpo: {kl_loss_coef: number; entropy_coef: number; eps_clip: number; eps_clip_high: number; use_tis: boolean}
     optimizer: {lr: number; weight_decay: number; adam_beta1: number; adam_beta2: number}
-    sglang: {num_gpus_per_engine: number; mem_fraction_static: number; cuda_graph_max_bs: number; router_policy: string | null}
+    sglang: {num_gpus_per_engine: number; mem_fraction_static: number; cuda_graph_max_bs: number | null; router_policy: string | null}
     save_interval: number
     /** Extra verbatim flags appended to an argument array. */
     extra_args: {rollout: string[]; perf: string[]; grpo: string[]; optimizer: string[]; misc: string[]}

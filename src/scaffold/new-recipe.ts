@@ -3,7 +3,7 @@ import path from 'node:path'
 import {parseDocument} from 'yaml'
 
 import {ARCHETYPE_BASE, loadBuiltin} from '../contract/builtin.js'
-import {chooseAgent, contractFromGym, type ExampleRowsSummary} from '../contract/from-gym.js'
+import {chooseAgent, contractFromGym, type ExampleRowsSummary, type VerifierOverride} from '../contract/from-gym.js'
 import {loadGymGraph, type GymGraph} from '../contract/gym-config.js'
 import {assertValidContract, contractError, contractProblems} from '../contract/load.js'
 import {allocatePorts, collisions, type OccupiedRecipe} from '../contract/ports.js'
@@ -76,7 +76,7 @@ async function summarizeExamples(gymRoot: string, graph: GymGraph, agentId: stri
   return undefined
 }
 
-async function readVerifierOverride(file: string): Promise<Pick<RecipeContract, 'verifier'> & Partial<Pick<RecipeContract, 'trial'>>> {
+async function readVerifierOverride(file: string): Promise<VerifierOverride> {
   const text = await fsp.readFile(file, 'utf8').catch((error: any) => {
     throw usageError(`cannot read --verifier file ${file}: ${error?.code ?? error?.message}`)
   })
@@ -86,7 +86,11 @@ async function readVerifierOverride(file: string): Promise<Pick<RecipeContract, 
   if (!value || typeof value !== 'object' || !value.verifier) {
     throw usageError(`${file} must hold a "verifier:" block (and optionally "trial:")`, 'Copy the verifier block of recipes/calendar.yaml and replace its task and outputs.')
   }
-  return value.trial === undefined ? {verifier: value.verifier} : {verifier: value.verifier, trial: value.trial}
+  const fields = value.verifier_fields
+  if (fields !== undefined && (!Array.isArray(fields) || !fields.every((f: unknown) => typeof f === 'string'))) {
+    throw usageError(`${file}: verifier_fields must be a list of row keys`, 'e.g. verifier_fields: [responses_create_params.input, question, expected_answer]')
+  }
+  return {verifier: value.verifier, ...(value.trial === undefined ? {} : {trial: value.trial}), ...(fields === undefined ? {} : {verifier_fields: fields})}
 }
 
 function portsFromBase(base: number): ReturnType<typeof allocatePorts> {

@@ -142,6 +142,7 @@ export function buildView(contract: RecipeContract) {
     verifierTaskPath: c.verifier.task ? `${gymRoot}/${c.verifier.task.file}` : null,
     verifierGolden: c.verifier.kind === 'golden',
     successReward: num(c.verifier.success_reward),
+    failureReward: c.verifier.failure_reward === undefined || c.verifier.failure_reward === null ? null : num(c.verifier.failure_reward),
   }
 }
 

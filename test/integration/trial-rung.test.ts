@@ -69,9 +69,9 @@ describe('trial rung: workplace-assistant (stateful, Responses, history [0, 1, 2
     gym = await startHostGym(checkout, {
       layout,
       graph: WORKPLACE_GRAPH,
-      registration: {environment: 'workplace_assistant', config: 'workplace_assistant-v1', agentName: 'workplace_assistant_simple_agent'},
+      registration: {environment: 'workplace_assistant', config: 'workplace-assistant-v1', agentName: 'workplace_assistant_simple_agent'},
       env: {
-        NEMO_GYM_GATEWAY_ENVIRONMENTS_JSON: gatewayEnvironmentsJson(layout, {environment: 'workplace_assistant', config: 'workplace_assistant-v1', agentName: 'workplace_assistant_simple_agent', cleanupUrls: true}),
+        NEMO_GYM_GATEWAY_ENVIRONMENTS_JSON: gatewayEnvironmentsJson(layout, {environment: 'workplace_assistant', config: 'workplace-assistant-v1', agentName: 'workplace_assistant_simple_agent', cleanupUrls: true}),
         NEMO_GYM_CALLBACK_ALLOWED_NETWORKS: '127.0.0.1/32',
         NEMO_GYM_ARTIFACT_ROOT: artifactRoot,
         PYTHONPATH: FAULTS_DIR,
@@ -173,7 +173,7 @@ describe('trial rung: workplace-assistant (stateful, Responses, history [0, 1, 2
     const gateway = gatewayClient(`http://127.0.0.1:${layout.gateway}`)
     const created = await gateway.create({
       protocol_version: 'relax-nemo-gym/v1', request_id: 'relax-stale-leak', session: {session_id: 'stale', group_id: 'stale', rollout_mode: 'train', attempt: 1},
-      environment: {name: 'workplace_assistant', config: 'workplace_assistant-v1', task: {messages: [{role: 'user', content: 'hi'}], metadata: {}}},
+      environment: {name: 'workplace_assistant', config: 'workplace-assistant-v1', task: {messages: [{role: 'user', content: 'hi'}], metadata: {}}},
       model_endpoint: {base_url: hung.baseUrl, api_key: apiKey, model: 'model'}, deadline_s: 300, lease_s: 300,
     })
     expect(created.status).toBe(202)

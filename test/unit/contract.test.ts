@@ -90,6 +90,8 @@ describe('contract errors name the file, line, JSON pointer, expectation and a h
     ['prompt budget not below the context', (c: any) => (c.training.rollout.max_prompt_len = 8192), '/training/rollout/max_prompt_len'],
     ['response budget above the context', (c: any) => (c.training.rollout.max_response_len = 9000), '/training/rollout/max_response_len'],
     ['tokens per GPU below the context', (c: any) => (c.training.perf.max_tokens_per_gpu = 4096), '/training/perf/max_tokens_per_gpu'],
+    ['tokens per GPU x CP below the context', (c: any) => Object.assign(c.training.perf, {max_tokens_per_gpu: 2048, context_parallel: 2}), '/training/perf/max_tokens_per_gpu'],
+    ['context parallelism without per-token loss', (c: any) => Object.assign(c.training.perf, {max_tokens_per_gpu: 4096, context_parallel: 2}), '/training/extra_args/perf'],
     ['fewer than 4 samples per prompt', (c: any) => (c.training.rollout.n_samples_per_prompt = 1), '/training/rollout/n_samples_per_prompt'],
     ['a validation split without smoke', (c: any) => (c.data.split = 'validation'), '/data/split'],
     ['a converted file as raw filename', (c: any) => (c.data.raw_filename = 'calendar_train_relax.jsonl'), '/data/raw_filename'],
@@ -101,6 +103,15 @@ describe('contract errors name the file, line, JSON pointer, expectation and a h
     const value = parse(await calendarText())
     mutate(value)
     expect(contractProblems(value).map((p) => p.pointer)).toContain(pointer)
+  })
+})
+
+describe('token budget (Relax: max_tokens_per_gpu x context_parallel_size >= context)', () => {
+  it('accepts a per-GPU budget below the context when context parallelism covers it', async () => {
+    const value = parse(await calendarText())
+    Object.assign(value.training.perf, {max_tokens_per_gpu: 4096, context_parallel: 2, tensor_parallel: 4})
+    value.training.extra_args.perf = ['--calculate-per-token-loss']
+    expect(contractProblems(value).map((p) => p.pointer)).toEqual([])
   })
 })
 

@@ -234,6 +234,7 @@ export const verifierCheck: Check = {
     else {
       if (parsed.correct !== v.successReward) problems.push(`the known-correct response got ${parsed.correct}, not the success reward ${v.successReward}`)
       if (parsed.incorrect === v.successReward) problems.push(`the known-wrong response also got the success reward ${v.successReward}: the verifier cannot tell right from wrong`)
+      else if (v.failureReward !== undefined && parsed.incorrect !== v.failureReward) problems.push(`the known-wrong response got ${parsed.incorrect}, not the grader's failure reward ${v.failureReward}`)
     }
     if (problems.length > 0) {
       return {status: 'fail', message: `${path.basename(v.script)} in ${desc.container}: ${problems.join('; ')}`, hint: 'Run it by hand: docker exec <container> ' + cmd.join(' '), evidence}

@@ -25,6 +25,8 @@ export interface VerifierCommand {
   /** Arguments after the script; builds URLs from the running container's host and ports. */
   args(urls: ServiceUrls): string[]
   successReward: number
+  /** The grader's exact reward for a wrong answer, when the recipe records one. */
+  failureReward?: number
   /** Where the python came from (contract or the file that names it). */
   source: string
 }
@@ -146,6 +148,7 @@ export async function describeService(target: RecipeTarget, env: Record<string, 
             python: c.verifier.python,
             script: `${recipeDirInImage}/${verifyName}`,
             successReward: c.verifier.success_reward,
+            failureReward: c.verifier.failure_reward ?? undefined,
             source: 'recipe.yaml verifier.python',
             args: (urls) =>
               kind === 'golden'
