@@ -187,6 +187,47 @@ describe('gymrecipe new', () => {
     expect(script).toContain('boxed{8}')
   })
 
+  it('a benchmark without example rows takes its verifier fields from the --verifier payload, never from calendar', async () => {
+    const relax = await relaxRoot()
+    const gsm8k = 'benchmarks/gsm8k/config.yaml'
+    const payloadFile = path.join(relax, 'gsm8k-verifier.yaml')
+    await writeFile(payloadFile, `verifier:
+  kind: direct
+  python: /opt/nemo-gym/resources_servers/math_with_judge/.venv/bin/python
+  task: null
+  payload:
+    responses_create_params: {input: [{role: user, content: "What is 3 + 5?"}]}
+    question: What is 3 + 5?
+    expected_answer: "8"
+  correct: [{text: "\\\\boxed{8}"}]
+  wrong: [{text: "\\\\boxed{9}"}]
+  success_reward: 1.0
+`)
+    const ok = await runCli(newArgs('gsm8k', relax, gsm8k, ['--verifier', payloadFile, '--smoke', '--dry-run']))
+    expect(ok.exitCode).toBe(0)
+    expect(ok.json.contract.data.verifier_fields).toEqual(['responses_create_params.input', 'question', 'expected_answer'])
+    expect(ok.json.contract.gym.gateway_config).toBe('gsm8k-math-with-judge-resources-server-v1')
+
+    // A task-based verifier says nothing about the row fields: gymrecipe asks instead of guessing.
+    const taskFile = path.join(relax, 'gsm8k-task.yaml')
+    const taskVerifier = (await readFile(payloadFile, 'utf8')).replace(/ {2}task: null\n {2}payload:\n( {4}.*\n)+/, '  task: {file: benchmarks/gsm8k/data/gsm8k_benchmark.jsonl, row: 0}\n  payload: null\n')
+    await writeFile(taskFile, taskVerifier)
+    const asked = await runCli(newArgs('gsm8k', relax, gsm8k, ['--verifier', taskFile, '--smoke', '--dry-run']))
+    expect(asked.exitCode).toBe(2)
+    expect(asked.json.error.code).toBe('E_VERIFIER_FIELDS_REQUIRED')
+    await writeFile(taskFile, `${taskVerifier}verifier_fields: [responses_create_params.input, question, expected_answer]\n`)
+    const told = await runCli(newArgs('gsm8k', relax, gsm8k, ['--verifier', taskFile, '--smoke', '--dry-run']))
+    expect(told.exitCode).toBe(0)
+    expect(told.json.contract.data.verifier_fields).toEqual(['responses_create_params.input', 'question', 'expected_answer'])
+  })
+
+  it('registers the built-in Gateway config name of the same environment (workplace-assistant-v1)', async () => {
+    const relax = await relaxRoot()
+    const r = await runCli(newArgs('my-tools', relax, WORKPLACE, ['--from', 'workplace-assistant', '--dry-run']))
+    expect(r.exitCode).toBe(0)
+    expect(r.json.contract.gym.gateway_config).toBe('workplace-assistant-v1')
+  })
+
   it('--dry-run writes nothing', async () => {
     const relax = await relaxRoot()
     const r = await runCli(newArgs('dry', relax, CALENDAR, ['--dry-run']))

@@ -1,0 +1,136 @@
+/**
+ * Verifier examples that mean something: every built-in's known-wrong output must be well-formed
+ * enough to reach the grader's comparison (a malformed tool call scores 0 only because it
+ * raises), and the generated verifier must hold the grader to its exact failure reward and
+ * report a server that never answers in one line.
+ */
+import {execa} from 'execa'
+import {mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
+import http from 'node:http'
+import type {AddressInfo} from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {loadContractFile} from '../../src/contract/load.js'
+import type {RecipeContract} from '../../src/contract/types.js'
+import {renderRecipe} from '../../src/scaffold/render.js'
+import {turnsToOutputItems} from '../../src/scaffold/view.js'
+import {snapshotRoot} from '../helpers/cli.js'
+
+const DIRECT_BUILTINS = ['calendar', 'workplace-assistant'] as const
+
+async function builtin(name: string): Promise<RecipeContract> {
+  return loadContractFile(path.resolve('recipes', `${name}.yaml`))
+}
+
+/** The /verify body the verifier starts from: the inline payload, or the task row in the Gym checkout. */
+async function baseRow(c: RecipeContract): Promise<any> {
+  if (c.verifier.payload) return c.verifier.payload
+  const lines = (await readFile(path.join(snapshotRoot, c.verifier.task!.file), 'utf8')).split('\n').filter((l) => l.trim())
+  return JSON.parse(lines[c.verifier.task!.row])
+}
+
+function problemsOfCall(item: any, tools: any[]): string[] {
+  const tool = tools.find((t) => t.name === item.name)
+  if (!tool) return [`${item.name} is not a tool of the task row`]
+  let args: any
+  try {
+    args = JSON.parse(item.arguments)
+  } catch {
+    return [`${item.name} arguments are not JSON`]
+  }
+  if (!args || typeof args !== 'object' || Array.isArray(args)) return [`${item.name} arguments are not an object`]
+  const properties = tool.parameters?.properties ?? {}
+  const out: string[] = []
+  for (const key of Object.keys(args)) {
+    if (!(key in properties)) out.push(`${item.name} has an argument "${key}" the tool does not take`)
+    else if (properties[key].type === 'string' && typeof args[key] !== 'string') out.push(`${item.name}.${key} is not a string`)
+  }
+  for (const key of tool.parameters?.required ?? []) if (!(key in args)) out.push(`${item.name} misses the required argument ${key}`)
+  return out
+}
+
+describe.each(DIRECT_BUILTINS)('the %s verifier examples', (name) => {
+  it('are well-formed, so the known-wrong output is scored by comparison rather than by an error', async () => {
+    const c = await builtin(name)
+    const row = await baseRow(c)
+    const tools: any[] = row.responses_create_params?.tools ?? []
+    for (const turns of [c.verifier.correct, c.verifier.wrong]) {
+      const problems = turnsToOutputItems(turns).flatMap((item: any) => (item.type === 'function_call' ? problemsOfCall(item, tools) : []))
+      expect(problems).toEqual([])
+    }
+    const texts = (turns: typeof c.verifier.correct) => turns.filter((t) => t.text !== undefined).map((t) => t.text!)
+    const correctText = texts(c.verifier.correct).at(-1)
+    if (correctText?.trim().startsWith('[')) {
+      // A schedule answer: the wrong one is the same JSON shape with a different value.
+      const keys = (text: string) => (JSON.parse(text) as any[]).map((e) => Object.keys(e).sort())
+      expect(keys(texts(c.verifier.wrong).at(-1)!)).toEqual(keys(correctText))
+    }
+  })
+
+  it('differ only in what the grader compares', async () => {
+    const c = await builtin(name)
+    expect(JSON.stringify(c.verifier.wrong)).not.toEqual(JSON.stringify(c.verifier.correct))
+    expect(c.verifier.failure_reward).toBe(0)
+  })
+})
+
+describe('the generated direct verifier against a grader', () => {
+  let server: http.Server
+  let url: string
+  let mode: 'hang' | 'half' | 'exact' = 'exact'
+  let dir: string
+  let script: string
+
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      let body = ''
+      req.on('data', (chunk) => (body += chunk))
+      req.on('end', () => {
+        if (mode === 'hang') return // accept, never answer
+        const wrong = body.includes('11:00')
+        const reward = wrong ? (mode === 'half' ? 0.5 : 0.0) : 1.0
+        res.writeHead(200, {'content-type': 'application/json'})
+        res.end(JSON.stringify({reward}))
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    dir = await mkdtemp(path.join(os.tmpdir(), 'gr-verifier-'))
+    const files = await renderRecipe(await builtin('calendar'))
+    const verify = files.find((f) => f.role === 'verify')!
+    script = path.join(dir, verify.name)
+    await writeFile(script, verify.content)
+  })
+
+  afterAll(async () => {
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+    await rm(dir, {recursive: true, force: true})
+  })
+
+  const runVerifier = (timeout = '2') => execa('python3', [script, '--resource-url', url, '--timeout', timeout], {reject: false, timeout: 30_000})
+
+  it('passes when the wrong answer gets exactly the failure reward', async () => {
+    mode = 'exact'
+    const r = await runVerifier()
+    expect(r.exitCode).toBe(0)
+    expect(r.stdout).toContain('correct_reward=1.0 incorrect_reward=0.0')
+  })
+
+  it("fails when the wrong answer gets a reward other than the grader's failure reward", async () => {
+    mode = 'half'
+    const r = await runVerifier()
+    expect(r.exitCode).toBe(1)
+    expect(r.stderr.trim()).toBe('calendar verifier contract failed: correct_reward=1.0 incorrect_reward=0.5 (expected correct=1, incorrect=0)')
+  })
+
+  it('reports a grader that never answers as one line, not a traceback', async () => {
+    mode = 'hang'
+    const r = await runVerifier('1')
+    expect(r.exitCode).toBe(1)
+    expect(r.stderr).not.toContain('Traceback')
+    expect(r.stderr.trim().split('\n')).toEqual([`POST ${url}/verify did not answer within 1 s`])
+  })
+})
