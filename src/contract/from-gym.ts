@@ -1,7 +1,7 @@
 import type {GymAgent, GymDataset, GymGraph} from './gym-config.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
 import type {Archetype, DataSource, RecipeContract, Split} from './types.js'
-import {SPLITS} from './types.js'
+import {defaultErrorProbe, SPLITS} from './types.js'
 
 export interface ExampleRowsSummary {
   /** Top-level keys seen in the example rows (task/verifier fields). */
@@ -196,6 +196,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
       image: o.id === o.baseName ? base.service.image : `relax-nemo-gym:${o.id}`,
       container: o.id === o.baseName ? base.service.container : `nemo-gym-${o.id}`,
       gateway_port: o.ports.gateway_port,
+      error_probe: sameEnvironment && base.service.error_probe ? base.service.error_probe : defaultErrorProbe(resource !== null),
     },
     ray: {
       ...base.ray,

@@ -140,6 +140,19 @@ export const recipeSchema = {
         start_timeout_s: POSITIVE,
         callback_networks: {type: 'array', items: {type: 'string', pattern: '^[0-9A-Fa-f:.]+/[0-9]{1,3}$'}},
         callback_hosts: {type: 'array', items: {type: 'string', pattern: '^[a-z0-9][a-z0-9.-]*$'}},
+        // A request the pinned Gym answers with an HTTP 500 (never a 422 validation error), so
+        // the service rung can see where a 500's traceback goes.
+        error_probe: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['server', 'path', 'content_type', 'body'],
+          properties: {
+            server: {enum: ['resource', 'agent']},
+            path: {type: 'string', pattern: '^/[A-Za-z0-9_./-]*$'},
+            content_type: {type: 'string', pattern: '^[a-z]+/[a-z0-9.+-]+$'},
+            body: {type: 'string'},
+          },
+        },
       },
     },
     ray: {

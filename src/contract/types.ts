@@ -60,6 +60,8 @@ export interface RecipeContract {
     start_timeout_s: number
     callback_networks: string[]
     callback_hosts: string[]
+    /** A request the pinned Gym answers 500; absent: a JSON body sent as text/plain to the resources server's /verify (or the agent's /run). */
+    error_probe?: ErrorProbe
   }
   ray: {
     gcs_port: number
@@ -149,6 +151,27 @@ export interface RecipeContract {
     gymrecipe_version: string
     files: Record<string, string>
   }
+}
+
+export interface ErrorProbe {
+  server: 'resource' | 'agent'
+  path: string
+  content_type: string
+  body: string
+}
+
+/**
+ * Real Gym at the pinned commit answers a malformed body 422, but a valid JSON body declared as
+ * text/plain makes its validation-error handler fail: a 500 with a traceback on any server.
+ */
+export function defaultErrorProbe(hasResourcesServer: boolean): ErrorProbe {
+  return hasResourcesServer
+    ? {server: 'resource', path: '/verify', content_type: 'text/plain', body: '{}'}
+    : {server: 'agent', path: '/run', content_type: 'text/plain', body: '{}'}
+}
+
+export function errorProbeOf(contract: Pick<RecipeContract, 'service' | 'gym'>): ErrorProbe {
+  return contract.service.error_probe ?? defaultErrorProbe(contract.gym.resources_server !== null)
 }
 
 /** Ports of the service block, derived from the gateway port. */

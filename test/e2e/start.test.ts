@@ -131,7 +131,26 @@ describe.skipIf(unavailable !== undefined)('gymrecipe start on the fixture image
     expect(verifier.evidence.exit_code).toBe(0)
     const traceback = service.checks.find((c: any) => c.id === 'service.traceback')
     expect(traceback.status).toBe('pass')
+    expect(traceback.message).toContain('(Content-Type: text/plain)')
     expect(traceback.evidence.traceback[0]).toContain('Traceback (most recent call last)')
+  }, 300_000)
+
+  it('an error probe that real Gym answers 422 is reported as a validation error, not a pass', async () => {
+    const contractFile = path.join(fx.dir, 'recipe.yaml')
+    const original = await fs.readFile(contractFile, 'utf8')
+    await fs.writeFile(contractFile, original.replace('    content_type: text/plain\n', '    content_type: application/json\n'))
+    try {
+      const r = await runCli(['verify', fx.id, '--level', 'service', '--relax-root', fx.relaxRoot, '--json'], {env: fx.env, timeout: 300_000})
+      expect(r.exitCode).toBe(4)
+      const service = r.json.rungs.find((x: any) => x.rung === 'service')
+      expect(service.status).toBe('incomplete')
+      const traceback = service.checks.find((c: any) => c.id === 'service.traceback')
+      expect(traceback.status).toBe('skip')
+      expect(traceback.message).toContain('was answered 422, a request validation error')
+      expect(traceback.hint).toContain('service.error_probe')
+    } finally {
+      await fs.writeFile(contractFile, original)
+    }
   }, 300_000)
 
   it('logs: the container\'s logs through the Engine API, --tail, --json, --follow', async () => {

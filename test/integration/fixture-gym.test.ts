@@ -428,7 +428,7 @@ describe('calendar service start-up on the host emulator', () => {
     }
   }
 
-  it('goes 503 -> 200 on /readyz (ready_delay_s), verifies 10:00 -> 1.0 and 11:00 -> 0.0, and a malformed /verify is a 500 with a traceback', async () => {
+  it('goes 503 -> 200 on /readyz (ready_delay_s), verifies 10:00 -> 1.0 and 11:00 -> 0.0; like real Gym a malformed /verify is a 422 without a traceback, a JSON body sent as text/plain a 500 with one', async () => {
     const faults = path.join(tmp, 'faults-delay.json')
     await fs.writeFile(faults, JSON.stringify({ready_delay_s: 2}))
     const gym = await startHostGym(checkout, {layout, graph: CALENDAR_GRAPH, registration: calendarRegistration, env: {FIXTURE_GYM_FAULTS_FILE: faults}})
@@ -444,10 +444,16 @@ describe('calendar service start-up on the host emulator', () => {
       const resource = `http://${HOST}:${layout.resource}`
       expect((await json('POST', `${resource}/verify`, verifyBody('10:00'))).body.reward).toBe(1)
       expect((await json('POST', `${resource}/verify`, verifyBody('11:00'))).body.reward).toBe(0)
-      const bad = await json('POST', `${resource}/verify`, {response: 'not an object'})
-      expect(bad.status).toBe(500)
-      await gym.waitForOutput(/VerifyBodyError/)
-      expect(gym.output()).toMatch(/Traceback \(most recent call last\)/)
+      for (const malformed of [{response: 'not an object'}, {}, '[]', '{not json', '']) {
+        const bad = await json('POST', `${resource}/verify`, malformed)
+        expect({malformed, status: bad.status}).toEqual({malformed, status: 422})
+      }
+      await gym.waitForOutput(/Validation error on POST \/verify/)
+      expect(gym.output()).not.toMatch(/Traceback \(most recent call last\)/)
+      const asText = await fetch(`${resource}/verify`, {method: 'POST', headers: {'content-type': 'text/plain'}, body: '{}'})
+      expect(asText.status).toBe(500)
+      await gym.waitForOutput(/Traceback \(most recent call last\)/)
+      expect(gym.output()).toMatch(/\(calendar\) TypeError: Object of type bytes is not JSON serializable/)
     } finally {
       expect(await gym.stop()).toBe(0)
     }

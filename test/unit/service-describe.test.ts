@@ -3,10 +3,38 @@ import path from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {describeService, serviceUrls} from '../../src/ladder/service/describe.js'
-import {parseVerifierOutput} from '../../src/ladder/service/checks.js'
+import {parseVerifierOutput, serverErrorTraceback, tracebacksIn} from '../../src/ladder/service/checks.js'
 import {resolveRecipe} from '../../src/ladder/target.js'
 import {demuxLogBuffer} from '../../src/runtime/container.js'
 import {generatedRecipe} from '../helpers/recipes.js'
+
+describe('tracebacksIn', () => {
+  it('finds each traceback with its exception line, reading through Gym\'s instance prefix', () => {
+    const log = [
+      'INFO:     Started server process',
+      'ERROR:    Exception in ASGI application',
+      'Traceback (most recent call last):',
+      '  File "/gateway/app.py", line 10, in forward',
+      '    await upstream()',
+      'asyncio.exceptions.CancelledError',
+      '(calendar) Traceback (most recent call last):',
+      '(calendar)   File "/opt/nemo-gym/nemo_gym/server_utils.py", line 80, in handler',
+      '(calendar)     body = json.dumps(raw)',
+      '(calendar) TypeError: Object of type bytes is not JSON serializable',
+    ].join('\n')
+    const found = tracebacksIn(log)
+    expect(found.map((t) => t.exception)).toEqual(['asyncio.exceptions.CancelledError', 'TypeError: Object of type bytes is not JSON serializable'])
+    expect(found[1].lines[0]).toBe('(calendar) Traceback (most recent call last):')
+    expect(found[1].lines.at(-1)).toBe('(calendar) TypeError: Object of type bytes is not JSON serializable')
+    // A callback cancelled at abort is the abort working, not a Gym 500.
+    expect(serverErrorTraceback(log)?.exception).toBe('TypeError: Object of type bytes is not JSON serializable')
+    expect(serverErrorTraceback(log.split('\n').slice(0, 6).join('\n'))).toBeUndefined()
+  })
+
+  it('finds nothing in a log without tracebacks (a 422 validation line is not one)', () => {
+    expect(tracebacksIn('(calendar) Validation error on POST /verify: Field required\n(calendar) Request body: {}')).toEqual([])
+  })
+})
 
 describe('parseVerifierOutput', () => {
   it('reads the direct verifier line, workplace wording, golden lines and missing values', () => {

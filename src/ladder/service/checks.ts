@@ -245,7 +245,39 @@ export const verifierCheck: Check = {
 
 // ------------------------------------------------------------------ 4. tracebacks for HTTP 500
 
-export const MALFORMED_VERIFY_BODY = {gymrecipe_probe: 'malformed /verify request from the service rung; a 500 here must leave a traceback'}
+const TRACEBACK = 'Traceback (most recent call last)'
+
+interface LoggedTraceback {
+  lines: string[]
+  /** The exception line that ends it, without Gym's "(<instance id>) " prefix. */
+  exception?: string
+}
+
+/** Tracebacks in a log text, each with its closing exception line. */
+export function tracebacksIn(text: string): LoggedTraceback[] {
+  const lines = text.split('\n')
+  const out: LoggedTraceback[] = []
+  lines.forEach((line, at) => {
+    if (!line.includes(TRACEBACK)) return
+    const rest = lines.slice(at + 1).map((l) => l.replace(/^\([\w.-]+\) ?/, ''))
+    const end = rest.findIndex((l) => /^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b/.test(l))
+    out.push({lines: lines.slice(at, at + 2 + (end < 0 ? 28 : end)), exception: end < 0 ? undefined : rest[end].trim()})
+  })
+  return out
+}
+
+/**
+ * A cancelled model callback at abort logs an asyncio.CancelledError traceback in the Gateway:
+ * that is the abort working, not a Gym 500.
+ */
+function isCancellation(t: LoggedTraceback): boolean {
+  return /\bCancelledError\b/.test(t.exception ?? '')
+}
+
+/** The first traceback in a log that is evidence of an HTTP 500 (abort cancellations are not). */
+export function serverErrorTraceback(text: string): LoggedTraceback | undefined {
+  return tracebacksIn(text).find((t) => !isCancellation(t))
+}
 
 export const tracebackCheck: Check = {
   id: 'service.traceback',
@@ -254,39 +286,48 @@ export const tracebackCheck: Check = {
     const found = await runningService(ctx)
     if ('problem' in found) return {status: 'fail', ...found.problem}
     const {docker, desc, container, urls} = found.ok
-    // The resources server's /verify, else the agent's /run: both 500 on a malformed body.
-    const target = urls.resource ? `${urls.resource.replace(/\/$/, '')}/verify` : urls.agent ? `${urls.agent}/run` : undefined
-    if (!target) return {status: 'skip', message: 'not checked: no resources server or agent URL is known for this recipe'}
+    const probe = desc.errorProbe
+    const base = probe.server === 'resource' ? urls.resource : urls.agent
+    if (!base) return {status: 'skip', message: `not checked: no ${probe.server} URL is known for this recipe, so the error probe cannot be sent`, hint: 'Record the recipe with `gymrecipe new` (service.error_probe).'}
+    const target = `${base.replace(/\/$/, '')}${probe.path}`
+    const request = `POST ${target} (Content-Type: ${probe.content_type})`
     const since = Date.now() / 1000 - 0.05
-    let status: number
+    let answer: {status: number; text: string}
     try {
-      status = (await httpRequest('POST', target, {body: JSON.stringify(MALFORMED_VERIFY_BODY), timeoutMs: 30_000})).status
+      answer = await httpRequest('POST', target, {body: probe.body, headers: {'content-type': probe.content_type}, timeoutMs: 30_000})
     } catch (error: any) {
-      return {status: 'fail', message: `POST ${target} failed: ${error?.cause?.code ?? error?.message}`, hint: `gymrecipe logs ${desc.recipe}`}
+      return {status: 'fail', message: `${request} failed: ${error?.cause?.code ?? error?.message}`, hint: `gymrecipe logs ${desc.recipe}`}
     }
-    if (status !== 500) {
-      return {status: 'skip', message: `not checked: the malformed POST ${target} was answered HTTP ${status}, not 500, so there was no 500 to trace`}
+    if (answer.status === 422) {
+      return {
+        status: 'skip',
+        message: `not checked: ${request} was answered 422, a request validation error: Gym refused the probe before any handler ran, so there was no 500 to trace`,
+        hint: 'Record a request the pinned Gym answers 500 as service.error_probe in recipe.yaml (a JSON body sent as text/plain does at the pinned commit).',
+        evidence: {status: 422, body: answer.text.slice(0, 500)},
+      }
     }
-    let logs: string
+    if (answer.status !== 500) {
+      return {status: 'skip', message: `not checked: ${request} was answered HTTP ${answer.status}, not 500, so there was no 500 to trace`, hint: 'Record a request the pinned Gym answers 500 as service.error_probe in recipe.yaml.', evidence: {status: answer.status, body: answer.text.slice(0, 500)}}
+    }
+    // stdout and stderr from the moment of the request: Gym prints tracebacks to stdout,
+    // uvicorn to stderr.
+    let found500: LoggedTraceback | undefined
+    let logs = ''
     const deadline = Date.now() + 5000
     for (;;) {
       logs = (await containerLogChunks(docker, container.id, {sinceSeconds: since})).map((c) => c.text).join('')
-      if (logs.includes('Traceback (most recent call last)') || Date.now() > deadline) break
+      found500 = serverErrorTraceback(logs)
+      if (found500 || Date.now() > deadline) break
       await new Promise((resolve) => setTimeout(resolve, 200))
     }
-    const lines = logs.split('\n')
-    const at = lines.findIndex((l) => l.includes('Traceback (most recent call last)'))
-    if (at < 0) {
+    if (!found500) {
       return {
         status: 'fail',
-        message: `POST ${target} answered HTTP 500 but no traceback reached the container logs within 5 s`,
+        message: `${request} answered HTTP 500 but no traceback reached the container logs within 5 s`,
         hint: 'The image lacks the HTTP-error traceback patch (print(format_exc(), flush=True) in nemo_gym/server_utils.py); without it 500s are silent (Calendar PITFAIL #13).',
-        evidence: {logs_after_request: lines.slice(-40)},
+        evidence: {logs_after_request: logs.split('\n').slice(-40)},
       }
     }
-    // The exception line ends the traceback: the first unindented line after the frames
-    // (Gym prefixes each server's lines with "(<server>) ").
-    const exception = lines.slice(at + 1).map((l) => l.replace(/^\([\w.-]+\) ?/, '')).find((l) => /^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b/.test(l))
-    return {status: 'pass', message: `HTTP 500 from POST ${target} → traceback in the logs${exception ? ` (${exception.trim()})` : ''}`, evidence: {traceback: lines.slice(at, at + 30)}}
+    return {status: 'pass', message: `HTTP 500 from ${request} → traceback in the logs${found500.exception ? ` (${found500.exception})` : ''}`, evidence: {traceback: found500.lines}}
   },
 }

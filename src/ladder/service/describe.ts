@@ -8,7 +8,7 @@ import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
 import {RAY_COMPONENT_PORTS} from '../../contract/ports.js'
-import {RECIPES_DIR, servicePorts} from '../../contract/types.js'
+import {defaultErrorProbe, type ErrorProbe, errorProbeOf, RECIPES_DIR, servicePorts} from '../../contract/types.js'
 import type {RecipeTarget} from '../types.js'
 
 export interface ServicePort {
@@ -62,6 +62,8 @@ export interface ServiceDescription {
   verifier?: VerifierCommand
   /** The recipe folder as baked into the image. */
   recipeDirInImage: string
+  /** A request the pinned Gym answers 500, to see where tracebacks go. */
+  errorProbe: ErrorProbe
 }
 
 function intOrUndefined(value: string | undefined): number | undefined {
@@ -142,6 +144,7 @@ export async function describeService(target: RecipeTarget, env: Record<string, 
       startTimeoutS: timeoutFromEnv ?? c.service.start_timeout_s,
       ports: all,
       recipeDirInImage,
+      errorProbe: errorProbeOf(c),
       verifier: verifyName
         ? {
             kind,
@@ -182,6 +185,7 @@ export async function describeService(target: RecipeTarget, env: Record<string, 
     startTimeoutS: timeoutFromEnv ?? 600,
     ports: [],
     recipeDirInImage,
+    errorProbe: defaultErrorProbe(resourceUrlDefault !== undefined),
     verifier:
       python && target.files.verify
         ? {
