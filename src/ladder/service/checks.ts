@@ -312,7 +312,7 @@ export const tracebackCheck: Check = {
     // stdout and stderr from the moment of the request: Gym prints tracebacks to stdout,
     // uvicorn to stderr.
     let found500: LoggedTraceback | undefined
-    let logs = ''
+    let logs: string
     const deadline = Date.now() + 5000
     for (;;) {
       logs = (await containerLogChunks(docker, container.id, {sinceSeconds: since})).map((c) => c.text).join('')
