@@ -16,8 +16,8 @@ async function runCheck(check: Check, rung: Rung, ctx: CheckContext): Promise<Ch
     if (Array.isArray(outcome)) return outcome.map((r) => ({...r, rung}))
     return [{id: check.id, rung, title: check.title, ...outcome}]
   } catch (error: any) {
-    // A check that crashes has not proven anything: it fails, with the reason.
-    return [{id: check.id, rung, title: check.title, status: 'fail', message: `check crashed: ${error?.message ?? String(error)}`, hint: error?.hint}]
+    // A check that crashes has proven nothing either way: not checked, with the reason.
+    return [{id: check.id, rung, title: check.title, status: 'skip', message: `not checked: the check could not run: ${error?.message ?? String(error)}`, hint: error?.hint}]
   }
 }
 

@@ -6,19 +6,37 @@ import {assertRecipeId} from '../contract/recipe-id.js'
 import {recipeFileNames, type RecipeFileNames} from '../contract/types.js'
 import {ExitCode, GymError} from '../errors.js'
 import {recipeDir} from '../scaffold/checkout.js'
-import type {RecipeTarget} from './types.js'
+import type {RecipeLayout, RecipeTarget} from './types.js'
 
-/** Find the seven files of a hand-written recipe by their naming rules. */
+const TRAINING = /^run-.+\.sh$/
+const LAUNCHER = /^(?:start|submit)_.+\.sh$/
+const PREPARE = /^prepare_.+\.sh$/
+const VERIFIER = /^verify_.+\.py$/
+
+/** Find the seven files of a hand-written recipe by the names Relax uses. */
 function discoverFiles(entries: string[]): Partial<RecipeFileNames> {
-  const pick = (re: RegExp) => entries.filter((e) => re.test(e)).sort()[0]
+  const pick = (...patterns: RegExp[]) => patterns.map((re) => entries.filter((e) => re.test(e)).sort()[0]).find(Boolean)
   return {
     env: entries.includes('env.sh') ? 'env.sh' : undefined,
-    prepare: pick(/^prepare_.+\.sh$/),
-    start: pick(/^start_.+_gym\.sh$/),
-    run: pick(/^run-.+-nemo-gym-.+\.sh$/),
-    verify: pick(/^verify_(?!.*_trial\.py$).+\.py$/),
+    prepare: pick(PREPARE),
+    // The in-container launcher (start_<recipe>_gym.sh) is the one that starts Gym.
+    start: pick(/^start_.+_gym\.sh$/, /^start_.+\.sh$/),
+    run: pick(/^run-.+-nemo-gym-.+\.sh$/, TRAINING),
+    verify: pick(/^verify_(?!.*_trial\.py$).+\.py$/, VERIFIER),
     readme: entries.includes('README.md') ? 'README.md' : undefined,
     pitfall: entries.includes('PITFAIL.md') ? 'PITFAIL.md' : undefined,
+  }
+}
+
+/** Every script of the folder by kind; the contract's own names are always among them. */
+export function discoverLayout(entries: string[], files: Partial<RecipeFileNames>): RecipeLayout {
+  const all = (re: RegExp, own: string | undefined) => [...new Set([...(own ? [own] : []), ...entries.filter((e) => re.test(e)).sort()])]
+  return {
+    training: all(TRAINING, files.run),
+    launchers: all(LAUNCHER, files.start),
+    prepare: all(PREPARE, files.prepare),
+    verifiers: all(VERIFIER, files.verify),
+    shell: [...new Set([...Object.values(files).filter((n): n is string => !!n && n.endsWith('.sh')), ...entries.filter((e) => e.endsWith('.sh')).sort()])],
   }
 }
 
@@ -44,5 +62,5 @@ export async function resolveRecipe(relaxRoot: string, id: string): Promise<Reci
     })
   }
   const files = contract ? recipeFileNames(contract) : discoverFiles(entries)
-  return {id, relaxRoot: root, dir, contract, files}
+  return {id, relaxRoot: root, dir, contract, files, layout: discoverLayout(entries, files)}
 }

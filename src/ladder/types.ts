@@ -27,6 +27,26 @@ export interface RecipeTarget {
   contract: RecipeContract | null
   /** Paths of the seven files inside dir (resolved from the contract, or discovered). */
   files: Partial<RecipeFileNames>
+  /** Every script in dir by kind: hand-written recipes may have several of each. */
+  layout: RecipeLayout
+}
+
+/**
+ * Relax lays recipes out freely: two training scripts, one without a recipe suffix, an
+ * in-container launcher beside a host-side `_remote.sh` or an attaching `_local.sh`, a trial
+ * verifier beside the direct one. Every file of a kind is checked.
+ */
+export interface RecipeLayout {
+  /** run-*.sh */
+  training: string[]
+  /** start_*.sh and submit_*.sh */
+  launchers: string[]
+  /** prepare_*.sh */
+  prepare: string[]
+  /** verify_*.py */
+  verifiers: string[]
+  /** Every *.sh in the folder. */
+  shell: string[]
 }
 
 export interface LadderOptions {

@@ -3,7 +3,7 @@ import path from 'node:path'
 import {beforeEach, describe, expect, it} from 'vitest'
 
 import {verifyRecipe} from '../../src/ladder/verify.js'
-import {snapshotRoot} from '../helpers/cli.js'
+import {repoRoot, snapshotRoot} from '../helpers/cli.js'
 import {editFile, generatedRecipe} from '../helpers/recipes.js'
 
 async function staticReport(relaxRoot: string, recipe: string, gymRoot?: string) {
@@ -13,6 +13,8 @@ async function staticReport(relaxRoot: string, recipe: string, gymRoot?: string)
 function failing(report: Awaited<ReturnType<typeof staticReport>>): string[] {
   return [...new Set(report.rungs.flatMap((r) => r.checks).filter((c) => c.status !== 'pass').map((c) => c.id))].sort()
 }
+
+const RUN_OF_CALENDAR = 'run-qwen3-4B-8xgpu-nemo-gym-calendar.sh'
 
 describe('static rung on generated recipes', () => {
   it.each(['calendar', 'workplace-assistant'] as const)('passes on the generated %s recipe, graph names confirmed in the Gym config', async (builtin) => {
@@ -39,9 +41,17 @@ describe('each static rule fails on a recipe that breaks exactly that rule', () 
     ['static.files', 'PITFAIL.md is missing', () => unlink(path.join(dir, 'PITFAIL.md'))],
     ['static.graph-names', 'the start script renames the agent instance', () =>
       editFile(dir, START, (t) => t.replaceAll('++calendar_simple_agent.responses_api_agents', '++calendar_agent.responses_api_agents'))],
-    ['static.bash-n', 'a shell syntax error', () => editFile(dir, 'env.sh', (t) => `${t}\nif then\n`)],
-    ['static.shellcheck', 'a cd without a fallback shellcheck warns about', () =>
-      editFile(dir, 'env.sh', (t) => `${t}\ncd "$EXP_DIR"\n`)],
+    ['static.bash-n', 'a shell syntax error', () => editFile(dir, START, (t) => `${t}\nif then\n`)],
+    ['static.shellcheck', 'a loop that runs once, which shellcheck warns about', () =>
+      editFile(dir, START, (t) => `${t}\nfor name in GYM_HOST; do echo "\${name}"; done\n`)],
+    ['static.env-deployment-only', 'env.sh runs a command when it is sourced', () =>
+      editFile(dir, 'env.sh', (t) => `${t}\ncurl -s http://127.0.0.1:9/x || true\n`)],
+    ['static.env-deployment-only', 'env.sh assigns from a command substitution', () =>
+      editFile(dir, 'env.sh', (t) => `${t}\nGYM_HOST="$(hostname -I)"; export GYM_HOST\n`)],
+    ['static.run-fixed-hyperparameters', 'a training value read from the environment', () =>
+      editFile(dir, RUN, (t) => t.replace('--num-rollout 200', '--num-rollout "${NEMO_GYM_NUM_ROLLOUT:-200}"'))],
+    ['static.run-context', 'a per-GPU budget below the context without context parallelism', () =>
+      editFile(dir, RUN, (t) => t.replace('--max-tokens-per-gpu 8192', '--max-tokens-per-gpu 4096'))],
     ['static.py-compile', 'the verifier imports a third-party package', () =>
       editFile(dir, 'verify_calendar.py', (t) => t.replace('import argparse\n', 'import argparse\nimport requests\n'))],
     ['static.env-deployment-only', 'env.sh sets a hyperparameter', () =>
@@ -102,5 +112,70 @@ describe('hand-written recipes without recipe.yaml', () => {
     const check = renamed.rungs[0].checks.find((c) => c.id === 'static.graph-names' && c.status === 'fail')!
     expect(check.message).toContain('calendar_resources.resources_servers.calendar is not in the Gym config')
     expect(check.line).toBeGreaterThan(0)
+  })
+})
+
+/**
+ * The layouts of the real Relax recipes (test/fixtures/relax-layouts, written for these tests):
+ * each rule break they carry is reported at its file and line, and nothing else fails.
+ */
+describe('hand-written recipes in the layouts Relax uses', () => {
+  const layouts = path.join(repoRoot, 'test', 'fixtures', 'relax-layouts')
+  const verdicts = async (recipe: string) => {
+    const report = await staticReport(layouts, recipe)
+    const checks = report.rungs[0].checks
+    return {
+      report,
+      failing: checks.filter((c) => c.status === 'fail').map((c) => `${c.id} ${c.file}`),
+      notChecked: [...new Set(checks.filter((c) => c.status === 'skip').map((c) => c.id))].sort(),
+      byId: (id: string) => checks.filter((c) => c.id === id),
+    }
+  }
+
+  it('bench (like gsm8k): hyperparameters from the environment, a loose --no-wait, a prepare that ignores NEMO_GYM_SOURCE_DATA', async () => {
+    const v = await verdicts('bench')
+    const run = 'run-qwen3-4B-8xgpu-nemo-gym.sh'
+    expect([...new Set(v.failing)].sort()).toEqual([`static.prepare-source-path prepare_bench.sh`, `static.run-fixed-hyperparameters ${run}`, `static.run-no-wait ${run}`])
+    const fixed = v.byId('static.run-fixed-hyperparameters')
+    expect(fixed.find((c) => c.message.startsWith('--num-rollout reads NEMO_GYM_NUM_ROLLOUT'))?.line).toBe(15)
+    expect(fixed.map((c) => c.message.split(' reads ')[1].split(' ')[0]).sort()).toEqual(['NEMO_GYM_AGENT_TIMEOUT', 'NEMO_GYM_DATA_LIMIT', 'NEMO_GYM_DEADLINE_S', 'NEMO_GYM_NUM_ROLLOUT', 'NEMO_GYM_N_SAMPLES_PER_PROMPT', 'NEMO_GYM_ROLLOUT_MAX_CONTEXT_LEN', 'NEMO_GYM_ROLLOUT_MAX_PROMPT_LEN'])
+    // Defaults are still worked out: 4 samples, 8191 < 8192, a 660 s timeout above the 600 s deadline.
+    expect(v.byId('static.run-samples')[0]).toMatchObject({status: 'pass', message: '--n-samples-per-prompt 4'})
+    expect(v.byId('static.run-trial-timing')[0]).toMatchObject({status: 'pass', message: 'deadline 600 s <= 1800 s, agent timeout 660 s, policy protected'})
+    // Relax keeps env.sh out of git; no script creates the container, the README does by hand.
+    expect(v.notChecked).toEqual(['static.env-deployment-only', 'static.graph-names', 'static.start-ownership'])
+    expect(v.byId('static.start-ownership')[0].message).toContain('README.md:6 starts it with a hand-typed docker run')
+    expect(v.byId('static.py-compile')[0]).toMatchObject({status: 'pass', message: expect.stringContaining('imports httpx')})
+  })
+
+  it('tools (like workplace-assistant): every training script is checked, and the host launcher replaces any container by name', async () => {
+    const v = await verdicts('tools')
+    expect(v.byId('static.run-arrays').map((c) => c.file).sort()).toEqual(['run-qwen3-4B-8xgpu-nemo-gym-tools-hybrid-async.sh', 'run-qwen3-4B-8xgpu-nemo-gym-tools.sh'])
+    expect([...new Set(v.failing)].sort()).toEqual(['static.run-no-wait run-qwen3-4B-8xgpu-nemo-gym-tools.sh', 'static.start-ownership start_tools_gym_remote.sh'])
+    const ownership = v.byId('static.start-ownership')
+    expect(ownership.map((c) => c.message)).toEqual(['the container is not created with --label ai.relax.recipe=<recipe>', "the existing container's ai.relax.recipe label is never read, yet line 10 removes any container with that name"])
+    expect(v.byId('static.prepare-source-path')[0]).toMatchObject({status: 'pass', message: expect.stringContaining('/tools_train.jsonl (name from prepare_tools.sh:14)')})
+    expect(v.byId('static.py-compile').map((c) => c.file)).toEqual(['verify_tools.py', 'verify_tools_trial.py'])
+  })
+
+  it('sandbox (like r2e-gym): the CP-aware token budget passes; the remote container command starts Ray without unsetting RAY_ADDRESS', async () => {
+    const v = await verdicts('sandbox')
+    expect(v.byId('static.run-context')[0]).toMatchObject({status: 'pass', message: expect.stringContaining('12800 tokens per GPU x CP 4 >= context')})
+    expect([...new Set(v.failing)]).toEqual(['static.start-private-ray start_sandbox_gym_remote.sh'])
+    expect(v.byId('static.start-private-ray').find((c) => c.file === 'start_sandbox_local.sh')).toMatchObject({status: 'pass', message: expect.stringContaining('attaches')})
+    expect(v.byId('static.start-ownership')[0]).toMatchObject({status: 'pass', file: 'start_sandbox_gym_remote.sh'})
+    // The Gateway maximum comes from an environment variable: not checked, never a failure.
+    expect(v.byId('static.run-trial-timing')[0]).toMatchObject({status: 'skip', message: expect.stringContaining('max_deadline_s')})
+  })
+})
+
+describe('a check that cannot run', () => {
+  it('is "not checked" with the reason, never a failure', async () => {
+    const {relaxRoot, dir} = await generatedRecipe('calendar')
+    await editFile(dir, RUN_OF_CALENDAR, (t) => t.replace('--n-samples-per-prompt 8', '--n-samples-per-prompt "$(cat /etc/samples)"'))
+    const report = await staticReport(relaxRoot, 'calendar')
+    const samples = report.rungs[0].checks.find((c) => c.id === 'static.run-samples')!
+    expect(samples).toMatchObject({status: 'skip', message: expect.stringContaining('cannot be worked out')})
+    expect(report.rungs[0].status).toBe('incomplete')
   })
 })

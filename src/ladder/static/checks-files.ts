@@ -1,21 +1,36 @@
 import {loadGymGraph} from '../../contract/gym-config.js'
 import type {Check, CheckResult} from '../types.js'
-import {type LoadedFile, recipeFiles, type Role, ROLE_TITLES} from './recipe-files.js'
-import {keyValueWord} from './shell.js'
+import {launcherRole, type LoadedFile, recipeFiles, type Role, ROLE_TITLES} from './recipe-files.js'
+import {keyValueWord, rawLineOf} from './shell.js'
 
 type Outcome = Omit<CheckResult, 'id' | 'rung' | 'title'>
 
 export const filesPresent: Check = {
   id: 'static.files',
-  title: 'the seven recipe files exist',
+  title: 'the recipe files exist',
   async run(ctx) {
     const files = await recipeFiles(ctx)
-    const missing = (Object.keys(ROLE_TITLES) as Role[]).filter((role) => !files[role])
-    if (missing.length > 0) {
-      const names = missing.map((role) => ctx.target.files[role] ?? ROLE_TITLES[role])
-      return {status: 'fail', message: `missing: ${names.join(', ')}`, hint: 'Regenerate with `gymrecipe new`, or add the files by hand.', file: ctx.target.dir}
+    const contract = ctx.target.contract
+    const missing: string[] = []
+    if (contract) {
+      // A generated recipe: every file recipe.yaml names (env.sh aside, see below).
+      for (const role of Object.keys(ROLE_TITLES) as Role[]) if (role !== 'env' && !files.byRole[role]) missing.push(ctx.target.files[role] ?? ROLE_TITLES[role])
+    } else {
+      if (files.training.length === 0) missing.push('a training script (run-*.sh)')
+      if (files.launchers.length === 0) missing.push('a start script (start_*.sh)')
+      if (files.prepare.length === 0) missing.push('a prepare script (prepare_*.sh)')
+      if (files.verifiers.length === 0) missing.push('a verifier (verify_*.py)')
+      if (!files.byRole.readme) missing.push('README.md')
+      if (!files.byRole.pitfall) missing.push('PITFAIL.md')
     }
-    return {status: 'pass', message: `${Object.keys(files).length} files in ${ctx.target.dir}`}
+    if (missing.length > 0) {
+      return {status: 'fail', message: `missing: ${missing.join(', ')}`, hint: contract ? `Regenerate with \`gymrecipe new ${ctx.target.id}\`.` : 'Add the missing files; every recipe carries its own scripts, verifier, README and PITFAIL.', file: ctx.target.dir}
+    }
+    const count = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`
+    const parts = [count(files.training.length, 'training script'), count(files.launchers.length, 'launcher'), count(files.prepare.length, 'prepare script'), count(files.verifiers.length, 'verifier'), 'README.md', 'PITFAIL.md']
+    // Relax keeps env.sh out of git (.gitignore): its absence is a deployment not yet configured.
+    const env = files.byRole.env ? 'env.sh' : 'no env.sh (not committed; the checks that read it say so)'
+    return {status: 'pass', message: `${parts.join(', ')}, ${env}`}
   },
 }
 
@@ -47,63 +62,70 @@ export const graphNames: Check = {
   title: 'scripts use the pinned graph names',
   async run(ctx) {
     const files = await recipeFiles(ctx)
-    const {start, run} = files
-    if (!start || !run) return {status: 'fail', message: 'start or training script missing'}
+    const starters = files.launchers.filter((f) => launcherRole(f).startsGym)
+    if (starters.length === 0) return {status: 'fail', message: 'no launcher runs `gym env start`, so the graph it starts cannot be read', hint: 'The in-container start script runs gym env start with the graph overrides.'}
     const problems: Outcome[] = []
-    const overrides = graphOverrides(start)
-    const agents = overrides.filter((o) => o.kind === 'responses_api_agents')
-    if (agents.length === 0) problems.push({status: 'fail', message: 'the start script overrides no agent (++<agent>.responses_api_agents.<type>.port=...)', file: start.name})
-
     const contract = ctx.target.contract
-    if (contract) {
-      const wanted: Array<[string, string, string]> = [[contract.gym.agent.name, 'responses_api_agents', contract.gym.agent.type]]
-      if (contract.gym.resources_server) wanted.push([contract.gym.resources_server.name, 'resources_servers', contract.gym.resources_server.implementation])
-      for (const [id, kind, impl] of wanted) {
-        if (!overrides.some((o) => o.id === id && o.kind === kind && o.implementation === impl)) {
-          problems.push({status: 'fail', message: `start script does not start ${kind} ${id} (${impl}) recorded in recipe.yaml`, file: start.name, hint: 'Regenerate the recipe; never rename graph instances by hand.'})
+    const names: string[] = []
+    let checkedAgainstGym = false
+    for (const start of starters) {
+      const overrides = graphOverrides(start)
+      const agents = overrides.filter((o) => o.kind === 'responses_api_agents')
+      if (agents.length === 0) problems.push({status: 'fail', message: 'the start script overrides no agent (++<agent>.responses_api_agents.<type>.port=...)', file: start.name})
+      if (contract) {
+        const wanted: Array<[string, string, string]> = [[contract.gym.agent.name, 'responses_api_agents', contract.gym.agent.type]]
+        if (contract.gym.resources_server) wanted.push([contract.gym.resources_server.name, 'resources_servers', contract.gym.resources_server.implementation])
+        for (const [id, kind, impl] of wanted) {
+          if (!overrides.some((o) => o.id === id && o.kind === kind && o.implementation === impl)) {
+            problems.push({status: 'fail', message: `start script does not start ${kind} ${id} (${impl}) recorded in recipe.yaml`, file: start.name, hint: 'Regenerate the recipe; never rename graph instances by hand.'})
+          }
+        }
+        for (const o of overrides) {
+          if (o.id === 'policy_model') continue
+          if (!wanted.some(([id, kind, impl]) => id === o.id && kind === o.kind && impl === o.implementation)) {
+            problems.push({status: 'fail', message: `start script overrides ${o.id}.${o.kind}.${o.implementation}, which recipe.yaml does not record`, file: start.name, line: o.line})
+          }
+        }
+        for (const p of contract.gym.config_paths) {
+          if (!configPathsOf(start).includes(p)) problems.push({status: 'fail', message: `+config_paths does not load ${p}`, file: start.name})
+        }
+        if (!start.text.includes(JSON.stringify(contract.gym.agent.name))) problems.push({status: 'fail', message: `the Gateway registration does not name agent ${contract.gym.agent.name}`, file: start.name})
+      } else {
+        const registered = [...start.text.matchAll(/"agent_name"\s*:\s*"([^"]+)"/g)].map((m) => m[1])
+        for (const name of registered) {
+          if (!agents.some((a) => a.id === name)) problems.push({status: 'fail', message: `the Gateway registers agent ${name}, but the graph overrides start ${agents.map((a) => a.id).join(', ') || 'no agent'}`, file: start.name, line: rawLineOf(start.text, new RegExp(`"agent_name"\\s*:\\s*"${name}"`)), hint: 'The registered agent must be the graph instance the overrides place on the agent port.'})
         }
       }
-      for (const o of overrides) {
-        if (o.id === 'policy_model') continue
-        if (!wanted.some(([id, kind, impl]) => id === o.id && kind === o.kind && impl === o.implementation)) {
-          problems.push({status: 'fail', message: `start script overrides ${o.id}.${o.kind}.${o.implementation}, which recipe.yaml does not record`, file: start.name, line: o.line})
+      if (ctx.options.gymRoot) {
+        const configs = configPathsOf(start).filter((p) => !p.startsWith('responses_api_models/relax_gateway_model/'))
+        // Paths outside the Gym checkout (a recipe's own config under RELAX_INTEGRATION_ROOT) cannot be read here.
+        if (configs.length > 0 && configs.every((p) => !p.includes('$') && !p.startsWith('/'))) {
+          const graph = await loadGymGraph(ctx.options.gymRoot, configs)
+          const servers = [...graph.agents, ...graph.resourcesServers, ...graph.models]
+          checkedAgainstGym = true
+          for (const o of overrides) {
+            if (o.id === 'policy_model') continue
+            if (!servers.some((s) => s.id === o.id && s.kind === o.kind && s.implementation === o.implementation)) {
+              problems.push({status: 'fail', message: `${o.id}.${o.kind}.${o.implementation} is not in the Gym config (${configs.join(', ')})`, file: start.name, line: o.line, hint: `Instances in the config: ${servers.map((s) => `${s.id} (${s.implementation})`).join(', ')}`})
+            }
+          }
         }
       }
-      for (const p of contract.gym.config_paths) {
-        if (!configPathsOf(start).includes(p)) problems.push({status: 'fail', message: `+config_paths does not load ${p}`, file: start.name})
-      }
-      const env = keyValueWord(run.lines, 'NEMO_GYM_ENVIRONMENT')
-      const config = keyValueWord(run.lines, 'NEMO_GYM_CONFIG')
-      if (env && env.value !== contract.gym.environment) problems.push({status: 'fail', message: `--agent-env NEMO_GYM_ENVIRONMENT=${env.value}, but the Gateway registers ${contract.gym.environment}`, file: run.name, line: env.line})
-      if (config && config.value !== contract.gym.gateway_config) problems.push({status: 'fail', message: `--agent-env NEMO_GYM_CONFIG=${config.value}, but the Gateway registers ${contract.gym.gateway_config}`, file: run.name, line: config.line})
-      if (!start.text.includes(JSON.stringify(contract.gym.agent.name))) problems.push({status: 'fail', message: `the Gateway registration does not name agent ${contract.gym.agent.name}`, file: start.name})
-    } else {
-      const env = keyValueWord(run.lines, 'NEMO_GYM_ENVIRONMENT')
-      const registered = start.text.match(/"environment"\s*:\s*"([^"]+)"/)
-      if (env && registered && env.value !== registered[1]) problems.push({status: 'fail', message: `--agent-env NEMO_GYM_ENVIRONMENT=${env.value}, but the start script registers ${registered[1]}`, file: run.name, line: env.line})
-      const agentName = start.text.match(/"agent_name"\s*:\s*"([^"]+)"/)
-      if (agentName && !agents.some((a) => a.id === agentName[1])) problems.push({status: 'fail', message: `the Gateway registers agent ${agentName[1]}, but the graph starts ${agents.map((a) => a.id).join(', ')}`, file: start.name})
+      names.push(...overrides.filter((o) => o.id !== 'policy_model').map((o) => `${o.id} (${o.implementation})`))
     }
-
-    if (ctx.options.gymRoot) {
-      const configs = configPathsOf(start).filter((p) => !p.startsWith('responses_api_models/relax_gateway_model/'))
-      const graph = await loadGymGraph(ctx.options.gymRoot, configs)
-      const servers = [...graph.agents, ...graph.resourcesServers, ...graph.models]
-      for (const o of overrides) {
-        if (o.id === 'policy_model') continue
-        if (!servers.some((s) => s.id === o.id && s.kind === o.kind && s.implementation === o.implementation)) {
-          problems.push({status: 'fail', message: `${o.id}.${o.kind}.${o.implementation} is not in the Gym config (${configs.join(', ')})`, file: start.name, line: o.line, hint: `Instances in the config: ${servers.map((s) => `${s.id} (${s.implementation})`).join(', ')}`})
-        }
-      }
-    } else if (!contract) {
-      return problems.length > 0
-        ? problems.map((p) => ({id: 'static.graph-names', title: 'scripts use the pinned graph names', ...p}))
-        : {status: 'skip', message: 'no recipe.yaml and no --gym-root: graph names cannot be checked against the Gym config', hint: 'Pass --gym-root <pinned Gym checkout>.'}
+    const run = files.training
+    for (const script of run) {
+      const env = keyValueWord(script.lines, 'NEMO_GYM_ENVIRONMENT')
+      const config = keyValueWord(script.lines, 'NEMO_GYM_CONFIG')
+      const environments = contract ? [contract.gym.environment] : starters.flatMap((s) => [...s.text.matchAll(/"environment"\s*:\s*"([^"]+)"/g)].map((m) => m[1]))
+      const configs = contract ? [contract.gym.gateway_config] : starters.flatMap((s) => [...s.text.matchAll(/"([a-z0-9][a-z0-9_.-]*)"\s*:\s*\{\s*\n?\s*"environment"/g)].map((m) => m[1]))
+      if (env && environments.length > 0 && !environments.includes(env.value)) problems.push({status: 'fail', message: `--agent-env NEMO_GYM_ENVIRONMENT=${env.value}, but the Gateway registers ${environments.join(', ')}`, file: script.name, line: env.line})
+      if (config && configs.length > 0 && !configs.includes(config.value)) problems.push({status: 'fail', message: `--agent-env NEMO_GYM_CONFIG=${config.value}, but the Gateway registers ${configs.join(', ')}`, file: script.name, line: config.line})
     }
-
     if (problems.length > 0) return problems.map((p) => ({id: 'static.graph-names', title: 'scripts use the pinned graph names', ...p}))
-    const names = overrides.filter((o) => o.id !== 'policy_model').map((o) => `${o.id} (${o.implementation})`)
-    return {status: 'pass', message: `graph ${names.join(', ')}${ctx.options.gymRoot ? ', confirmed in the Gym config' : ''}`}
+    if (!contract && !checkedAgainstGym) {
+      return {status: 'skip', message: `not checked against the Gym config (no recipe.yaml and no --gym-root); the scripts agree with each other: ${[...new Set(names)].join(', ')}`, hint: 'Pass --gym-root <pinned Gym checkout>.'}
+    }
+    return {status: 'pass', message: `graph ${[...new Set(names)].join(', ')}${checkedAgainstGym ? ', confirmed in the Gym config' : ''}`}
   },
 }
-

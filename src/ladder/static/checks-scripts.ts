@@ -1,11 +1,11 @@
-import {execa} from 'execa'
-import {chmod, copyFile, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
+import {chmod, copyFile, mkdir, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
+import {run} from '../../runtime/process.js'
 import type {Check, CheckResult} from '../types.js'
-import {type LoadedFile, recipeFiles} from './recipe-files.js'
-import {assignments, flagValues, keyValueWord, type LogicalLine} from './shell.js'
+import {launcherRole, type LoadedFile, recipeFiles} from './recipe-files.js'
+import {arrays, assignments, type LogicalLine, type Resolved, resolveWord} from './shell.js'
 
 type Outcome = Omit<CheckResult, 'id' | 'rung' | 'title'>
 type Result = Omit<CheckResult, 'rung'>
@@ -20,13 +20,30 @@ function results(id: string, title: string, problems: Outcome[], pass: string): 
 /** Names that are training hyperparameters, budgets or parser choices, never deployment values. */
 const HYPERPARAMETER = /(?:^|_)(?:LR|LEARNING_RATE|BATCH_SIZE|GLOBAL_BATCH\w*|MICRO_BATCH\w*|ROLLOUT_BATCH\w*|N_SAMPLES\w*|SAMPLES_PER_PROMPT|NUM_ROLLOUTS?|NUM_EPOCHS?|EPOCHS?|CONTEXT_LEN\w*|CONTEXT_LENGTH|MAX_CONTEXT\w*|MAX_PROMPT\w*|MAX_RESPONSE\w*|MAX_TOKENS\w*|PROMPT_LEN\w*|RESPONSE_LEN\w*|TEMPERATURE|TOP_P|TOP_K|\w*PARSER|KL_\w+|ENTROPY\w*|EPS_CLIP\w*|WEIGHT_DECAY|ADAM_\w+|TENSOR_PARALLEL\w*|TP_SIZE|PP_SIZE|CP_SIZE|SAVE_INTERVAL|DATA_LIMIT|MAX_STEPS|WARMUP\w*|ADVANTAGE\w*)(?:$|_)/
 
+/** env.sh is sourced by every script: a line that is not an assignment runs as a command. */
+const ENV_LINE = /^(?:(?:export|readonly)\s+)?[A-Za-z_][A-Za-z0-9_]*=(?:"[^"`]*"|'[^']*'|[^\s;&|`$()<>]*(?:\$\{[A-Za-z_][A-Za-z0-9_]*(?::?[-=][^}`$()]*)?\}[^\s;&|`$()<>]*)*)$|^export\s+[A-Za-z_][A-Za-z0-9_]*(?:\s+[A-Za-z_][A-Za-z0-9_]*)*$/
+
+/** env.sh is not committed in Relax (.gitignore): without it the checks that read it cannot run. */
+function envMissing(ctx: Parameters<Check['run']>[0]): Outcome {
+  return {
+    status: 'skip',
+    message: 'not checked: there is no env.sh (Relax keeps it out of git; each deployment writes its own)',
+    hint: ctx.target.contract ? `Recreate it with \`gymrecipe new ${ctx.target.id}\`, then set GYM_HOST, MODEL_DIR and NEMO_GYM_SOURCE_DATA.` : "Create env.sh next to the scripts with the deployment values the recipe's README lists (GYM_HOST, MODEL_DIR, NEMO_GYM_SOURCE_DATA, ...).",
+  }
+}
+
 export const envDeploymentOnly: Check = {
   id: 'static.env-deployment-only',
   title: 'env.sh holds deployment values only',
   async run(ctx) {
-    const {env} = await recipeFiles(ctx)
-    if (!env) return {status: 'fail', message: 'env.sh missing'}
+    const env = (await recipeFiles(ctx)).byRole.env
+    if (!env) return envMissing(ctx)
     const problems: Outcome[] = []
+    for (const l of env.lines) {
+      if (!ENV_LINE.test(l.text)) {
+        problems.push({status: 'fail', message: `line ${l.line} is not a plain assignment and runs as a command whenever env.sh is sourced: ${l.text.slice(0, 80)}`, file: env.name, line: l.line, hint: 'Keep env.sh to NAME=value / export NAME=value lines (defaults as ${NAME:-value}); move logic into the scripts.'})
+      }
+    }
     for (const a of assignments(env.lines)) {
       if (HYPERPARAMETER.test(a.name)) {
         problems.push({status: 'fail', message: `${a.name} is a training hyperparameter, budget or parser setting`, file: env.name, line: a.line, hint: `Hard-code it in the training script; env.sh is for machines, ports and paths only.`})
@@ -36,209 +53,292 @@ export const envDeploymentOnly: Check = {
     if (source && /_relax\.jsonl/.test(source.value)) {
       problems.push({status: 'fail', message: 'NEMO_GYM_SOURCE_DATA points at a converted *_relax.jsonl preview', file: env.name, line: source.line, hint: 'Point it at the raw Gym JSONL; the training job converts it.'})
     }
-    return results('static.env-deployment-only', 'env.sh holds deployment values only', problems, `${assignments(env.lines).length} deployment variables`)
+    return results('static.env-deployment-only', 'env.sh holds deployment values only', problems, `${assignments(env.lines).length} deployment variables, no commands`)
   },
 }
 
-// ------------------------------------------------------------------ training script
+// ------------------------------------------------------------------ training scripts
 
 const ARRAYS = ['CKPT_ARGS', 'ROLLOUT_ARGS', 'GRPO_ARGS', 'OPTIMIZER_ARGS', 'PERF_ARGS', 'SGLANG_ARGS', 'TRACKING_ARGS', 'MISC_ARGS'] as const
+
+/** Flags whose values are where a deployment keeps things or what it calls a run, not training values. */
+const DEPLOYMENT_FLAGS = new Set(['--prompt-data', '--agent-command', '--agent-cwd', '--hf-checkpoint', '--ref-load', '--load', '--save', '--tb-project-name', '--tb-experiment-name', '--input-key', '--metadata-key'])
+/** --agent-env entries that are addresses, not trial settings. */
+const DEPLOYMENT_AGENT_ENV = new Set(['NEMO_GYM_URL'])
+
+interface Flag {
+  flag: string
+  /** The word as written, e.g. "${NEMO_GYM_NUM_ROLLOUT}". */
+  raw: string
+  line: number
+  array: string
+}
+
+/** Every flag of every argument array of a training script, with the value word that follows it. */
+function flagsOf(run: LoadedFile): Flag[] {
+  return once(run, () => {
+    const out: Flag[] = []
+    for (const [array, words] of arrays(run.text)) {
+      for (let i = 0; i < words.length; i++) {
+        if (!words[i].value.startsWith('--')) continue
+        if (words[i].value === '--agent-env') {
+          while (i + 1 < words.length && !words[i + 1].value.startsWith('--')) {
+            const w = words[++i]
+            const eq = w.value.indexOf('=')
+            if (eq > 0) out.push({flag: `--agent-env ${w.value.slice(0, eq)}`, raw: w.value.slice(eq + 1), line: w.line, array})
+          }
+          continue
+        }
+        const next = words[i + 1]
+        const value = next && !next.value.startsWith('--') ? next.value : ''
+        if (value) i++
+        out.push({flag: words[i - (value ? 1 : 0)].value, raw: value, line: words[i].line, array})
+      }
+    }
+    return out
+  })
+}
+
+const memo = new WeakMap<LoadedFile, Flag[]>()
+function once(run: LoadedFile, make: () => Flag[]): Flag[] {
+  if (!memo.has(run)) memo.set(run, make())
+  return memo.get(run)!
+}
+
+interface Value {
+  value?: string
+  flag?: Flag
+  fromEnv: Resolved['fromEnv']
+}
+
+function flagValue(run: LoadedFile, flag: string): Value {
+  const found = flagsOf(run).find((f) => f.flag === flag)
+  if (!found) return {fromEnv: []}
+  return {...resolveWord(found.raw, run.lines), flag: found}
+}
+
+function numberOf(v: Value): number | undefined {
+  return v.value !== undefined && /^-?\d+(\.\d+)?$/.test(v.value) ? Number(v.value) : undefined
+}
 
 function submitLine(run: LoadedFile): LogicalLine | undefined {
   return [...run.lines].reverse().find((l) => /(?:^|\s|\/)ray\s+job\s+submit\b/.test(l.text))
 }
 
-function numberFlag(run: LoadedFile, flag: string): {value: number; line: number} | undefined {
-  const found = flagValues(run.lines, flag).find((f) => /^\d+(\.\d+)?$/.test(f.value))
-  return found ? {value: Number(found.value), line: found.line} : undefined
-}
+type CheckRun = Parameters<Check['run']>[0]
 
-export const trainingArrays: Check = {
-  id: 'static.run-arrays',
-  title: 'the training script defines every argument array and passes it',
-  async run(ctx) {
-    const {run} = await recipeFiles(ctx)
-    if (!run) return {status: 'fail', message: 'training script missing'}
-    const submit = submitLine(run)
-    const problems: Outcome[] = []
-    for (const name of ARRAYS) {
-      if (!run.lines.some((l) => l.text.startsWith(`${name}=(`))) problems.push({status: 'fail', message: `${name} is not defined`, file: run.name, hint: 'Hard-code every argument array in the training script.'})
-      else if (submit && !submit.text.includes(`\${${name}[@]}`)) problems.push({status: 'fail', message: `${name} is defined but not passed to ray job submit`, file: run.name, line: submit.line})
-    }
-    return results(this.id, this.title, problems, `${ARRAYS.length} arrays defined and passed`)
-  },
-}
-
-export const submitsLast: Check = {
-  id: 'static.run-submit',
-  title: 'the training script ends with ray job submit',
-  async run(ctx) {
-    const {run} = await recipeFiles(ctx)
-    if (!run) return {status: 'fail', message: 'training script missing'}
-    const last = run.lines.at(-1)
-    if (!last || !/(?:^|\s|\/)ray\s+job\s+submit\b/.test(last.text)) {
-      return {status: 'fail', message: `the last command is not ray job submit: ${last?.text.slice(0, 80) ?? '(empty)'}`, file: run.name, line: last?.line, hint: 'The direct script must itself submit the job as its final command.'}
-    }
-    return {status: 'pass', message: `ray job submit at line ${last.line}`}
-  },
-}
-
-export const noWaitOnlyWhenAsked: Check = {
-  id: 'static.run-no-wait',
-  title: 'ray job submit waits unless RAY_NO_WAIT=1',
-  async run(ctx) {
-    const {run} = await recipeFiles(ctx)
-    if (!run) return {status: 'fail', message: 'training script missing'}
-    const problems: Outcome[] = []
-    const openIfs: LogicalLine[] = []
-    for (const l of run.lines) {
-      if (/^(?:if|elif)\s/.test(l.text)) {
-        if (l.text.startsWith('elif')) openIfs.pop()
-        openIfs.push(l)
+/**
+ * Run a check on every training script of the folder: one violation in any of them fails the
+ * check; a script it cannot read is "not checked" with the reason, never a failure.
+ */
+function perTrainingScript(id: string, title: string, check: (run: LoadedFile, ctx: CheckRun) => Promise<{problems: Outcome[]; pass: string}> | {problems: Outcome[]; pass: string}): Check {
+  return {
+    id,
+    title,
+    async run(ctx) {
+      const {training} = await recipeFiles(ctx)
+      if (training.length === 0) return {status: 'fail', message: 'no training script (run-*.sh) in the recipe folder'}
+      const out: Result[] = []
+      for (const run of training) {
+        const {problems, pass} = await check(run, ctx)
+        if (problems.length === 0) out.push({id, title, status: 'pass', message: training.length > 1 ? `${run.name}: ${pass}` : pass, file: run.name})
+        else out.push(...problems.map((p) => ({id, title, file: run.name, ...p})))
       }
-      if (/^fi\b|;\s*fi$/.test(l.text)) openIfs.pop()
-      if (!l.text.includes('--no-wait')) continue
-      if (/\$\{RAY_NO_WAIT:?\+/.test(l.text)) {
-        problems.push({status: 'fail', message: '${RAY_NO_WAIT:+--no-wait} adds --no-wait for any non-empty value, RAY_NO_WAIT=0 included', file: run.name, line: l.line, hint: 'Add --no-wait only when [[ "${RAY_NO_WAIT:-0}" == "1" ]].'})
-        continue
-      }
-      const guard = /RAY_NO_WAIT[^\]]*?(?:==?|-eq)\s*["']?1["']?/
-      const inline = /\[\[?[^\]]*RAY_NO_WAIT[^\]]*\]\]?\s*&&/.test(l.text) && guard.test(l.text)
-      const guarded = openIfs.some((i) => guard.test(i.text))
-      if (!inline && !guarded) problems.push({status: 'fail', message: '--no-wait is not conditional on RAY_NO_WAIT=1', file: run.name, line: l.line, hint: 'Waiting must be the default so the job log streams and failures surface.'})
-    }
-    return results(this.id, this.title, problems, 'waits by default')
-  },
+      return out
+    },
+  }
 }
 
-export const noDelegation: Check = {
-  id: 'static.run-no-delegation',
-  title: 'the training script does not delegate to another recipe',
-  async run(ctx) {
-    const {run} = await recipeFiles(ctx)
-    if (!run) return {status: 'fail', message: 'training script missing'}
-    const problems: Outcome[] = []
-    for (const l of run.lines) {
-      const other = l.text.match(/recipes\/([A-Za-z0-9_.-]+)\//)
-      if (other && other[1] !== ctx.target.id) problems.push({status: 'fail', message: `uses another recipe's files (recipes/${other[1]}/)`, file: run.name, line: l.line, hint: 'Copy what you need; each recipe is one self-contained script.'})
-      const script = l.text.match(/(?:^|\s)(?:exec\s+)?(?:bash|sh|source|\.)\s+["']?[^\s"']*?(run-[A-Za-z0-9_.-]*nemo-gym-[A-Za-z0-9_.-]+\.sh)/)
-      if (script && script[1] !== run.name) problems.push({status: 'fail', message: `delegates to ${script[1]}`, file: run.name, line: l.line, hint: 'Hard-code the parameters here instead of wrapping another launcher.'})
+export const trainingArrays = perTrainingScript('static.run-arrays', 'the training script defines every argument array and passes it', (run) => {
+  const submit = submitLine(run)
+  const defined = arrays(run.text)
+  const problems: Outcome[] = []
+  for (const name of ARRAYS) {
+    if (!defined.has(name)) problems.push({status: 'fail', message: `${name} is not defined`, hint: 'Hard-code every argument array in the training script.'})
+    else if (submit && !submit.text.includes(`\${${name}[@]}`)) problems.push({status: 'fail', message: `${name} is defined but not passed to ray job submit`, line: submit.line})
+  }
+  return {problems, pass: `${ARRAYS.length} arrays defined and passed`}
+})
+
+export const submitsLast = perTrainingScript('static.run-submit', 'the training script ends with ray job submit', (run) => {
+  const last = run.lines.at(-1)
+  if (!last || !/(?:^|\s|\/)ray\s+job\s+submit\b/.test(last.text)) {
+    return {problems: [{status: 'fail', message: `the last command is not ray job submit: ${last?.text.slice(0, 80) ?? '(empty)'}`, line: last?.line, hint: 'The direct script must itself submit the job as its final command.'}], pass: ''}
+  }
+  return {problems: [], pass: `ray job submit at line ${last.line}`}
+})
+
+export const hyperparametersFixed = perTrainingScript('static.run-fixed-hyperparameters', 'no training value is read from an environment variable', (run) => {
+  const problems: Outcome[] = []
+  const seen = new Set<string>()
+  const report = (what: string, raw: string, line: number) => {
+    for (const v of resolveWord(raw, run.lines).fromEnv) {
+      if (seen.has(v.name)) continue
+      seen.add(v.name)
+      problems.push({status: 'fail', message: `${what} reads ${v.name} from the environment${v.line ? ` (assigned at line ${v.line})` : ''}: the run depends on the shell it was launched from`, line: v.line ?? line, hint: `Hard-code the value in the argument array; only machines, ports and paths may come from the environment (env.sh).`})
     }
-    return results(this.id, this.title, problems, 'self-contained')
-  },
+  }
+  for (const f of flagsOf(run)) {
+    const name = f.flag.startsWith('--agent-env ') ? f.flag.slice('--agent-env '.length) : f.flag
+    if (DEPLOYMENT_FLAGS.has(f.flag) || DEPLOYMENT_AGENT_ENV.has(name) || !f.raw.includes('$')) continue
+    report(f.flag, f.raw, f.line)
+  }
+  // The data limit (fourth positional of run_training.sh) and the --resource layout are training values too.
+  const submit = submitLine(run)
+  const positional = submit?.text.match(/\s--\s+bash\s+(?:"[^"]*"|\S+)\s+("[^"]*"|\S+)\s+("[^"]*"|\S+)\s+("[^"]*"|\S+)\s+("[^"]*"|\S+)/)
+  if (submit && positional && positional[4].includes('$')) report('the data limit passed to run_training.sh', positional[4], submit.line)
+  const resource = submit?.text.match(/--resource\s+("[^"]*"|'[^']*'|\S+)/)
+  if (submit && resource && resource[1].includes('$')) report('--resource', resource[1], submit.line)
+  return {problems, pass: 'every argument is fixed in the script'}
+})
+
+export const noWaitOnlyWhenAsked = perTrainingScript('static.run-no-wait', 'ray job submit waits unless RAY_NO_WAIT=1', (run) => {
+  const problems: Outcome[] = []
+  const openIfs: LogicalLine[] = []
+  for (const l of run.lines) {
+    if (/^(?:if|elif)\s/.test(l.text)) {
+      if (l.text.startsWith('elif')) openIfs.pop()
+      openIfs.push(l)
+    }
+    if (/^fi\b|;\s*fi$/.test(l.text)) openIfs.pop()
+    if (!l.text.includes('--no-wait')) continue
+    if (/\$\{RAY_NO_WAIT:?\+/.test(l.text)) {
+      problems.push({status: 'fail', message: '${RAY_NO_WAIT:+--no-wait} adds --no-wait for any non-empty value, RAY_NO_WAIT=0 included', line: l.line, hint: 'Add --no-wait only when [[ "${RAY_NO_WAIT:-0}" == "1" ]].'})
+      continue
+    }
+    const guard = /RAY_NO_WAIT[^\]]*?(?:==?|-eq)\s*["']?1["']?/
+    const inline = /\[\[?[^\]]*RAY_NO_WAIT[^\]]*\]\]?\s*&&/.test(l.text) && guard.test(l.text)
+    const guarded = openIfs.some((i) => guard.test(i.text))
+    if (!inline && !guarded) problems.push({status: 'fail', message: '--no-wait is not conditional on RAY_NO_WAIT=1', line: l.line, hint: 'Waiting must be the default so the job log streams and failures surface.'})
+  }
+  return {problems, pass: 'waits by default'}
+})
+
+export const noDelegation = perTrainingScript('static.run-no-delegation', 'the training script does not delegate to another recipe', (run, ctx) => {
+  const problems: Outcome[] = []
+  for (const l of run.lines) {
+    const other = l.text.match(/recipes\/([A-Za-z0-9_.-]+)\//)
+    if (other && other[1] !== ctx.target.id) problems.push({status: 'fail', message: `uses another recipe's files (recipes/${other[1]}/)`, line: l.line, hint: 'Copy what you need; each recipe is one self-contained script.'})
+    const script = l.text.match(/(?:^|\s)(?:exec\s+)?(?:bash|sh|source|\.)\s+["']?[^\s"']*?(run-[A-Za-z0-9_.-]*nemo-gym[A-Za-z0-9_.-]*\.sh)/)
+    if (script && script[1] !== run.name) problems.push({status: 'fail', message: `delegates to ${script[1]}`, line: l.line, hint: 'Hard-code the parameters here instead of wrapping another launcher.'})
+  }
+  return {problems, pass: 'self-contained'}
+})
+
+export const rawSourceData = perTrainingScript('static.run-raw-source', 'training reads the raw Gym JSONL, never *_relax.jsonl', (run) => {
+  const problems: Outcome[] = []
+  for (const a of assignments(run.lines)) {
+    if (a.name === 'NEMO_GYM_SOURCE_DATA' && /_relax\.jsonl/.test(a.value)) problems.push({status: 'fail', message: 'NEMO_GYM_SOURCE_DATA is set to a converted *_relax.jsonl', line: a.line})
+  }
+  const submit = submitLine(run)
+  if (submit) {
+    if (/_relax\.jsonl/.test(submit.text)) problems.push({status: 'fail', message: 'ray job submit passes a *_relax.jsonl file', line: submit.line})
+    if (!submit.text.includes('${NEMO_GYM_SOURCE_DATA}') && !submit.text.includes('$NEMO_GYM_SOURCE_DATA')) {
+      problems.push({status: 'fail', message: 'ray job submit does not pass NEMO_GYM_SOURCE_DATA as the source data', line: submit.line, hint: 'The job converts the raw file itself (run_training.sh <gateway> <source> <prompt> <limit>).'})
+    }
+  }
+  // The job writes its converted prompt set to --prompt-data: <source>_relax.jsonl is the preview prepare published.
+  const prompt = flagsOf(run).find((f) => f.flag === '--prompt-data')
+  const promptValue = prompt ? resolveWord(prompt.raw, run.lines) : undefined
+  const promptText = promptValue?.value ?? (prompt ? assignments(run.lines).find((a) => prompt.raw.includes(a.name))?.value : undefined) ?? ''
+  if (prompt && /\$\{NEMO_GYM_SOURCE_DATA%\.jsonl\}_relax\.jsonl/.test(promptText)) {
+    problems.push({status: 'fail', message: 'the converted prompt set is written to <NEMO_GYM_SOURCE_DATA>_relax.jsonl, over the preview prepare published next to the raw file', line: prompt.line, hint: 'Write the prompt set under the experiment directory (e.g. ${EXP_DIR}/data/...).'})
+  }
+  return {problems, pass: 'raw source data'}
+})
+
+export const noWorkingDir = perTrainingScript('static.run-no-working-dir', 'no Ray working_dir upload', (run) => {
+  const hit = run.lines.find((l) => /--working-dir\b|working_dir|\bWORKING_DIR=/.test(l.text))
+  if (hit) return {problems: [{status: 'fail', message: `uploads a Ray working_dir: ${hit.text.slice(0, 100)}`, line: hit.line, hint: 'Every node sees the same absolute checkout; put it on PYTHONPATH instead of uploading it.'}], pass: ''}
+  return {problems: [], pass: 'uses the shared checkout in place'}
+})
+
+/** A value that cannot be worked out is "not checked", with the word as written. */
+function unreadable(flag: string, v: Value): Outcome {
+  return {status: 'skip', message: v.flag ? `not checked: ${flag} is ${v.flag.raw}, which cannot be worked out from the script` : `not checked: ${flag} is not set`, line: v.flag?.line}
 }
 
-export const rawSourceData: Check = {
-  id: 'static.run-raw-source',
-  title: 'training reads the raw Gym JSONL, never *_relax.jsonl',
-  async run(ctx) {
-    const {run} = await recipeFiles(ctx)
-    if (!run) return {status: 'fail', message: 'training script missing'}
-    const problems: Outcome[] = []
-    for (const a of assignments(run.lines)) {
-      if (a.name === 'NEMO_GYM_SOURCE_DATA' && /_relax\.jsonl/.test(a.value)) problems.push({status: 'fail', message: 'NEMO_GYM_SOURCE_DATA is set to a converted *_relax.jsonl', file: run.name, line: a.line})
-    }
-    const submit = submitLine(run)
-    if (submit) {
-      if (/_relax\.jsonl/.test(submit.text)) problems.push({status: 'fail', message: 'ray job submit passes a *_relax.jsonl file', file: run.name, line: submit.line})
-      if (!submit.text.includes('${NEMO_GYM_SOURCE_DATA}') && !submit.text.includes('$NEMO_GYM_SOURCE_DATA')) {
-        problems.push({status: 'fail', message: 'ray job submit does not pass NEMO_GYM_SOURCE_DATA as the source data', file: run.name, line: submit.line, hint: 'The job converts the raw file itself (run_training.sh <gateway> <source> <prompt> <limit>).'})
-      }
-    }
-    return results(this.id, this.title, problems, 'raw source data')
-  },
+export const samplesPerPrompt = perTrainingScript('static.run-samples', 'at least 4 samples per prompt', (run) => {
+  const v = flagValue(run, '--n-samples-per-prompt')
+  const n = numberOf(v)
+  if (n === undefined) return {problems: [unreadable('--n-samples-per-prompt', v)], pass: ''}
+  if (n < 4) return {problems: [{status: 'fail', message: `--n-samples-per-prompt ${n}: GRPO needs group variance`, line: v.flag!.line, hint: 'Use at least 4; one sample per prompt gives zero advantage.'}], pass: ''}
+  return {problems: [], pass: `--n-samples-per-prompt ${n}`}
+})
+
+export const contextBudgets = perTrainingScript('static.run-context', 'context budgets leave room to generate', (run) => {
+  const read = (flag: string) => ({flag, v: flagValue(run, flag)})
+  const prompt = read('--rollout-max-prompt-len')
+  const response = read('--rollout-max-response-len')
+  const context = read('--rollout-max-context-len')
+  const perGpu = read('--max-tokens-per-gpu')
+  const cpFlag = read('--context-parallel-size')
+  // Relax's default context parallel size is 1.
+  const cp = cpFlag.v.flag ? numberOf(cpFlag.v) : 1
+  const unknown = [prompt, response, context, perGpu].filter((x) => numberOf(x.v) === undefined)
+  if (unknown.length > 0 || cp === undefined) return {problems: [...unknown, ...(cp === undefined ? [cpFlag] : [])].map((x) => unreadable(x.flag, x.v)), pass: ''}
+  const [p, r, c, t] = [prompt, response, context, perGpu].map((x) => numberOf(x.v)!)
+  const problems: Outcome[] = []
+  if (p >= c) problems.push({status: 'fail', message: `prompt ${p} is not below context ${c}`, line: prompt.v.flag!.line})
+  if (r > c) problems.push({status: 'fail', message: `response ${r} exceeds context ${c}`, line: response.v.flag!.line})
+  // relax/utils/arguments.py: max_tokens_per_gpu x context_parallel_size >= rollout_max_context_len.
+  if (t * cp < c) problems.push({status: 'fail', message: `--max-tokens-per-gpu ${t} x --context-parallel-size ${cp} = ${t * cp} is below context ${c}: Relax refuses to start`, line: perGpu.v.flag!.line})
+  return {problems, pass: `prompt ${p} < context ${c}, response ${r} <= context, ${t} tokens per GPU x CP ${cp} >= context`}
+})
+
+/** The Gateway registration in the launchers: max deadline and interrupt policy, when written literally. */
+async function gatewaySpec(ctx: CheckRun): Promise<{maxDeadline?: number; policy?: string; where?: string}> {
+  if (ctx.target.contract) return {maxDeadline: ctx.target.contract.gateway.max_deadline_s, policy: ctx.target.contract.gateway.interrupt_policy, where: 'recipe.yaml'}
+  for (const start of (await recipeFiles(ctx)).launchers) {
+    const deadline = start.text.match(/"max_deadline_s"\s*:\s*(\d+(?:\.\d+)?)/)
+    const policy = start.text.match(/"interrupt_policy"\s*:\s*"([a-z]+)"/)
+    if (deadline || policy) return {maxDeadline: deadline ? Number(deadline[1]) : undefined, policy: policy?.[1], where: start.name}
+  }
+  return {}
 }
 
-export const noWorkingDir: Check = {
-  id: 'static.run-no-working-dir',
-  title: 'no Ray working_dir upload',
-  async run(ctx) {
-    const {run} = await recipeFiles(ctx)
-    if (!run) return {status: 'fail', message: 'training script missing'}
-    const hit = run.lines.find((l) => /--working-dir\b|working_dir|\bWORKING_DIR=/.test(l.text))
-    if (hit) return {status: 'fail', message: `uploads a Ray working_dir: ${hit.text.slice(0, 100)}`, file: run.name, line: hit.line, hint: 'Every node sees the same absolute checkout; put it on PYTHONPATH instead of uploading it.'}
-    return {status: 'pass', message: 'uses the shared checkout in place'}
-  },
-}
-
-export const samplesPerPrompt: Check = {
-  id: 'static.run-samples',
-  title: 'at least 4 samples per prompt',
-  async run(ctx) {
-    const {run} = await recipeFiles(ctx)
-    if (!run) return {status: 'fail', message: 'training script missing'}
-    const n = numberFlag(run, '--n-samples-per-prompt')
-    if (!n) return {status: 'fail', message: '--n-samples-per-prompt is not set to a number', file: run.name}
-    if (n.value < 4) return {status: 'fail', message: `--n-samples-per-prompt ${n.value}: GRPO needs group variance`, file: run.name, line: n.line, hint: 'Use at least 4; one sample per prompt gives zero advantage.'}
-    return {status: 'pass', message: `--n-samples-per-prompt ${n.value}`}
-  },
-}
-
-export const contextBudgets: Check = {
-  id: 'static.run-context',
-  title: 'context budgets leave room to generate',
-  async run(ctx) {
-    const {run} = await recipeFiles(ctx)
-    if (!run) return {status: 'fail', message: 'training script missing'}
-    const prompt = numberFlag(run, '--rollout-max-prompt-len')
-    const response = numberFlag(run, '--rollout-max-response-len')
-    const context = numberFlag(run, '--rollout-max-context-len')
-    const perGpu = numberFlag(run, '--max-tokens-per-gpu')
-    const missing = Object.entries({'--rollout-max-prompt-len': prompt, '--rollout-max-response-len': response, '--rollout-max-context-len': context, '--max-tokens-per-gpu': perGpu}).filter(([, v]) => !v).map(([k]) => k)
-    if (missing.length > 0) return {status: 'fail', message: `not set: ${missing.join(', ')}`, file: run.name}
-    const problems: Outcome[] = []
-    if (prompt!.value >= context!.value) problems.push({status: 'fail', message: `prompt ${prompt!.value} is not below context ${context!.value}`, file: run.name, line: prompt!.line})
-    if (response!.value > context!.value) problems.push({status: 'fail', message: `response ${response!.value} exceeds context ${context!.value}`, file: run.name, line: response!.line})
-    if (perGpu!.value < context!.value) problems.push({status: 'fail', message: `--max-tokens-per-gpu ${perGpu!.value} is below context ${context!.value}`, file: run.name, line: perGpu!.line})
-    return results(this.id, this.title, problems, `prompt ${prompt!.value} < context ${context!.value}, response ${response!.value} <= context, ${perGpu!.value} tokens per GPU`)
-  },
-}
-
-/** The Gateway registration in the start script: max deadline and interrupt policy. */
-function gatewaySpec(start: LoadedFile | undefined, ctx: Parameters<Check['run']>[0]): {maxDeadline?: number; policy?: string} {
-  if (ctx.target.contract) return {maxDeadline: ctx.target.contract.gateway.max_deadline_s, policy: ctx.target.contract.gateway.interrupt_policy}
-  if (!start) return {}
-  const deadline = start.text.match(/"max_deadline_s"\s*:\s*(\d+(?:\.\d+)?)/)
-  const policy = start.text.match(/"interrupt_policy"\s*:\s*"([a-z]+)"/)
-  return {maxDeadline: deadline ? Number(deadline[1]) : undefined, policy: policy?.[1]}
-}
-
-export const trialTiming: Check = {
-  id: 'static.run-trial-timing',
-  title: 'agent timeout, deadline and interrupt policy match the Gateway',
-  async run(ctx) {
-    const {run, start} = await recipeFiles(ctx)
-    if (!run) return {status: 'fail', message: 'training script missing'}
-    const problems: Outcome[] = []
-    const deadline = keyValueWord(run.lines, 'NEMO_GYM_DEADLINE_S')
-    const policy = keyValueWord(run.lines, 'NEMO_GYM_INTERRUPT_POLICY')
-    const timeout = numberFlag(run, '--agent-timeout')
-    const gateway = gatewaySpec(start, ctx)
-    if (!deadline) problems.push({status: 'fail', message: '--agent-env sets no NEMO_GYM_DEADLINE_S (the thin client would default to 1800 s)', file: run.name})
-    if (!timeout) problems.push({status: 'fail', message: '--agent-timeout is not set', file: run.name})
-    if (deadline && timeout && timeout.value <= Number(deadline.value)) {
-      problems.push({status: 'fail', message: `--agent-timeout ${timeout.value} is not above the trial deadline ${deadline.value}`, file: run.name, line: timeout.line, hint: 'Use deadline + 60 so the Gateway reports the trial before Relax kills the agent.'})
-    }
-    if (deadline && gateway.maxDeadline !== undefined && Number(deadline.value) > gateway.maxDeadline) {
-      problems.push({status: 'fail', message: `NEMO_GYM_DEADLINE_S ${deadline.value} exceeds the Gateway max_deadline_s ${gateway.maxDeadline}`, file: run.name, line: deadline.line, hint: 'The Gateway answers 400 for every trial.'})
-    }
-    if (gateway.maxDeadline === undefined) problems.push({status: 'fail', message: 'the Gateway max_deadline_s cannot be found in the start script', file: start?.name})
-    if (!policy) problems.push({status: 'fail', message: '--agent-env sets no NEMO_GYM_INTERRUPT_POLICY', file: run.name})
-    else if (gateway.policy && policy.value !== gateway.policy) {
-      problems.push({status: 'fail', message: `NEMO_GYM_INTERRUPT_POLICY=${policy.value}, but the Gateway registers ${gateway.policy}`, file: run.name, line: policy.line, hint: 'The Gateway refuses trials whose interrupt policy differs.'})
-    }
-    return results(this.id, this.title, problems, `deadline ${deadline?.value} s <= ${gateway.maxDeadline} s, agent timeout ${timeout?.value} s, policy ${policy?.value}`)
-  },
-}
+export const trialTiming = perTrainingScript('static.run-trial-timing', 'agent timeout, deadline and interrupt policy match the Gateway', async (run, ctx) => {
+  const problems: Outcome[] = []
+  const deadlineV = flagValue(run, '--agent-env NEMO_GYM_DEADLINE_S')
+  const policyV = flagValue(run, '--agent-env NEMO_GYM_INTERRUPT_POLICY')
+  const timeoutV = flagValue(run, '--agent-timeout')
+  const deadline = numberOf(deadlineV)
+  const timeout = numberOf(timeoutV)
+  const gateway = await gatewaySpec(ctx)
+  if (!deadlineV.flag) problems.push({status: 'fail', message: '--agent-env sets no NEMO_GYM_DEADLINE_S (the thin client would default to 1800 s)'})
+  else if (deadline === undefined) problems.push(unreadable('NEMO_GYM_DEADLINE_S', deadlineV))
+  if (!timeoutV.flag) problems.push({status: 'fail', message: '--agent-timeout is not set (Relax defaults to 1800 s)'})
+  else if (timeout === undefined) problems.push(unreadable('--agent-timeout', timeoutV))
+  if (deadline !== undefined && timeout !== undefined && timeout <= deadline) {
+    problems.push({status: 'fail', message: `--agent-timeout ${timeout} is not above the trial deadline ${deadline}`, line: timeoutV.flag!.line, hint: 'Use deadline + 60 so the Gateway reports the trial before Relax kills the agent.'})
+  }
+  if (gateway.maxDeadline === undefined) {
+    problems.push({status: 'skip', message: 'not checked: no launcher writes the Gateway max_deadline_s as a number (it may come from an environment variable)'})
+  } else if (deadline !== undefined && deadline > gateway.maxDeadline) {
+    problems.push({status: 'fail', message: `NEMO_GYM_DEADLINE_S ${deadline} exceeds the Gateway max_deadline_s ${gateway.maxDeadline} (${gateway.where})`, line: deadlineV.flag!.line, hint: 'The Gateway answers 400 for every trial.'})
+  }
+  const policy = policyV.value
+  if (!policyV.flag) problems.push({status: 'fail', message: '--agent-env sets no NEMO_GYM_INTERRUPT_POLICY'})
+  else if (gateway.policy && policy !== gateway.policy) {
+    problems.push({status: 'fail', message: `NEMO_GYM_INTERRUPT_POLICY=${policy}, but the Gateway registers ${gateway.policy}`, line: policyV.flag.line, hint: 'The Gateway refuses trials whose interrupt policy differs.'})
+  }
+  return {problems, pass: `deadline ${deadline} s <= ${gateway.maxDeadline} s, agent timeout ${timeout} s, policy ${policy}`}
+})
 
 // ------------------------------------------------------------------ prepare script
 
-/** The raw filename the recipe expects: from the contract, else env.sh's default path. */
-function expectedRawFilename(ctx: Parameters<Check['run']>[0], env: LoadedFile | undefined): string | undefined {
-  if (ctx.target.contract) return ctx.target.contract.data.raw_filename
+/**
+ * The raw file name the recipe expects: the contract's, else the prepare script's own guard
+ * (e.g. "must end with /calendar_train.jsonl"), else env.sh's default path.
+ */
+function expectedRawFilename(ctx: CheckRun, prepare: LoadedFile, env: LoadedFile | undefined): {name: string; from: string} | undefined {
+  if (ctx.target.contract) return {name: ctx.target.contract.data.raw_filename, from: 'recipe.yaml'}
+  const guard = prepare.lines.find((l) => /NEMO_GYM_SOURCE_DATA|EXPECTED\w*=|must (?:end|match)/.test(l.text) && /\/[A-Za-z0-9_.-]+\.jsonl\b/.test(l.text))
+  const fromGuard = guard?.text.match(/\/([A-Za-z0-9_.-]+\.jsonl)\b/)?.[1]
+  if (fromGuard && !fromGuard.endsWith('_relax.jsonl')) return {name: fromGuard, from: `${prepare.name}:${guard!.line}`}
   const source = env && assignments(env.lines).find((a) => a.name === 'NEMO_GYM_SOURCE_DATA')
-  const m = source?.value.match(/([A-Za-z0-9_.-]+\.jsonl)/)
-  return m?.[1]
+  const fromEnv = source?.value.match(/([A-Za-z0-9_.-]+\.jsonl)/)?.[1]
+  return fromEnv ? {name: fromEnv, from: `${env!.name}:${source!.line}`} : undefined
 }
 
 const FAKE_DOCKER = `#!/usr/bin/env bash
@@ -247,99 +347,147 @@ exit 0
 `
 
 /**
- * Run the prepare script's host side with a recording fake `docker` first on PATH and an empty
+ * Run each prepare script's host side with a recording fake `docker` first on PATH and an empty
  * env.sh: bad NEMO_GYM_SOURCE_DATA values must stop it before any container runs, the right one must not.
  */
 export const prepareGuardsSourcePath: Check = {
   id: 'static.prepare-source-path',
   title: 'prepare requires an absolute NEMO_GYM_SOURCE_DATA ending in the raw filename',
   async run(ctx) {
-    const {prepare, env} = await recipeFiles(ctx)
-    if (!prepare) return {status: 'fail', message: 'prepare script missing'}
-    const raw = expectedRawFilename(ctx, env)
-    if (!raw) return {status: 'fail', message: 'cannot tell the expected raw filename (no recipe.yaml, no NEMO_GYM_SOURCE_DATA in env.sh)', file: env?.name}
-    const sandbox = await mkdtemp(path.join(os.tmpdir(), 'gymrecipe-prepare-'))
-    try {
-      await copyFile(prepare.path, path.join(sandbox, prepare.name))
-      await writeFile(path.join(sandbox, 'env.sh'), '# emptied for the static check\n')
-      const bin = path.join(sandbox, 'bin')
-      await execa('mkdir', ['-p', bin])
-      await writeFile(path.join(bin, 'docker'), FAKE_DOCKER)
-      await chmod(path.join(bin, 'docker'), 0o755)
-      const attempt = async (value: string) => {
-        const log = path.join(sandbox, `docker-${Math.random().toString(16).slice(2)}.log`)
-        const r = await execa('bash', [path.join(sandbox, prepare.name)], {
-          reject: false,
-          timeout: 20_000,
-          cwd: sandbox,
-          env: {PATH: `${bin}:${process.env.PATH}`, NEMO_GYM_SOURCE_DATA: value, NEMO_GYM_IMAGE: 'gymrecipe-static-check:none', GYMRECIPE_FAKE_DOCKER_LOG: log, HOME: sandbox},
-          extendEnv: false,
-        })
-        const calls = (await readFile(log, 'utf8').catch(() => '')).split('\n').filter(Boolean)
-        return {exitCode: r.exitCode ?? -1, ranContainer: calls.some((c) => /^(run|create|container (run|create))\b/.test(c)), stderr: String(r.stderr)}
+    const files = await recipeFiles(ctx)
+    if (files.prepare.length === 0) return {status: 'fail', message: 'no prepare script (prepare_*.sh) in the recipe folder'}
+    const out: Result[] = []
+    const add = (prepare: LoadedFile, o: Outcome) => out.push({id: this.id, title: this.title, file: prepare.name, ...o})
+    for (const prepare of files.prepare) {
+      if (!/\bNEMO_GYM_SOURCE_DATA\b/.test(prepare.text)) {
+        add(prepare, {status: 'fail', message: `${prepare.name} never reads NEMO_GYM_SOURCE_DATA: it writes wherever its own defaults say, so nothing ties the prepared file to the path training reads`, hint: 'Take the destination from NEMO_GYM_SOURCE_DATA (absolute, ending in the raw file name) and refuse anything else before starting a container.'})
+        continue
       }
-      const data = path.join(sandbox, 'shared')
-      const bad: Array<[string, string]> = [
-        ['a relative path', `data/${raw}`],
-        ['a different file name', path.join(data, `other_${raw}`)],
-        ['the converted preview', path.join(data, raw.replace(/\.jsonl$/, '_relax.jsonl'))],
-      ]
-      const problems: Outcome[] = []
-      for (const [label, value] of bad) {
-        const r = await attempt(value)
-        if (r.exitCode === 0 || r.ranContainer) problems.push({status: 'fail', message: `accepted ${label} (${value}) as NEMO_GYM_SOURCE_DATA`, file: prepare.name, hint: `Require an absolute path ending in /${raw} before starting any container.`})
+      const raw = expectedRawFilename(ctx, prepare, files.byRole.env)
+      if (!raw) {
+        add(prepare, {status: 'skip', message: 'not checked: the expected raw file name is not written in the prepare script or env.sh', hint: 'Name it in the guard, e.g. "NEMO_GYM_SOURCE_DATA must end with /<name>.jsonl".'})
+        continue
       }
-      const good = await attempt(path.join(data, raw))
-      if (!good.ranContainer) problems.push({status: 'fail', message: `rejected the valid path ${path.join(data, raw)}: ${good.stderr.trim().split('\n').at(-1) ?? ''}`, file: prepare.name})
-      return results(this.id, this.title, problems, `rejects relative, renamed and *_relax.jsonl paths; accepts /.../${raw}`)
-    } finally {
-      await rm(sandbox, {recursive: true, force: true})
+      const problems = await probePrepare(prepare, raw.name)
+      if (problems.length === 0) add(prepare, {status: 'pass', message: `rejects relative, renamed and *_relax.jsonl paths; accepts /.../${raw.name} (name from ${raw.from})`})
+      for (const p of problems) add(prepare, p)
     }
+    return out
   },
 }
 
-// ------------------------------------------------------------------ start script
+async function probePrepare(prepare: LoadedFile, raw: string): Promise<Outcome[]> {
+  const sandbox = await mkdtemp(path.join(os.tmpdir(), 'gymrecipe-prepare-'))
+  try {
+    await copyFile(prepare.path, path.join(sandbox, prepare.name))
+    await writeFile(path.join(sandbox, 'env.sh'), '# emptied for the static check\n')
+    const bin = path.join(sandbox, 'bin')
+    await mkdir(bin)
+    await writeFile(path.join(bin, 'docker'), FAKE_DOCKER)
+    await chmod(path.join(bin, 'docker'), 0o755)
+    const attempt = async (value: string) => {
+      const log = path.join(sandbox, `docker-${Math.random().toString(16).slice(2)}.log`)
+      const r = await run('bash', [path.join(sandbox, prepare.name)], {
+        timeout: 20_000,
+        cwd: sandbox,
+        env: {PATH: `${bin}:${process.env.PATH}`, NEMO_GYM_SOURCE_DATA: value, NEMO_GYM_IMAGE: 'gymrecipe-static-check:none', GYMRECIPE_FAKE_DOCKER_LOG: log, HOME: sandbox},
+        extendEnv: false,
+      })
+      const calls = (await readFile(log, 'utf8').catch(() => '')).split('\n').filter(Boolean)
+      return {exitCode: r.exitCode ?? -1, ranContainer: calls.some((c) => /^(run|create|container (run|create))\b/.test(c)), stderr: r.stderr}
+    }
+    const data = path.join(sandbox, 'shared')
+    const bad: Array<[string, string]> = [
+      ['a relative path', `data/${raw}`],
+      ['a different file name', path.join(data, `other_${raw}`)],
+      ['the converted preview', path.join(data, raw.replace(/\.jsonl$/, '_relax.jsonl'))],
+    ]
+    const problems: Outcome[] = []
+    for (const [label, value] of bad) {
+      const r = await attempt(value)
+      if (r.exitCode === 0 || r.ranContainer) problems.push({status: 'fail', message: `accepted ${label} (${value}) as NEMO_GYM_SOURCE_DATA`, hint: `Require an absolute path ending in /${raw} before starting any container.`})
+    }
+    const good = await attempt(path.join(data, raw))
+    if (!good.ranContainer) problems.push({status: 'fail', message: `rejected the valid path ${path.join(data, raw)}: ${good.stderr.trim().split('\n').at(-1) ?? ''}`})
+    return problems
+  } finally {
+    await rm(sandbox, {recursive: true, force: true})
+  }
+}
+
+// ------------------------------------------------------------------ launchers
 
 export const startIsolatesRay: Check = {
   id: 'static.start-private-ray',
   title: 'the start script unsets RAY_ADDRESS and RAY_JOB_SUBMISSION_ID before its private Ray',
   async run(ctx) {
-    const {start} = await recipeFiles(ctx)
-    if (!start) return {status: 'fail', message: 'start script missing'}
-    const rayStart = start.lines.find((l) => /\bray["']?\s+start\b/.test(l.text))
-    const unsets = start.lines.filter((l) => /^unset\s/.test(l.text))
-    const unsetAddress = unsets.find((l) => /\bRAY_ADDRESS\b/.test(l.text))
-    const unsetSubmission = unsets.find((l) => /\bRAY_JOB_SUBMISSION_ID\b/.test(l.text))
-    const problems: Outcome[] = []
-    if (!rayStart) problems.push({status: 'fail', message: 'no `ray start` for a private Gym Ray', file: start.name, hint: 'Gym must run on its own Ray, never the Relax cluster.'})
-    if (!unsetAddress) problems.push({status: 'fail', message: 'RAY_ADDRESS is not unset', file: start.name, line: rayStart?.line, hint: 'An inherited RAY_ADDRESS attaches Gym to the Relax cluster.'})
-    if (!unsetSubmission) problems.push({status: 'fail', message: 'RAY_JOB_SUBMISSION_ID is not unset', file: start.name, line: rayStart?.line})
-    for (const u of [unsetAddress, unsetSubmission]) {
-      if (u && rayStart && u.line > rayStart.line) problems.push({status: 'fail', message: `unset at line ${u.line} comes after ray start`, file: start.name, line: u.line})
+    const {launchers} = await recipeFiles(ctx)
+    const out: Result[] = []
+    const add = (file: string, o: Outcome) => out.push({id: this.id, title: this.title, file, ...o})
+    for (const start of launchers) {
+      const role = launcherRole(start)
+      if (!role.startsRay) {
+        if (role.startsGym) add(start.name, {status: 'pass', message: 'starts no Ray of its own: it attaches to the Ray it is run under'})
+        continue
+      }
+      const rayStart = start.lines.find((l) => /\bray["']?\s+start\b/.test(l.text))!
+      const unsets = start.lines.filter((l) => /(?:^|;|&&|\s)unset\s/.test(l.text))
+      const unsetAddress = unsets.find((l) => /\bRAY_ADDRESS\b/.test(l.text))
+      const unsetSubmission = unsets.find((l) => /\bRAY_JOB_SUBMISSION_ID\b/.test(l.text))
+      const problems: Outcome[] = []
+      if (!unsetAddress) problems.push({status: 'fail', message: `RAY_ADDRESS is not unset before ray start (line ${rayStart.line})`, line: rayStart.line, hint: 'An inherited RAY_ADDRESS attaches Gym to the Relax cluster.'})
+      if (!unsetSubmission) problems.push({status: 'fail', message: `RAY_JOB_SUBMISSION_ID is not unset before ray start (line ${rayStart.line})`, line: rayStart.line})
+      for (const u of [unsetAddress, unsetSubmission]) {
+        if (u && u.line > rayStart.line) problems.push({status: 'fail', message: `unset at line ${u.line} comes after ray start`, line: u.line})
+      }
+      if (problems.length === 0) add(start.name, {status: 'pass', message: `unset at line ${unsetAddress!.line}, ray start at line ${rayStart.line}`})
+      for (const p of problems) add(start.name, p)
     }
-    return results(this.id, this.title, problems, `unset at line ${unsetAddress?.line}, ray start at line ${rayStart?.line}`)
+    if (!out.some((r) => /ray start at line/.test(r.message) || r.status === 'fail')) {
+      return {status: 'fail', message: 'no launcher starts a private Gym Ray (`ray start --head`)', hint: 'Gym must run on its own Ray, never the Relax cluster.'}
+    }
+    return out
   },
+}
+
+/** Where the README starts the service container by hand, when no script does. */
+function readmeDockerRun(readme: LoadedFile | undefined): string | undefined {
+  if (!readme) return undefined
+  const at = readme.text.split('\n').findIndex((l) => /\bdocker\s+(?:run|create)\b/.test(l) && !/--rm\b/.test(l))
+  return at < 0 ? undefined : `${readme.name}:${at + 1}`
 }
 
 export const startChecksOwnership: Check = {
   id: 'static.start-ownership',
   title: 'the start script labels its container and checks the label before replacing it',
   async run(ctx) {
-    const {start} = await recipeFiles(ctx)
-    if (!start) return {status: 'fail', message: 'start script missing'}
-    const problems: Outcome[] = []
-    const create = start.lines.find((l) => /docker\s+(?:container\s+)?(?:create|run)\b/.test(l.text) && !/--rm\b/.test(l.text))
-    const labelled = start.lines.some((l) => /--label[\s=]+["']?ai\.relax\.recipe=/.test(l.text))
-    const read = start.lines.find((l) => /inspect\b.*ai\.relax\.recipe/.test(l.text))
-    const removal = start.lines.find((l) => /docker\s+(?:container\s+)?rm\b/.test(l.text) && !/on_interrupt|NEW_ID/.test(l.text))
-    if (!create) problems.push({status: 'fail', message: 'no docker create/run of the service container', file: start.name})
-    if (!labelled) problems.push({status: 'fail', message: 'the container is not created with --label ai.relax.recipe=<recipe>', file: start.name, line: create?.line, hint: 'Without the label nobody can tell whose container it is.'})
-    if (!read) problems.push({status: 'fail', message: 'the existing container\'s ai.relax.recipe label is never read', file: start.name, line: removal?.line, hint: 'Inspect the label and refuse to replace a container another recipe owns.'})
-    if (read && removal && read.line > removal.line) problems.push({status: 'fail', message: `a container is removed at line ${removal.line} before its label is checked at line ${read.line}`, file: start.name, line: removal.line})
-    if (read) {
-      const after = start.lines.filter((l) => l.line > read.line && (!removal || l.line < removal.line))
-      if (!after.some((l) => /\bexit\s+[1-9]/.test(l.text))) problems.push({status: 'fail', message: 'a foreign label does not stop the script (no exit between the label check and the removal)', file: start.name, line: read.line})
+    const files = await recipeFiles(ctx)
+    const creators = files.launchers.filter((f) => launcherRole(f).createsContainer)
+    if (creators.length === 0) {
+      const where = readmeDockerRun(files.byRole.readme)
+      return {
+        status: 'skip',
+        message: `not checked: no script creates the service container${where ? `; ${where} starts it with a hand-typed docker run` : ''}, so nothing checks whose container it replaces`,
+        hint: 'A host-side launcher that creates the container with --label ai.relax.recipe=<recipe> and refuses to replace a container with another label makes this checkable.',
+      }
     }
-    return results(this.id, this.title, problems, `label read at line ${read?.line}, container replaced only after`)
+    const out: Result[] = []
+    for (const start of creators) {
+      const problems: Outcome[] = []
+      const create = start.lines.find((l) => /\bdocker\s+(?:container\s+)?(?:create|run)\b/.test(l.text) && !/--rm\b/.test(l.text))
+      const labelled = start.lines.some((l) => /--label[\s=]+["']?ai\.relax\.recipe=/.test(l.text))
+      const read = start.lines.find((l) => /inspect\b.*ai\.relax\.recipe/.test(l.text))
+      const removal = start.lines.find((l) => /\bdocker\s+(?:container\s+)?rm\b/.test(l.text) && !/on_interrupt|NEW_ID/.test(l.text))
+      if (!labelled) problems.push({status: 'fail', message: 'the container is not created with --label ai.relax.recipe=<recipe>', line: create?.line, hint: 'Without the label nobody can tell whose container it is.'})
+      if (!read) problems.push({status: 'fail', message: `the existing container's ai.relax.recipe label is never read${removal ? `, yet line ${removal.line} removes any container with that name` : ''}`, line: removal?.line, hint: 'Inspect the label and refuse to replace a container another recipe owns.'})
+      if (read && removal && read.line > removal.line) problems.push({status: 'fail', message: `a container is removed at line ${removal.line} before its label is checked at line ${read.line}`, line: removal.line})
+      if (read) {
+        const after = start.lines.filter((l) => l.line > read.line && (!removal || l.line < removal.line))
+        if (!after.some((l) => /\bexit\s+[1-9]/.test(l.text))) problems.push({status: 'fail', message: 'a foreign label does not stop the script (no exit between the label check and the removal)', line: read.line})
+      }
+      if (problems.length === 0) out.push({id: this.id, title: this.title, file: start.name, status: 'pass', message: `label read at line ${read!.line}, container replaced only after`})
+      out.push(...problems.map((p) => ({id: this.id, title: this.title, file: start.name, ...p})))
+    }
+    return out
   },
 }

@@ -4,19 +4,16 @@ import path from 'node:path'
 
 import {run} from '../../runtime/process.js'
 import type {Check, CheckResult} from '../types.js'
-import {recipeFiles, type LoadedFile} from './recipe-files.js'
+import {recipeFiles} from './recipe-files.js'
 
 type Result = Omit<CheckResult, 'rung'>
 
-function shellFiles(files: Partial<Record<string, LoadedFile>>): LoadedFile[] {
-  return Object.values(files).filter((f): f is LoadedFile => !!f && f.name.endsWith('.sh'))
-}
 
 export const bashSyntax: Check = {
   id: 'static.bash-n',
   title: 'bash -n accepts the shell scripts',
   async run(ctx) {
-    const files = shellFiles(await recipeFiles(ctx))
+    const files = (await recipeFiles(ctx)).shell
     const out: Result[] = []
     for (const f of files) {
       const r = await run('bash', ['-n', f.path], {timeout: 20_000})
@@ -42,7 +39,7 @@ export const shellcheck: Check = {
   id: 'static.shellcheck',
   title: 'shellcheck passes on the shell scripts',
   async run(ctx) {
-    const files = shellFiles(await recipeFiles(ctx))
+    const files = (await recipeFiles(ctx)).shell
     const out: Result[] = []
     for (const f of files) {
       // -x with SCRIPTDIR follows `source env.sh` next to the script; warnings and errors fail.
@@ -83,26 +80,37 @@ for node in ast.walk(tree):
 
 export const pyCompile: Check = {
   id: 'static.py-compile',
-  title: 'the verifier compiles and uses the standard library only',
+  title: 'the verifiers compile (generated ones use the standard library only)',
   async run(ctx) {
-    const {verify} = await recipeFiles(ctx)
-    if (!verify) return {status: 'fail', message: 'verify_<recipe>.py missing'}
+    const {verifiers} = await recipeFiles(ctx)
+    if (verifiers.length === 0) return {status: 'fail', message: 'no verify_*.py in the recipe folder'}
+    const generated = ctx.target.contract ? ctx.target.files.verify : undefined
+    const out: Result[] = []
     const scratch = await mkdtemp(path.join(os.tmpdir(), 'gymrecipe-pyc-'))
     try {
-      // Compile to a scratch file so no __pycache__ lands in the recipe folder.
-      const compiled = await run('python3', ['-c', 'import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)', verify.path, path.join(scratch, 'verify.pyc')], {timeout: 30_000})
-      if (compiled.notFound) return {status: 'skip', message: 'python3 not found, verifier not compiled', hint: 'apt-get install -y python3'}
-      if (compiled.failed) {
-        const line = Number(compiled.stderr.match(/line (\d+)/)?.[1]) || undefined
-        return {status: 'fail', message: `py_compile failed: ${compiled.stderr.trim().split('\n').at(-1)}`, file: verify.name, line}
+      for (const verify of verifiers) {
+        const result = (r: Omit<Result, 'id' | 'title' | 'file'>) => out.push({id: 'static.py-compile', title: `python3 -m py_compile ${verify.name}`, file: verify.name, ...r})
+        // Compile to a scratch file so no __pycache__ lands in the recipe folder.
+        const compiled = await run('python3', ['-c', 'import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)', verify.path, path.join(scratch, 'verify.pyc')], {timeout: 30_000})
+        if (compiled.notFound) return {status: 'skip', message: 'python3 not found, verifiers not compiled', hint: 'apt-get install -y python3'}
+        if (compiled.failed) {
+          const line = Number(compiled.stderr.match(/line (\d+)/)?.[1]) || undefined
+          result({status: 'fail', message: `py_compile failed: ${compiled.stderr.trim().split('\n').at(-1)}`, line})
+          continue
+        }
+        const imports = await run('python3', ['-c', STDLIB_PROBE, verify.path], {timeout: 30_000})
+        const foreign = imports.stdout.split('\n').filter(Boolean).map((f) => ({line: Number(f.split(':')[0]), name: f.split(':')[1]}))
+        const names = [...new Set(foreign.map((f) => f.name))].join(', ')
+        if (foreign.length > 0 && verify.name === generated) {
+          result({status: 'fail', message: `imports ${names}, which the standard library does not provide`, line: foreign[0].line, hint: `A generated verifier must run with any Gym venv Python; replace ${foreign[0].name} with the standard library (urllib, json).`})
+        } else if (foreign.length > 0) {
+          // A hand-written verifier runs in the resources server's venv, which has its imports.
+          result({status: 'pass', message: `compiles; imports ${names} (third-party: run it with the resources server's venv Python)`})
+        } else {
+          result({status: 'pass', message: 'compiles; standard library only'})
+        }
       }
-      const imports = await run('python3', ['-c', STDLIB_PROBE, verify.path], {timeout: 30_000})
-      const foreign = imports.stdout.split('\n').filter(Boolean)
-      if (foreign.length > 0) {
-        const [line, name] = foreign[0].split(':')
-        return {status: 'fail', message: `imports ${foreign.map((f) => f.split(':')[1]).join(', ')}, which the standard library does not provide`, file: verify.name, line: Number(line), hint: `The verifier must run with any Gym venv Python; replace ${name} with the standard library (urllib, json).`}
-      }
-      return {status: 'pass', message: `${verify.name} compiles; standard library only`}
+      return out
     } finally {
       await rm(scratch, {recursive: true, force: true})
     }

@@ -3,6 +3,7 @@ import {filesPresent, graphNames} from './checks-files.js'
 import {
   contextBudgets,
   envDeploymentOnly,
+  hyperparametersFixed,
   noDelegation,
   noWaitOnlyWhenAsked,
   noWorkingDir,
@@ -27,6 +28,7 @@ export const staticRung: RungDefinition = {
     pyCompile,
     envDeploymentOnly,
     trainingArrays,
+    hyperparametersFixed,
     submitsLast,
     noWaitOnlyWhenAsked,
     noDelegation,

@@ -3,34 +3,49 @@ import path from 'node:path'
 
 import type {RecipeFileNames} from '../../contract/types.js'
 import {once} from '../scratch.js'
-import type {CheckContext} from '../types.js'
+import type {CheckContext, RecipeLayout} from '../types.js'
 import {type LogicalLine, logicalLines} from './shell.js'
 
 export type Role = keyof RecipeFileNames
 
 export interface LoadedFile {
-  role: Role
   name: string
   path: string
   text: string
   lines: LogicalLine[]
 }
 
+export interface RecipeFiles {
+  /** The primary file of each role (the contract's names, or the ones discovered). */
+  byRole: Partial<Record<Role, LoadedFile>>
+  training: LoadedFile[]
+  launchers: LoadedFile[]
+  prepare: LoadedFile[]
+  verifiers: LoadedFile[]
+  shell: LoadedFile[]
+}
+
 /** Read the recipe's files once per run; missing ones are simply absent. */
-export function recipeFiles(ctx: CheckContext): Promise<Partial<Record<Role, LoadedFile>>> {
+export function recipeFiles(ctx: CheckContext): Promise<RecipeFiles> {
   return once(ctx, 'static.files', () => readRecipeFiles(ctx))
 }
 
-async function readRecipeFiles(ctx: CheckContext): Promise<Partial<Record<Role, LoadedFile>>> {
-  const out: Partial<Record<Role, LoadedFile>> = {}
-  for (const [role, name] of Object.entries(ctx.target.files) as Array<[Role, string | undefined]>) {
-    if (!name) continue
-    const file = path.join(ctx.target.dir, name)
-    const text = await fsp.readFile(file, 'utf8').catch(() => undefined)
-    if (text === undefined) continue
-    out[role] = {role, name, path: file, text, lines: name.endsWith('.sh') ? logicalLines(text) : []}
+async function readRecipeFiles(ctx: CheckContext): Promise<RecipeFiles> {
+  const cache = new Map<string, Promise<LoadedFile | undefined>>()
+  const load = (name: string) => {
+    if (!cache.has(name)) {
+      const file = path.join(ctx.target.dir, name)
+      cache.set(name, fsp.readFile(file, 'utf8').then((text) => ({name, path: file, text, lines: name.endsWith('.sh') ? logicalLines(text) : []}), () => undefined))
+    }
+    return cache.get(name)!
   }
-  return out
+  const byRole: Partial<Record<Role, LoadedFile>> = {}
+  for (const [role, name] of Object.entries(ctx.target.files) as Array<[Role, string | undefined]>) {
+    const loaded = name ? await load(name) : undefined
+    if (loaded) byRole[role] = loaded
+  }
+  const kind = async (k: keyof RecipeLayout) => (await Promise.all(ctx.target.layout[k].map(load))).filter((f): f is LoadedFile => !!f)
+  return {byRole, training: await kind('training'), launchers: await kind('launchers'), prepare: await kind('prepare'), verifiers: await kind('verifiers'), shell: await kind('shell')}
 }
 
 export const ROLE_TITLES: Record<Role, string> = {
@@ -41,4 +56,22 @@ export const ROLE_TITLES: Record<Role, string> = {
   verify: 'verify_<recipe>.py',
   readme: 'README.md',
   pitfall: 'PITFAIL.md',
+}
+
+/** How a launcher takes part in starting the service, read from what it runs. */
+export interface LauncherRole {
+  /** Runs `gym env start` itself (in the container, or co-located). */
+  startsGym: boolean
+  /** Starts a Ray head of its own (possibly inside a container command string). */
+  startsRay: boolean
+  /** Creates or runs the long-lived service container (docker create/run without --rm). */
+  createsContainer: boolean
+}
+
+export function launcherRole(f: LoadedFile): LauncherRole {
+  return {
+    startsGym: f.lines.some((l) => /\bgym["']?\s+env\s+start\b/.test(l.text)),
+    startsRay: f.lines.some((l) => /\bray["']?\s+start\b/.test(l.text)),
+    createsContainer: f.lines.some((l) => /\bdocker\s+(?:container\s+)?(?:create|run)\b/.test(l.text) && !/--rm\b/.test(l.text)),
+  }
 }
