@@ -16,6 +16,14 @@ export function summarizeLadder(report: LadderReport): string[] {
       if (check.hint) lines.push(`      hint: ${check.hint}`)
     }
   }
+  if (!report.climbed) {
+    lines.push(
+      report.status === 'pass'
+        ? `${report.recipe}: the ${report.level} rung passed on its own; the ladder was not climbed, so the recipe is not verified`
+        : `${report.recipe}: the ${report.level} rung, checked on its own, did not pass`,
+    )
+    return lines
+  }
   lines.push(report.status === 'pass' ? `${report.recipe}: every rung up to ${report.level} passed` : `${report.recipe}: stopped at the ${report.stoppedAt} rung`)
   return lines
 }

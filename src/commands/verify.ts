@@ -16,11 +16,15 @@ export default class Verify extends BaseCommand<typeof Verify> {
 cannot run here is reported as "not checked", never as a pass. /readyz, a SUCCEEDED job or a
 one-sample rollout are never accepted as proof.
 
+--only <rung> checks one rung on its own against what is deployed now, e.g. the training rung
+once the cluster run is over and the local service is gone. The ladder is not climbed: the
+report says so, and a pass never means the recipe is verified.
+
 static works on any recipe folder with the seven files, hand-written ones too; without a
 recipe.yaml, pass --gym-root so graph names can be checked against the Gym config.
 
 EXIT STATUS
-  0  every rung up to --level passed
+  0  every rung up to --level passed (with --only: that rung passed)
   2  bad input (recipe id, recipe.yaml)
   4  a rung failed or could not be fully checked`
 
@@ -30,6 +34,7 @@ EXIT STATUS
     '<%= config.bin %> verify my-hand-written-recipe --level static --relax-root ~/Relax --gym-root ~/Gym',
     '<%= config.bin %> verify workplace-assistant --level trial --relax-root ~/Relax --callback-host 10.0.0.12',
     '<%= config.bin %> verify calendar --level training --relax-root ~/Relax --worker-log /tmp/ray/session_latest/logs',
+    '<%= config.bin %> verify calendar --only training --relax-root ~/Relax --job-log log/qwen3-4B-8xgpu-nemo-gym-calendar-2026-12-01.log',
   ]
 
   static override args = {
@@ -37,7 +42,8 @@ EXIT STATUS
   }
 
   static override flags = {
-    level: Flags.string({summary: 'Highest rung to climb.', options: [...RUNGS], default: 'static'}),
+    level: Flags.string({summary: 'Highest rung to climb.', options: [...RUNGS], default: 'static', exclusive: ['only']}),
+    only: Flags.string({summary: 'Check this one rung on its own against what is deployed now (the ladder is not climbed).', options: [...RUNGS], exclusive: ['level']}),
     'relax-root': relaxRootFlag,
     'gym-root': Flags.directory({summary: 'Pinned Gym checkout to check graph names against.', env: 'GYMRECIPE_GYM_ROOT'}),
     smoke: smokeFlag,
@@ -51,7 +57,8 @@ EXIT STATUS
     const options: VerifyOptions & TrialRungOptions & TrainingRungOptions = {
       relaxRoot: this.flags['relax-root'],
       recipe: this.args.recipe,
-      level: this.flags.level as Rung,
+      level: (this.flags.only ?? this.flags.level) as Rung,
+      only: this.flags.only !== undefined,
       gymRoot: this.flags['gym-root'],
       smoke: this.flags.smoke,
       env: process.env,

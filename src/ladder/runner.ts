@@ -8,6 +8,8 @@ export interface RunLadderOptions {
   render: boolean
   /** Climb from this rung (default: static). Lower rungs are still required: they run first. */
   level: Rung
+  /** Check this one rung alone against what is deployed now; the ladder is not climbed. */
+  only?: boolean
 }
 
 async function runCheck(check: Check, rung: Rung, ctx: CheckContext): Promise<CheckResult[]> {
@@ -38,7 +40,7 @@ function describe(result: CheckResult): string {
  */
 export async function runLadder(definitions: RungDefinition[], ctx: CheckContext, options: RunLadderOptions): Promise<LadderReport> {
   const top = RUNGS.indexOf(options.level)
-  const wanted = RUNGS.slice(0, top + 1)
+  const wanted = options.only ? [options.level] : RUNGS.slice(0, top + 1)
   const reports: RungReport[] = []
   let stopped = false
 
@@ -85,6 +87,7 @@ export async function runLadder(definitions: RungDefinition[], ctx: CheckContext
     recipe: ctx.target.id,
     dir: ctx.target.dir,
     level: options.level,
+    climbed: !options.only,
     status: failed ? 'fail' : 'pass',
     stoppedAt: failed?.rung ?? null,
     smoke: ctx.options.smoke || (ctx.target.contract?.data.smoke ?? false),

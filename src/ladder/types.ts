@@ -89,6 +89,8 @@ export interface LadderReport {
   recipe: string
   dir: string
   level: Rung
+  /** false: one rung was checked on its own (--only); a pass then says nothing about the rungs below. */
+  climbed: boolean
   status: 'pass' | 'fail'
   /** The first rung that did not pass, if any. */
   stoppedAt: Rung | null

@@ -8,10 +8,12 @@ export interface VerifyOptions extends LadderOptions {
   recipe: string
   level: Rung
   render: boolean
+  /** Check `level` alone instead of climbing to it. */
+  only?: boolean
 }
 
 /** Resolve the recipe and climb the ladder up to `level`. */
 export async function verifyRecipe(o: VerifyOptions): Promise<LadderReport> {
   const target = await resolveRecipe(o.relaxRoot, o.recipe)
-  return runLadder(RUNG_DEFINITIONS, {target, options: o, scratch: new Map()}, {render: o.render, level: o.level})
+  return runLadder(RUNG_DEFINITIONS, {target, options: o, scratch: new Map()}, {render: o.render, level: o.level, only: o.only})
 }

@@ -15,6 +15,7 @@ import {trainingRung} from '../../src/ladder/training/index.js'
 import {writeRunState} from '../../src/steps/run-state.js'
 import {type FakeRay, startFakeRay} from '../helpers/ray-fixture.js'
 import {CALENDAR_GRAPH, type GymLayout, type HostGym, type RelaxCheckout, SNAPSHOT_DIR, makeRelaxCheckout, startHostGym, waitForReadyz} from '../helpers/relax-fixture.js'
+import {runCli} from '../helpers/cli.js'
 import {generatedRecipe} from '../helpers/recipes.js'
 import {byId, failures, hostLayout, rungContext, runRungChecks} from '../helpers/trial-helpers.js'
 
@@ -134,6 +135,17 @@ describe('training rung on the mini Relax', () => {
     } finally {
       await fs.rm(path.join(tmp, 'state'), {recursive: true, force: true})
     }
+
+    // After the run: the training rung on its own, without climbing static → trial again.
+    const only = await runCli(['verify', 'calendar', '--only', 'training', '--relax-root', checkout.root, '--worker-log', run.workerLogs, '--json'], {env: run.env})
+    expect(only.exitCode, only.stdout).toBe(0)
+    expect(only.json).toMatchObject({level: 'training', climbed: false, status: 'pass'})
+    expect(only.json.rungs.map((x: any) => [x.rung, x.status])).toEqual([['training', 'pass']])
+    const text = await runCli(['verify', 'calendar', '--only', 'training', '--relax-root', checkout.root, '--worker-log', run.workerLogs], {env: run.env})
+    expect(text.exitCode).toBe(0)
+    expect(text.stdout.trim().split('\n').at(-1)).toBe('calendar: the training rung passed on its own; the ladder was not climbed, so the recipe is not verified')
+    const both = await runCli(['verify', 'calendar', '--only', 'training', '--level', 'trial', '--relax-root', checkout.root], {env: run.env})
+    expect(both.exitCode).toBe(2)
   })
 
   it('fails when all rewards are equal, with the triage verdict "the model answered wrongly"', async () => {
