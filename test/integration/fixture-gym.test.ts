@@ -276,6 +276,26 @@ describe('workplace service on the host emulator', () => {
       status: 410,
       body: {detail: 'callback capability is unavailable'},
     })
+    // The rows where the real Gateway differs from the old fixture (relax-gateway-observed.md).
+    const {interrupt_policy: _policy, ...withoutPolicy} = trialPayload('r-no-policy', {baseUrl: modelBase})
+    expect((await post(withoutPolicy)).status).toBe(422)
+    expect((await post(trialPayload('r-ftp', {baseUrl: 'ftp://127.0.0.1/v1'}))).status).toBe(422)
+    const rollout = `${gateway}/ng-rollout/${'cd'.repeat(16)}-0/v1`
+    expect((await json('POST', `${rollout}/responses`, '[1, 2]')).status).toBe(422)
+    expect((await json('POST', `${rollout}/responses`, '{not json')).status).toBe(400)
+    const sse = await fetch(`${rollout}/messages`, {method: 'POST', headers: {'content-type': 'application/json'}, body: JSON.stringify({stream: true, messages: []})})
+    expect(sse.status).toBe(200)
+    expect(sse.headers.get('content-type')).toContain('text/event-stream')
+    const events = await sse.text()
+    expect(events).toMatch(/^event: ping\n/)
+    expect(events).toMatch(/event: error\ndata: \{"type": "error", "error": \{"type": "api_error", "message": "callback capability is unknown or no longer active"\}\}/)
+    expect((await json('POST', `${gateway}/v1/responses`, {input: []})).status).toBe(404)
+    expect((await json('POST', `${gateway}/v1/chat/completions`, {messages: []})).status).toBe(404)
+    for (const [method, url] of [['GET', `${gateway}/v1/trials`], ['GET', `${gateway}/v1/trials/x/renew`], ['POST', `${gateway}/readyz`], ['GET', `${rollout}/responses`]]) {
+      expect({method, url, status: (await json(method, url)).status}).toEqual({method, url, status: 405})
+    }
+    expect((await json('GET', `${gateway}/`)).status).toBe(404)
+    expect(await json('GET', `${gateway}/v1/trials/a%2Fb`)).toEqual({status: 404, body: {detail: 'Not Found'}})
     const ready = await json('GET', `${gateway}/readyz`)
     expect(ready.body.trials).toBe(0)
   })
@@ -285,7 +305,8 @@ describe('workplace service on the host emulator', () => {
     const created = await json('POST', `${gateway}/v1/trials`, payload)
     expect(created.status).toBe(202)
     expect(created.body).toMatchObject({protocol_version: PROTOCOL, request_id: 'relax-wa-trial-1', reward: null, error: null})
-    expect(['queued', 'running']).toContain(created.body.status)
+    // Like the real Gateway, create answers before scheduling: queued, then running.
+    expect(created.body.status).toBe('queued')
     // Idempotent create; a different payload under the same id is a conflict.
     expect((await json('POST', `${gateway}/v1/trials`, payload)).status).toBe(202)
     expect(await json('POST', `${gateway}/v1/trials`, {...payload, lease_s: 31})).toEqual({status: 409, body: {detail: 'request_id already exists with a different payload'}})
@@ -309,7 +330,7 @@ describe('workplace service on the host emulator', () => {
     expect(ready.body.trials).toBeGreaterThanOrEqual(1)
     // Secrets never reach the logs.
     expect(gym.output()).not.toContain('workplace-ok')
-    expect(gym.output()).toMatch(/"POST \/ng-rollout\/<redacted>\/v1\/responses HTTP\/1.1" 200/)
+    expect(gym.output()).toMatch(/"POST \/ng-rollout\/[0-9a-f]{32}-0\/v1\/responses HTTP\/1.1" 200/)
   })
 
   it('scores a wrong reply body 0.0 (state equivalence on the real ground truth)', async () => {
@@ -333,11 +354,14 @@ describe('workplace service on the host emulator', () => {
     expect(model.calls.slow?.length).toBeGreaterThanOrEqual(1)
     const aborted = await json('POST', `${gateway}/v1/trials/relax-wa-abort/abort`)
     expect(aborted.status).toBe(202)
-    expect(aborted.body).toMatchObject({status: 'aborted', error: {code: 'aborted'}})
+    // Asynchronous, like the real Gateway: the 202 carries the snapshot from before the cleanup.
+    expect(aborted.body).toMatchObject({status: 'running', error: null})
+    const final = await pollTerminal(gateway, 'relax-wa-abort', false, 10_000)
+    expect(final).toMatchObject({status: 'aborted', error: {code: 'aborted'}})
     // Idempotent: aborting again returns the same terminal snapshot.
     expect((await json('POST', `${gateway}/v1/trials/relax-wa-abort/abort`)).body.status).toBe('aborted')
     // The slow reply arrives after the abort; the agent's next callback is refused with 410.
-    await gym.waitForOutput(/"POST \/ng-rollout\/<redacted>\/v1\/responses HTTP\/1.1" 410/, 15_000)
+    await gym.waitForOutput(/"POST \/ng-rollout\/[0-9a-f]{32}-0\/v1\/responses HTTP\/1.1" (?:410|500)/, 15_000)
   })
 
   it('expires a trial whose lease is not renewed (aborted/lease_expired)', async () => {
@@ -364,19 +388,21 @@ describe('workplace service on the host emulator', () => {
     expect((await json('POST', `${gateway}/v1/trials`, tight('relax-tight-b'))).status).toBe(202)
     expect(await json('POST', `${gateway}/v1/trials`, tight('relax-tight-c'))).toEqual({status: 429, body: {detail: 'environment queue is full'}})
     expect((await json('GET', `${gateway}/v1/trials/relax-tight-b`)).body.status).toBe('queued')
-    const queued = await json('POST', `${gateway}/v1/trials/relax-tight-b/abort`)
-    expect(queued.body).toMatchObject({status: 'aborted', error: {code: 'aborted'}})
-    const running = await json('POST', `${gateway}/v1/trials/relax-tight-a/abort`)
-    expect(running.body.status).toBe('aborted')
+    expect((await json('POST', `${gateway}/v1/trials/relax-tight-b/abort`)).status).toBe(202)
+    expect(await pollTerminal(gateway, 'relax-tight-b', false, 10_000)).toMatchObject({status: 'aborted', error: {code: 'aborted'}})
+    expect((await json('POST', `${gateway}/v1/trials/relax-tight-a/abort`)).status).toBe(202)
+    expect((await pollTerminal(gateway, 'relax-tight-a', false, 10_000)).status).toBe('aborted')
   })
 
   it('fails a trial whose agent errors (failed/agent_error, traceback logged); /agentic_api base gets /v1 appended', async () => {
     const payload = trialPayload('relax-wa-agent-error', {baseUrl: `http://${HOST}:${layout.gateway + 6}/agentic_api`, apiKey: 'bad-model', task: relaxTask(row)})
     expect((await json('POST', `${gateway}/v1/trials`, payload)).status).toBe(202)
     const final = await pollTerminal(gateway, 'relax-wa-agent-error')
+    // The real Gateway reports the code alone; the cause is only in its log.
     expect(final).toMatchObject({status: 'failed', reward: null, error: {code: 'agent_error'}})
+    expect(final.error).toEqual({code: 'agent_error'})
     expect(model.calls['bad-model'][0].path).toBe('/agentic_api/v1/responses')
-    await gym.waitForOutput(/NeMo Gym trial failed request_id=relax-wa-agent-error rollout_id=<redacted>/)
+    await gym.waitForOutput(/NeMo Gym trial failed request_id=relax-wa-agent-error rollout_id=[0-9a-f]{32}-0/)
     expect(gym.output()).toContain('Traceback (most recent call last)')
     const ready = await json('GET', `${gateway}/readyz`)
     expect(ready.body.active_trials).toBe(0)
@@ -664,7 +690,7 @@ describe('Gateway callback routing on the host emulator', () => {
     const retried = await cb('responses', {scenario: 'retry-once', input: []})
     expect(retried.status).toBe(200)
     expect(counts['retry-once']).toBe(2)
-    expect(gym.output()).toMatch(/Retrying NeMo Gym model callback rollout_id=<redacted> attempt=1 status=503/)
+    expect(gym.output()).toMatch(/Retrying NeMo Gym model callback rollout_id=[0-9a-f]{32}-0 attempt=1 status=503/)
 
     expect((await cb('responses', {scenario: 'render-error'})).status).toBe(500)
     expect(counts['render-error']).toBe(1)
@@ -683,10 +709,11 @@ describe('Gateway callback routing on the host emulator', () => {
     expect(text).toContain('event: message_start')
 
     // A stateless environment has no cleanup URLs: aborting a running trial cannot be verified.
-    const aborted = await json('POST', `${gateway}/v1/trials/relax-cb-hold/abort`)
-    expect(aborted.body).toMatchObject({status: 'failed', error: {code: 'cleanup_unverified', type: 'CleanupError', cause: {code: 'aborted'}}})
+    expect((await json('POST', `${gateway}/v1/trials/relax-cb-hold/abort`)).status).toBe(202)
+    expect(await pollTerminal(gateway, 'relax-cb-hold', false, 10_000)).toMatchObject({status: 'failed', error: {code: 'cleanup_unverified', type: 'CleanupError', cause: {code: 'aborted'}}})
     expect(await cb('responses', {scenario: 'fixups'})).toEqual({status: 410, body: {detail: 'callback capability is unavailable'}})
-    expect(gym.output()).not.toContain(rid)
+    // Like the real Gateway, its log names rollout ids in clear; it never prints a bearer token.
+    expect(gym.output()).toContain(rid)
     expect(gym.output()).toContain('nemo_gym_verbose event=trial_create')
     expect(gym.output()).not.toMatch(/"api_key":"hold"/)
   })
@@ -696,9 +723,13 @@ describe('Gateway callback routing on the host emulator', () => {
     expect((await json('POST', `${gateway}/v1/trials`, payload)).status).toBe(202)
     const final = await pollTerminal(gateway, 'relax-cb-artifact')
     expect(final).toMatchObject({status: 'completed', reward: 1, metrics: {tool_calls: 0, assistant_messages: 1}})
-    expect(final.artifact_ref).toMatch(new RegExp(`^${artifactRoot}/[0-9a-f]{64}/artifact\\.json$`))
+    // The real manifest: <root>/<request id>/artifact.json (0700 / 0600), no status/reward keys.
+    expect(final.artifact_ref).toBe(path.join(artifactRoot, 'relax-cb-artifact', 'artifact.json'))
     const artifact = JSON.parse(await fs.readFile(final.artifact_ref, 'utf8'))
-    expect(artifact).toMatchObject({protocol_version: 'relax-nemo-gym/artifact-v1', request_id: 'relax-cb-artifact', status: 'completed', reward: 1})
+    expect(Object.keys(artifact).sort()).toEqual(['evaluation', 'files', 'openhands_result', 'protocol_version', 'request_id', 'response_output'])
+    expect(artifact).toMatchObject({protocol_version: 'relax-nemo-gym/artifact-v1', request_id: 'relax-cb-artifact'})
+    expect((await fs.stat(path.dirname(final.artifact_ref))).mode & 0o777).toBe(0o700)
+    expect((await fs.stat(final.artifact_ref)).mode & 0o777).toBe(0o600)
   })
 
   it('maps an upstream transport error to 502 (agent then fails the trial)', async () => {
@@ -708,6 +739,6 @@ describe('Gateway callback routing on the host emulator', () => {
     expect((await json('POST', `${gateway}/v1/trials`, payload)).status).toBe(202)
     const final = await pollTerminal(gateway, 'relax-cb-transport')
     expect(final).toMatchObject({status: 'failed', error: {code: 'agent_error'}})
-    expect(gym.output()).toMatch(/"POST \/ng-rollout\/<redacted>\/v1\/responses HTTP\/1.1" 502/)
+    expect(gym.output()).toMatch(/"POST \/ng-rollout\/[0-9a-f]{32}-0\/v1\/responses HTTP\/1.1" 502/)
   })
 })

@@ -115,7 +115,11 @@ describe.skipIf(unavailable !== undefined)('fixture Gym image on the Docker Engi
       const inside = await docker(['exec', id, '/opt/nemo-gym/resources_servers/calendar/.venv/bin/python', '-c',
         `import json,urllib.request as u; b=json.dumps(${JSON.stringify(verifyBody('10:00'))}).encode(); r=u.urlopen(u.Request("${resource}/verify",data=b,headers={"Content-Type":"application/json"})); print("reward", json.load(r)["reward"])`])
       expect(inside.stdout.trim()).toBe('reward 1.0')
-      const broken = await post({responses_create_params: {}, exp_cal_state: {}})
+      // Like real Gym: a malformed body is a 422 validation error; a JSON body declared as
+      // text/plain makes Gym's error handler fail, a 500 with a traceback on stdout.
+      const malformed = await post({responses_create_params: {}, exp_cal_state: {}})
+      expect(malformed.status).toBe(422)
+      const broken = await fetch(`${resource}/verify`, {method: 'POST', headers: {'content-type': 'text/plain'}, body: '{}'})
       expect(broken.status).toBe(500)
       let logs = ''
       for (let i = 0; i < 20 && !logs.includes('Traceback (most recent call last)'); i++) {
@@ -123,7 +127,7 @@ describe.skipIf(unavailable !== undefined)('fixture Gym image on the Docker Engi
         if (!logs.includes('Traceback')) await new Promise((resolve) => setTimeout(resolve, 250))
       }
       expect(logs).toContain('Traceback (most recent call last)')
-      expect(logs).toContain('VerifyBodyError')
+      expect(logs).toContain('TypeError: Object of type bytes is not JSON serializable')
       expect(logs).toContain('All 3 / 3 servers ready!')
       expect(logs).toContain('Ray runtime started.')
       // docker stop sends SIGTERM to the exec'ed gym process (PID 1): it must exit 0 quickly.

@@ -76,7 +76,7 @@ describe.skipIf(unavailable !== undefined)('trial rung through the fixture Gym i
     expect(failures(results), await containerLogs(containerId, 80)).toBe('')
     expect(r['trial.task'].message).toBe(`task from ${contract.service.container}:/opt/nemo-gym/resources_servers/workplace_assistant/data/example.jsonl row 0 (2 message(s))`)
     expect(r['trial.history'].evidence?.tool_result_history).toEqual([0, 1, 2])
-    expect(r['trial.artifact'].message).toMatch(new RegExp(`^artifact ${contract.service.container}:${artifactRoot}/[0-9a-f]{64}/artifact\\.json \\(status completed, reward 1\\)$`))
+    expect(r['trial.artifact'].message).toMatch(new RegExp(`^artifact ${contract.service.container}:${artifactRoot}/gymrecipe-trial-[a-z0-9-]+/artifact\\.json: evaluation \\{"reward":1(\\.0)?,"status":"completed"\\}, 0 file\\(s\\)$`))
     expect(r['trial.cleanup-abort'].status).toBe('pass')
     expect(r['trial.gateway-clean'].message).toMatch(/^active_trials=0/)
     expect(await containerLogs(containerId)).not.toMatch(/gymrecipe-[0-9a-f]{48}/)

@@ -174,7 +174,7 @@ describe('trial rung: workplace-assistant (stateful, Responses, history [0, 1, 2
     const created = await gateway.create({
       protocol_version: 'relax-nemo-gym/v1', request_id: 'relax-stale-leak', session: {session_id: 'stale', group_id: 'stale', rollout_mode: 'train', attempt: 1},
       environment: {name: 'workplace_assistant', config: 'workplace-assistant-v1', task: {messages: [{role: 'user', content: 'hi'}], metadata: {}}},
-      model_endpoint: {base_url: hung.baseUrl, api_key: apiKey, model: 'model'}, deadline_s: 300, lease_s: 300,
+      model_endpoint: {base_url: hung.baseUrl, api_key: apiKey, model: 'model'}, interrupt_policy: 'protected', deadline_s: 300, lease_s: 300,
     })
     expect(created.status).toBe(202)
     await session.held

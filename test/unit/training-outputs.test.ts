@@ -92,6 +92,18 @@ describe('reward triage', () => {
     expect(t.text).toBe('triage: callback/lifecycle failed (1 lifecycle; error codes cleanup_unverified×1)')
   })
 
+  it('reads the real Gateway: a bare error code, a callback cancelled at abort, an SSE error event', () => {
+    // The real Gateway's trial error carries the code alone; the cause is only in its log.
+    expect(classifyFailure("NeMo Gym thin client failed: trial relax-1 ended failed: {'code': 'agent_error'}")).toBe('verifier')
+    expect(classifyFailure('trial relax-2 ended failed: {"code": "cleanup_probe_failed"}')).toBe('lifecycle')
+    // A model callback in flight at abort is cancelled: a 500 for the agent, CancelledError in the log.
+    expect(classifyFailure('model call failed with HTTP 500: Internal Server Error (asyncio.exceptions.CancelledError)')).toBe('lifecycle')
+    // Claude Code style agents see capability loss as an SSE error event inside a 200.
+    expect(classifyFailure('event: error data: {"type": "error", "error": {"type": "api_error", "message": "callback capability is unknown or no longer active"}}')).toBe('lifecycle')
+    const t = triage([], [{error: "trial relax-3 ended failed: {'code': 'agent_error'}"}], '')
+    expect(t.text).toBe('triage: the verifier never ran or could not parse the response (1 verifier; error codes agent_error×1)')
+  })
+
   it('the verifier never ran: reward null, truncation, deadline', () => {
     expect(classifyFailure("trial relax-1 ended truncated without a reward (error={'code': 'deadline_exceeded'}); dropping the sample")).toBe('verifier')
     const t = triage([sample({reward: null}), sample({status: 'truncated', reward: 0})], [], '')

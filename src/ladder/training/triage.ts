@@ -21,7 +21,9 @@ export const VERDICT_TEXT: Record<Verdict, string> = {
 
 const ORDER: Verdict[] = ['lifecycle', 'environment', 'verifier', 'model']
 
-const LIFECYCLE = /cleanup_unverified|cleanup_failed|cleanup_probe_failed|lease_expired|service_shutdown|\b410\b|callback capability is unavailable|ended aborted|model call failed|model callback/
+// A callback cancelled at abort reaches the agent as a 500 (the Gateway logs CancelledError);
+// a streaming Messages client sees the loss as an SSE error event inside a 200.
+const LIFECYCLE = /cleanup_unverified|cleanup_failed|cleanup_probe_failed|lease_expired|service_shutdown|\b410\b|callback capability is (?:unavailable|unknown)|no longer active|CancelledError|event: error|"type":\s*"api_error"|ended aborted|model call failed|model callback/
 const VERIFIER = /deadline_exceeded|without a reward|reward[=: ]+None|reward[=: ]+null|\btruncated\b/i
 const ENVIRONMENT = /seed_session failed|verify failed with HTTP|resources? server|HTTP 5\d\d|Traceback|KeyError|No container file|unknown tool/i
 
@@ -33,12 +35,29 @@ export interface Triage {
   errorCodes: Record<string, number>
 }
 
+/** The real Gateway's trial error is often the code alone ({"code": "agent_error"}): what each code means. */
+const CODE_VERDICT: Record<string, Verdict> = {
+  cleanup_unverified: 'lifecycle',
+  cleanup_failed: 'lifecycle',
+  cleanup_probe_failed: 'lifecycle',
+  lease_expired: 'lifecycle',
+  service_shutdown: 'lifecycle',
+  aborted: 'lifecycle',
+  deadline_exceeded: 'verifier',
+  // The agent's /run failed before anything was verified.
+  agent_error: 'verifier',
+}
+
 /** Classify one failure text (a terminal trace's error, a thin-client failure line). */
 export function classifyFailure(text: string): Verdict {
+  // What the text says (a cancelled callback, a 410, a seed_session 500) is more precise than
+  // the code; a bare code is all the real Gateway gives.
   if (LIFECYCLE.test(text)) return 'lifecycle'
   if (VERIFIER.test(text)) return 'verifier'
   if (ENVIRONMENT.test(text)) return 'environment'
-  return 'verifier' // e.g. a bare agent_error: the episode never reached the verifier
+  const codes: Record<string, number> = {}
+  codesIn(text, codes)
+  return Object.keys(codes).map((c) => CODE_VERDICT[c]).find(Boolean) ?? 'verifier'
 }
 
 function classifySample(s: DumpSample): {verdict: Verdict; why: string} {

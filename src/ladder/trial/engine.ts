@@ -95,7 +95,8 @@ async function pollToTerminal(
   while (!isTerminal(snapshot?.status)) {
     if (Date.now() >= giveUpAt || plan.signal?.aborted) {
       const aborted = await gateway.abort(id)
-      return {snapshot: aborted.status === 202 ? aborted.body : snapshot, timedOut: true}
+      // Abort is asynchronous: its 202 carries the snapshot from before the cleanup ran.
+      return {snapshot: await settleAfterAbort(gateway, id, aborted.status === 202 ? aborted.body : snapshot, poll), timedOut: true}
     }
     await sleep(poll)
     if (Date.now() >= nextRenew) {
@@ -108,6 +109,18 @@ async function pollToTerminal(
     if (got.status === 200 && got.body && typeof got.body === 'object') snapshot = got.body
   }
   return {snapshot, timedOut: false}
+}
+
+/** Poll a just-aborted trial until the Gateway reports its terminal state (bounded: 15 s). */
+async function settleAfterAbort(gateway: GatewayClient, id: string, last: TrialSnapshot | null, poll: number): Promise<TrialSnapshot | null> {
+  const until = Date.now() + 15_000
+  let snapshot = last
+  while (!isTerminal(snapshot?.status) && Date.now() < until) {
+    await sleep(poll)
+    const got = await gateway.get(id)
+    if (got.status === 200 && got.body && typeof got.body === 'object') snapshot = got.body
+  }
+  return snapshot
 }
 
 /** Run one trial to a terminal state. */

@@ -169,6 +169,8 @@ export function evaluateToolsOffered(run: TrialRun): Result {
   }
 }
 
+const ARTIFACT_KEYS = ['protocol_version', 'request_id', 'evaluation', 'openhands_result', 'response_output', 'files']
+
 export async function evaluateArtifact(run: TrialRun, artifactRoot: string | undefined, contract: RecipeContract): Promise<Result> {
   const id = 'trial.artifact'
   const title = 'Trial artifact written'
@@ -202,7 +204,13 @@ export async function evaluateArtifact(run: TrialRun, artifactRoot: string | und
   if (doc?.protocol_version !== 'relax-nemo-gym/artifact-v1' || doc?.request_id !== run.requestId) {
     return {id, title, status: 'fail', message: `artifact ${where} has protocol_version=${doc?.protocol_version} request_id=${doc?.request_id}, expected relax-nemo-gym/artifact-v1 and ${run.requestId}`, evidence: evidence(run)}
   }
-  return {id, title, status: 'pass', message: `artifact ${where} (status ${doc.status}, reward ${JSON.stringify(doc.reward)})`, evidence: {artifact_ref: ref}}
+  // The real Gateway's manifest: status and reward live in the trial snapshot, not here.
+  const missing = ARTIFACT_KEYS.filter((k) => !(k in doc))
+  if (missing.length > 0) {
+    return {id, title, status: 'fail', message: `artifact ${where} lacks ${missing.join(', ')} (the Gateway's manifest has ${ARTIFACT_KEYS.join(', ')})`, evidence: {artifact_ref: ref, keys: Object.keys(doc)}}
+  }
+  const files = Array.isArray(doc.files) ? doc.files.length : 0
+  return {id, title, status: 'pass', message: `artifact ${where}: evaluation ${JSON.stringify(doc.evaluation).slice(0, 120)}, ${files} file(s)`, evidence: {artifact_ref: ref, keys: Object.keys(doc)}}
 }
 
 export function evaluateAbort(run: AbortRun): Result {
