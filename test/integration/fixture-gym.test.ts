@@ -300,6 +300,25 @@ describe('workplace service on the host emulator', () => {
     expect(ready.body.trials).toBe(0)
   })
 
+  it('answers like the real workplace server: 400 without a session, 200 for an unknown tool, its cookie name, case-insensitive grading', async () => {
+    const resource = `http://${HOST}:${layout.resource}`
+    expect(await json('POST', `${resource}/email_search_emails`, {query: 'Carlos'})).toMatchObject({status: 400})
+    const seeded = await fetch(`${resource}/seed_session`, {method: 'POST', headers: {'content-type': 'application/json'}, body: '{}'})
+    const cookie = seeded.headers.get('set-cookie') ?? ''
+    expect(cookie).toMatch(/^WorkbenchResourcesServer___workplace_assistant=[0-9a-f]+;/)
+    const session = {cookie: cookie.split(';')[0], 'content-type': 'application/json'}
+    const unknown = await fetch(`${resource}/no_such_tool`, {method: 'POST', headers: session, body: '{}'})
+    expect(unknown.status).toBe(200)
+    expect((await unknown.json()).output).toContain('unknown tool no_such_tool')
+    expect((await json('GET', `${resource}/verify`)).status).toBe(405)
+    expect(await json('POST', `${resource}/aggregate_metrics`, {verify_responses: []})).toEqual({status: 200, body: {}})
+    // Reply bodies compare case-insensitively.
+    const truth = JSON.parse(typeof row.ground_truth === 'string' ? row.ground_truth : JSON.stringify(row.ground_truth))
+    const shouted = truth.map((c: any) => ({type: 'function_call', name: c.name, arguments: (typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments)).toUpperCase().replace(/"EMAIL_ID"/g, '"email_id"').replace(/"BODY"/g, '"body"')}))
+    const graded = await json('POST', `${resource}/verify`, {...row, response: {output: shouted}})
+    expect(graded).toMatchObject({status: 200, body: {reward: 1}})
+  })
+
   it('runs the deterministic workplace trial on the first real row (reward 1.0, history [0,1,2])', async () => {
     const payload = trialPayload('relax-wa-trial-1', {baseUrl: modelBase, task: relaxTask(row)})
     const created = await json('POST', `${gateway}/v1/trials`, payload)
