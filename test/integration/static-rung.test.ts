@@ -76,6 +76,8 @@ describe('each static rule fails on a recipe that breaks exactly that rule', () 
       editFile(dir, PREPARE, (t) => t.replace('if [[ "${NEMO_GYM_SOURCE_DATA}" != "${OUTPUT_DIR}/${RAW_FILENAME}" ]]; then', 'if false; then'))],
     ['static.prepare-source-path', 'prepare accepts a relative path', () =>
       editFile(dir, PREPARE, (t) => t.replace('if [[ "${NEMO_GYM_SOURCE_DATA}" != /* ]]; then', 'if false; then'))],
+    ['static.prepare-source-path', 'prepare derives NEMO_GYM_SOURCE_DATA itself, ignoring the value it is given', () =>
+      editFile(dir, PREPARE, (t) => t.replace(': "${NEMO_GYM_SOURCE_DATA:?Set NEMO_GYM_SOURCE_DATA in ${SCRIPT_DIR}/env.sh}"', 'NEMO_GYM_SOURCE_DATA="${DATA_DIR:-/data}/calendar_train.jsonl"'))],
     ['static.start-private-ray', 'RAY_ADDRESS is not unset', () => editFile(dir, START, (t) => t.replace('unset RAY_ADDRESS RAY_JOB_SUBMISSION_ID', 'unset RAY_JOB_SUBMISSION_ID'))],
     ['static.start-ownership', 'the container is replaced without reading its label', () =>
       editFile(dir, START, (t) => t.replace(/ {2}OWNER=\$\(docker container inspect[^\n]*\n {2}if \[\[ "\$\{OWNER\}" != "\$\{RECIPE_ID\}" \]\]; then\n[^\n]*\n {4}exit 3\n {2}fi\n/, ''))],
@@ -164,8 +166,8 @@ describe('hand-written recipes in the layouts Relax uses', () => {
     expect([...new Set(v.failing)]).toEqual(['static.start-private-ray start_sandbox_gym_remote.sh'])
     expect(v.byId('static.start-private-ray').find((c) => c.file === 'start_sandbox_local.sh')).toMatchObject({status: 'pass', message: expect.stringContaining('attaches')})
     expect(v.byId('static.start-ownership')[0]).toMatchObject({status: 'pass', file: 'start_sandbox_gym_remote.sh'})
-    // The Gateway maximum comes from an environment variable: not checked, never a failure.
-    expect(v.byId('static.run-trial-timing')[0]).toMatchObject({status: 'skip', message: expect.stringContaining('max_deadline_s')})
+    // The Gateway maximum is read from an environment variable whose default the launcher sets.
+    expect(v.byId('static.run-trial-timing')[0]).toMatchObject({status: 'pass', message: 'deadline 1200 s <= 7200 s, agent timeout 1260 s, policy protected'})
   })
 })
 

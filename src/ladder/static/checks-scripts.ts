@@ -290,11 +290,29 @@ export const contextBudgets = perTrainingScript('static.run-context', 'context b
 async function gatewaySpec(ctx: CheckRun): Promise<{maxDeadline?: number; policy?: string; where?: string}> {
   if (ctx.target.contract) return {maxDeadline: ctx.target.contract.gateway.max_deadline_s, policy: ctx.target.contract.gateway.interrupt_policy, where: 'recipe.yaml'}
   for (const start of (await recipeFiles(ctx)).launchers) {
-    const deadline = start.text.match(/"max_deadline_s"\s*:\s*(\d+(?:\.\d+)?)/)
     const policy = start.text.match(/"interrupt_policy"\s*:\s*"([a-z]+)"/)
-    if (deadline || policy) return {maxDeadline: deadline ? Number(deadline[1]) : undefined, policy: policy?.[1], where: start.name}
+    const deadline = registeredMaxDeadline(start)
+    if (deadline || policy) return {maxDeadline: deadline?.value, policy: policy?.[1], where: deadline ? `${start.name}, ${deadline.from}` : start.name}
   }
   return {}
+}
+
+/**
+ * The max_deadline_s a launcher registers: a literal, or read by its Python heredoc from an
+ * environment variable whose default the launcher sets (REASONING_GYM_CC_MAX_DEADLINE_S:-900).
+ */
+function registeredMaxDeadline(start: LoadedFile): {value: number; from: string} | undefined {
+  const literal = start.text.match(/"max_deadline_s"\s*:\s*(\d+(?:\.\d+)?)\s*[,}\n]/)
+  if (literal) return {value: Number(literal[1]), from: 'written literally'}
+  const ENV_READ = String.raw`(?:int|float)\(\s*os\.environ(?:\.get\(\s*"(\w+)"(?:\s*,\s*"([\d.]+)")?\s*\)|\[\s*"(\w+)"\s*\])\s*\)`
+  let read = start.text.match(new RegExp(`"max_deadline_s"\\s*:\\s*${ENV_READ}`))
+  const named = start.text.match(/"max_deadline_s"\s*:\s*([A-Za-z_]\w*)\s*[,}\n]/)
+  if (!read && named) read = start.text.match(new RegExp(`\\b${named[1]}\\s*=\\s*${ENV_READ}`))
+  if (!read) return undefined
+  const variable = read[1] ?? read[3]
+  const resolved = numberOf({...resolveWord(`\${${variable}}`, start.lines)})
+  const value = resolved ?? (read[2] === undefined ? undefined : Number(read[2]))
+  return value === undefined ? undefined : {value, from: `${variable} (default ${value})`}
 }
 
 export const trialTiming = perTrainingScript('static.run-trial-timing', 'agent timeout, deadline and interrupt policy match the Gateway', async (run, ctx) => {
@@ -361,6 +379,11 @@ export const prepareGuardsSourcePath: Check = {
     for (const prepare of files.prepare) {
       if (!/\bNEMO_GYM_SOURCE_DATA\b/.test(prepare.text)) {
         add(prepare, {status: 'fail', message: `${prepare.name} never reads NEMO_GYM_SOURCE_DATA: it writes wherever its own defaults say, so nothing ties the prepared file to the path training reads`, hint: 'Take the destination from NEMO_GYM_SOURCE_DATA (absolute, ending in the raw file name) and refuse anything else before starting a container.'})
+        continue
+      }
+      const overridden = assignments(prepare.lines).find((a) => a.name === 'NEMO_GYM_SOURCE_DATA' && !/\$\{NEMO_GYM_SOURCE_DATA\b/.test(a.value))
+      if (overridden) {
+        add(prepare, {status: 'fail', message: `${prepare.name} sets NEMO_GYM_SOURCE_DATA itself at line ${overridden.line} (${overridden.value.slice(0, 80)}), ignoring the path it is given`, line: overridden.line, hint: 'Read NEMO_GYM_SOURCE_DATA from the caller (env.sh) and refuse a path that is not absolute or does not end in the raw file name.'})
         continue
       }
       const raw = expectedRawFilename(ctx, prepare, files.byRole.env)
