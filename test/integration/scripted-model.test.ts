@@ -161,7 +161,7 @@ describe('scripted model through the fixture Gateway callback routes', () => {
         const created = await post(`${gateway}/v1/trials`, {
           protocol_version: 'relax-nemo-gym/v1', request_id: id, session: {session_id: id, group_id: 'g', rollout_mode: 'eval', attempt: 1},
           environment: {name: 'calendar', config: 'calendar-v1', task: {messages: [{role: 'user', content: 'hi'}], metadata: {exp_cal_state: {}, tools: []}}},
-          model_endpoint: {base_url: m.baseUrl, api_key: apiKey, model: 'model'}, deadline_s: 60, lease_s: 60,
+          model_endpoint: {base_url: m.baseUrl, api_key: apiKey, model: 'model'}, interrupt_policy: 'protected', deadline_s: 60, lease_s: 60,
         })
         expect(created.status).toBe(202)
         await session.held
