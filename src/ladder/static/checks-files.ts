@@ -124,7 +124,8 @@ export const graphNames: Check = {
     }
     if (problems.length > 0) return problems.map((p) => ({id: 'static.graph-names', title: 'scripts use the pinned graph names', ...p}))
     if (!contract && !checkedAgainstGym) {
-      return {status: 'skip', message: `not checked against the Gym config (no recipe.yaml and no --gym-root); the scripts agree with each other: ${[...new Set(names)].join(', ')}`, hint: 'Pass --gym-root <pinned Gym checkout>.'}
+      const why = ctx.options.gymRoot ? 'its graph config is not a file of the Gym checkout (it is read from a variable or an absolute path)' : 'no recipe.yaml and no --gym-root'
+      return {status: 'skip', message: `not checked against the Gym config (${why}); the scripts agree with each other: ${[...new Set(names)].join(', ')}`, hint: ctx.options.gymRoot ? 'Record the recipe with `gymrecipe new` so its graph is read from the config itself.' : 'Pass --gym-root <pinned Gym checkout>.'}
     }
     return {status: 'pass', message: `graph ${[...new Set(names)].join(', ')}${checkedAgainstGym ? ', confirmed in the Gym config' : ''}`}
   },
