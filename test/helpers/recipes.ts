@@ -8,10 +8,11 @@ import {snapshotRoot} from './cli.js'
 export const CONFIG_FOR: Record<string, string> = {
   calendar: 'environments/calendar/config.yaml',
   'workplace-assistant': 'resources_servers/workplace_assistant/configs/workplace_assistant.yaml',
+  'r2e-gym': 'responses_api_agents/swe_agents/configs/swebench_openhands.yaml',
 }
 
 /** A temporary Relax root with one generated recipe; returns the root and the recipe folder. */
-export async function generatedRecipe(builtin: 'calendar' | 'workplace-assistant', id: string = builtin, relaxRoot?: string): Promise<{relaxRoot: string; dir: string}> {
+export async function generatedRecipe(builtin: 'calendar' | 'workplace-assistant' | 'r2e-gym', id: string = builtin, relaxRoot?: string): Promise<{relaxRoot: string; dir: string}> {
   const root = relaxRoot ?? (await mkdtemp(path.join(os.tmpdir(), 'gr-relax-')))
   const result = await newRecipe({
     id,

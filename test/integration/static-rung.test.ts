@@ -17,7 +17,7 @@ function failing(report: Awaited<ReturnType<typeof staticReport>>): string[] {
 const RUN_OF_CALENDAR = 'run-qwen3-4B-8xgpu-nemo-gym-calendar.sh'
 
 describe('static rung on generated recipes', () => {
-  it.each(['calendar', 'workplace-assistant'] as const)('passes on the generated %s recipe, graph names confirmed in the Gym config', async (builtin) => {
+  it.each(['calendar', 'workplace-assistant', 'r2e-gym'] as const)('passes on the generated %s recipe, graph names confirmed in the Gym config', async (builtin) => {
     const {relaxRoot} = await generatedRecipe(builtin)
     const report = await staticReport(relaxRoot, builtin, snapshotRoot)
     expect(failing(report)).toEqual([])
