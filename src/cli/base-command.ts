@@ -1,7 +1,10 @@
 import {Command, Interfaces} from '@oclif/core'
+import {Writable} from 'node:stream'
+import {format} from 'node:util'
 
 import {ExitCode, GymError, isGymError} from '../errors.js'
 import {removeOpenTemporariesSync} from '../runtime/fs.js'
+import {Redactor} from './redact.js'
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
 export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>
@@ -27,6 +30,8 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   protected flags!: BaseFlags<T>
   protected args!: BaseArgs<T>
+  /** Every line, JSON document and error this command prints passes through it. */
+  protected readonly redactor = new Redactor(process.env)
 
   public override async init(): Promise<void> {
     await super.init()
@@ -53,6 +58,32 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     process.once('SIGTERM', onSignal)
   }
 
+  public override log(message = '', ...args: unknown[]): void {
+    super.log(this.redactor.text(format(message, ...args)))
+  }
+
+  public override logToStderr(message = '', ...args: unknown[]): void {
+    super.logToStderr(this.redactor.text(format(message, ...args)))
+  }
+
+  protected override logJson(json: unknown): void {
+    super.logJson(this.redactor.value(json))
+  }
+
+  protected override toSuccessJson(result: unknown): unknown {
+    return super.toSuccessJson(this.redactor.value(result))
+  }
+
+  /** A stream that redacts what passes through it, for script and log output streamed as it comes. */
+  protected redacting(target: NodeJS.WritableStream): Writable {
+    return new Writable({
+      write: (chunk: Buffer | string, _encoding, done) => {
+        target.write(this.redactor.text(chunk.toString()))
+        done()
+      },
+    })
+  }
+
   /** Print a line for people; silent under --json. */
   protected say(message = ''): void {
     if (!this.jsonEnabled()) this.log(message)
@@ -74,11 +105,13 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   protected override async catch(error: Error & {exitCode?: number}): Promise<any> {
     if (isGymError(error)) return this.failWith(error)
+    error.message = this.redactor.text(error.message)
     return super.catch(error)
   }
 
   private failWith(error: GymError): void {
-    const suggestions = error.hint ? [error.hint] : undefined
+    const hint = error.hint === undefined ? undefined : this.redactor.text(error.hint)
+    const suggestions = hint ? [hint] : undefined
     if (this.jsonEnabled()) {
       this.logJson({
         error: {
@@ -93,6 +126,6 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
       process.exitCode = error.exit
       return
     }
-    this.error(error.located, {code: error.code, exit: error.exit, suggestions})
+    this.error(this.redactor.text(error.located), {code: error.code, exit: error.exit, suggestions})
   }
 }

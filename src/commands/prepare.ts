@@ -76,8 +76,8 @@ EXIT STATUS
         gymRoot: this.flags['gym-root'],
         env: process.env,
         render: !json,
-        stdout: json ? process.stderr : process.stdout,
-        stderr: process.stderr,
+        stdout: this.redacting(json ? process.stderr : process.stdout),
+        stderr: this.redacting(process.stderr),
         note: (line) => this.say(line),
         signal: controller.signal,
       })

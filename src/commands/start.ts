@@ -70,8 +70,8 @@ EXIT STATUS
         render: !json,
         signal: controller.signal,
         io: {
-          scriptOutput: (stream, text) => (stream === 'stderr' || json ? process.stderr : process.stdout).write(text),
-          note: (line) => (json ? process.stderr.write(`${line}\n`) : this.log(line)),
+          scriptOutput: (stream, text) => (stream === 'stderr' || json ? process.stderr : process.stdout).write(this.redactor.text(text)),
+          note: (line) => (json ? process.stderr.write(`${this.redactor.text(line)}\n`) : this.log(line)),
         },
       })
     } finally {

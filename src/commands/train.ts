@@ -74,7 +74,7 @@ EXIT STATUS
         interrupt: controller.signal,
         pollIntervalMs: this.flags['poll-interval'] * 1000,
         say: (line) => this.say(line),
-        passthrough: json ? undefined : (stream, text) => (stream === 'stdout' ? process.stdout : process.stderr).write(text),
+        passthrough: json ? undefined : (stream, text) => (stream === 'stdout' ? process.stdout : process.stderr).write(this.redactor.text(text)),
         confirm: interactive
           ? async (question) => {
               const rl = readline.createInterface({input: process.stdin, output: process.stderr})

@@ -204,6 +204,22 @@ describe('train: pre-flight (nothing is submitted unless every check passes)', (
     expect(await submissions()).toEqual(before)
   })
 
+  it('credentials in RAY_DASHBOARD_ADDRESS and a RAY_JOB_HEADERS value with a line break never reach text, --json or errors', async () => {
+    const url = new URL(ray.url)
+    const planted = [
+      {RAY_DASHBOARD_ADDRESS: `http://ops:dash-password-42@${url.host}`},
+      {RAY_JOB_HEADERS: JSON.stringify({'x-ray-authorization': 'Bearer tok-first-half\r\nsecond-half-99'})},
+    ]
+    for (const overrides of planted) {
+      for (const args of [['--dry-run'], ['--dry-run', '--json']]) {
+        const r = await train(args, userEnv(overrides))
+        const out = r.stdout + r.stderr
+        for (const secret of ['dash-password-42', 'tok-first-half', 'second-half-99']) expect({args, secret, leaked: out.includes(secret)}).toEqual({args, secret, leaked: false})
+        expect(r.exitCode).not.toBe(0)
+      }
+    }
+  })
+
   it('a RUNTIME_ENV_JSON of the caller (it may carry tokens) is inherited, never printed', async () => {
     const secret = 'hf_secret_token_in_runtime_env'
     const env = userEnv({RUNTIME_ENV_JSON: JSON.stringify({env_vars: {HF_TOKEN: secret}})})
