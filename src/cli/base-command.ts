@@ -2,7 +2,7 @@ import {Command, Interfaces} from '@oclif/core'
 import {Writable} from 'node:stream'
 import {format} from 'node:util'
 
-import {ExitCode, GymError, isGymError} from '../errors.js'
+import {ExitCode, GymError, isGymError, usageError} from '../errors.js'
 import {removeOpenTemporariesSync} from '../runtime/fs.js'
 import {Redactor} from './redact.js'
 
@@ -84,9 +84,24 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     })
   }
 
+  /** Lines for people go to stderr while stdout carries data (`-o -`). */
+  private stdoutCarriesData = false
+
+  /**
+   * Declare a data output path: `-o -` (or /dev/stdout) makes stdout the data stream, so
+   * messages for people move to stderr; --json cannot share stdout with it.
+   */
+  protected dataOutput(output: string | undefined): void {
+    if (output !== '-' && output !== '/dev/stdout') return
+    if (this.jsonEnabled()) throw usageError(`--json and --output ${output} would both write to stdout`, 'Write the data to a file, or drop --json (the summary then goes to stderr).')
+    this.stdoutCarriesData = true
+  }
+
   /** Print a line for people; silent under --json. */
   protected say(message = ''): void {
-    if (!this.jsonEnabled()) this.log(message)
+    if (this.jsonEnabled()) return
+    if (this.stdoutCarriesData) this.logToStderr(message)
+    else this.log(message)
   }
 
   /** Print a line to stderr for people; silent under --json. */

@@ -11,6 +11,7 @@ export abstract class CallCommand extends BaseCommand<typeof CallCommand> {
   protected abstract readonly kind: CallKind
 
   public async run(): Promise<CallSummary> {
+    this.dataOutput(this.flags.output)
     return runCallCommand(
       {
         say: (m) => this.say(m),

@@ -1,6 +1,6 @@
 import {isUtf8} from 'node:buffer'
 import {once} from 'node:events'
-import {createReadStream, createWriteStream, promises as fsp} from 'node:fs'
+import {createReadStream, promises as fsp} from 'node:fs'
 import {finished} from 'node:stream/promises'
 
 import {isLosslessNumber, LosslessNumber, parse} from 'lossless-json'
@@ -581,7 +581,7 @@ export async function openJsonlOutput(target: string, dryRun: boolean): Promise<
     }
   }
   const atomic = await openAtomicTarget(target)
-  const stream = createWriteStream(atomic.tmpPath, {flush: true, highWaterMark: QUEUED})
+  const stream = atomic.createStream({flush: !atomic.direct, highWaterMark: QUEUED})
   let failure: Error | undefined
   stream.on('error', (error) => (failure ??= error))
   let chunk = ''

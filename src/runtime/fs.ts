@@ -1,6 +1,39 @@
 import {randomBytes} from 'node:crypto'
-import {constants, promises as fsp, rmSync} from 'node:fs'
+import {constants, createWriteStream, promises as fsp, rmSync} from 'node:fs'
 import path from 'node:path'
+import {Writable} from 'node:stream'
+
+import {ExitCode, GymError} from '../errors.js'
+
+/**
+ * How an output path is written. Regular files (and new paths) are replaced atomically by a
+ * rename; a pipe, a device, a socket or `-` (stdout) is written to directly, since renaming over
+ * it would replace the device itself; a symbolic link to a regular file is refused rather than
+ * replaced by a file of its own.
+ */
+export async function outputKind(target: string): Promise<{kind: 'atomic' | 'direct' | 'stdout'; path: string}> {
+  // stdout may be a socket, which cannot be opened by path: it is written as the process's stream.
+  if (target === '-' || target === '/dev/stdout') return {kind: 'stdout', path: '-'}
+  const link = await fsp.lstat(target).catch((error: any) => {
+    if (error?.code === 'ENOENT') return undefined
+    throw error
+  })
+  if (!link) return {kind: 'atomic', path: target}
+  const stat = link.isSymbolicLink() ? await fsp.stat(target).catch(() => undefined) : link
+  if (link.isSymbolicLink() && (!stat || stat.isFile())) {
+    const real = await fsp.realpath(target).catch(() => undefined)
+    throw new GymError(`output ${target} is a symbolic link${real ? ` to ${real}` : ' whose target does not exist'}; it would be replaced by a regular file`, {
+      code: 'E_OUTPUT_SYMLINK',
+      exit: ExitCode.usage,
+      hint: real ? `Pass the file itself (-o ${real}) to replace it, or another path.` : 'Remove the dangling link or pass another path.',
+      location: {file: target},
+    })
+  }
+  if (stat!.isDirectory()) {
+    throw new GymError(`output ${target} is a directory`, {code: 'E_OUTPUT_IS_DIR', exit: ExitCode.usage, hint: 'Pass a file path, e.g. <dir>/out.jsonl.', location: {file: target}})
+  }
+  return stat!.isFile() ? {kind: 'atomic', path: target} : {kind: 'direct', path: target}
+}
 
 /** A hidden, unique sibling of target: on the same filesystem, so a rename moves it into place. */
 function temporarySibling(target: string): string {
@@ -13,6 +46,9 @@ function temporarySibling(target: string): string {
  * leaves the previous content in place.
  */
 export async function writeFileAtomic(target: string, data: string | Uint8Array, mode?: number): Promise<void> {
+  const out = await outputKind(target)
+  if (out.kind === 'stdout') return void (await new Promise<void>((resolve, reject) => process.stdout.write(data, (error) => (error ? reject(error) : resolve()))))
+  if (out.kind === 'direct') return fsp.writeFile(out.path, data)
   await fsp.mkdir(path.dirname(target), {recursive: true})
   const tmp = temporarySibling(target)
   const handle = await fsp.open(tmp, 'w', mode ?? 0o644)
@@ -37,13 +73,40 @@ export async function writeFileAtomic(target: string, data: string | Uint8Array,
 /** Temporary siblings not yet committed or aborted, so an interrupted command can remove them. */
 const openTemporaries = new Set<string>()
 
-/** A temporary path next to target for streaming writers; commit() renames it into place. */
-export async function openAtomicTarget(target: string): Promise<{tmpPath: string; commit: () => Promise<void>; abort: () => Promise<void>}> {
+export interface AtomicTarget {
+  /** Where the content goes before commit(): a temporary sibling, or the pipe or device itself. */
+  tmpPath: string
+  /** Written in place (a pipe, a device, stdout): nothing to rename, sync or remove. */
+  direct: boolean
+  /** A stream onto tmpPath (or stdout), for streaming writers. */
+  createStream(options?: {highWaterMark?: number; flush?: boolean}): Writable
+  commit: () => Promise<void>
+  abort: () => Promise<void>
+}
+
+/** A Writable onto the process's stdout that never closes it. */
+function stdoutStream(): Writable {
+  return new Writable({
+    write: (chunk, _encoding, done) => void process.stdout.write(chunk, (error) => done(error ?? undefined)),
+  })
+}
+
+/**
+ * A temporary path next to target for streaming writers; commit() renames it into place. For a
+ * pipe, a device or `-`, the content is written in place and commit/abort do nothing.
+ */
+export async function openAtomicTarget(target: string): Promise<AtomicTarget> {
+  const out = await outputKind(target)
+  const nothing = async () => {}
+  if (out.kind === 'stdout') return {tmpPath: '-', direct: true, createStream: stdoutStream, commit: nothing, abort: nothing}
+  if (out.kind === 'direct') return {tmpPath: out.path, direct: true, createStream: (o) => createWriteStream(out.path, {flags: 'a', ...o}), commit: nothing, abort: nothing}
   await fsp.mkdir(path.dirname(target), {recursive: true})
   const tmpPath = temporarySibling(target)
   openTemporaries.add(tmpPath)
   return {
     tmpPath,
+    direct: false,
+    createStream: (o) => createWriteStream(tmpPath, o),
     commit: async () => {
       await fsp.rename(tmpPath, target)
       openTemporaries.delete(tmpPath)

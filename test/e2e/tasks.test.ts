@@ -1,6 +1,6 @@
 import {execa} from 'execa'
 import {createWriteStream} from 'node:fs'
-import {mkdtemp, readdir, readFile, writeFile} from 'node:fs/promises'
+import {lstat, mkdtemp, readdir, readFile, symlink, writeFile} from 'node:fs/promises'
 import {once} from 'node:events'
 import os from 'node:os'
 import path from 'node:path'
@@ -74,6 +74,39 @@ describe('gymrecipe tasks build', () => {
     expect(bundle.scenario_id).toBe('gym-dc3946e4a77aae4c')
     expect(bundle.provenance).toEqual({seed_id: 7})
     expect(bundle.task.responses_create_params.tools[0]).not.toHaveProperty('database')
+  })
+
+  it('writes to stdout (-o -), a pipe and through nothing else: devices stay devices, a symlink is refused, not replaced', async () => {
+    const dir = await tempDir()
+    const build = (output: string, extra: string[] = []) => runCli(['tasks', 'build', path.join(fixtures, 'seed-rows.jsonl'), '--spec', path.join(fixtures, 'workplace-declarative.yaml'), '-o', output, ...extra])
+
+    // stdout is the data stream; the line for people moves to stderr.
+    const toStdout = await build('-')
+    expect(toStdout.exitCode, toStdout.stderr).toBe(0)
+    expect(toStdout.stdout.trim().split('\n').map((l) => JSON.parse(l).scenario_id)).toEqual(['gym-dc3946e4a77aae4c'])
+    expect(toStdout.stderr).toContain('Wrote 1 scenario bundles to -')
+    expect((await build('-', ['--json'])).exitCode).toBe(2)
+
+    // A named pipe is written in place and stays a pipe.
+    const fifo = path.join(dir, 'bundles.fifo')
+    await execa('mkfifo', [fifo])
+    const reader = readFile(fifo, 'utf8')
+    const viaPipe = await build(fifo)
+    expect(viaPipe.exitCode, viaPipe.stderr).toBe(0)
+    expect(JSON.parse((await reader).trim()).scenario_id).toBe('gym-dc3946e4a77aae4c')
+    expect((await lstat(fifo)).isFIFO()).toBe(true)
+
+    // A symlink to a regular file would be replaced by a file of its own: refused, both kept.
+    const real = path.join(dir, 'real.jsonl')
+    await writeFile(real, 'previous\n')
+    const link = path.join(dir, 'link.jsonl')
+    await symlink(real, link)
+    const viaLink = await build(link, ['--json'])
+    expect(viaLink.exitCode).toBe(2)
+    expect(viaLink.json.error).toMatchObject({code: 'E_OUTPUT_SYMLINK', hint: `Pass the file itself (-o ${real}) to replace it, or another path.`})
+    expect((await lstat(link)).isSymbolicLink()).toBe(true)
+    expect(await readFile(real, 'utf8')).toBe('previous\n')
+    expect((await readdir(dir)).sort()).toEqual(['bundles.fifo', 'link.jsonl', 'real.jsonl'])
   })
 
   it('prints a line for people', async () => {

@@ -29,6 +29,7 @@ EXIT STATUS
   }
 
   public async run(): Promise<IngestSummary> {
+    this.dataOutput(this.flags.output)
     const {tasks, rollouts, failures, output} = this.flags
     const summary = await ingestRollouts({tasks, rollouts, failures, output, dryRun: this.flags['dry-run']})
     this.say(

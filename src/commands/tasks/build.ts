@@ -42,6 +42,7 @@ EXIT STATUS
   }
 
   public async run(): Promise<BuildSummary> {
+    this.dataOutput(this.flags.output)
     const spec = await loadTaskSpec(this.flags.spec)
     const summary = await buildScenarios({input: this.args.rows, spec, output: this.flags.output, dryRun: this.flags['dry-run']})
     const verb = summary.dryRun ? 'Would write' : 'Wrote'

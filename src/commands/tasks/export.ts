@@ -28,6 +28,7 @@ EXIT STATUS
   }
 
   public async run(): Promise<ExportSummary> {
+    this.dataOutput(this.flags.output)
     const summary = await exportTasks({input: this.args.scenarios, output: this.flags.output, dryRun: this.flags['dry-run']})
     this.say(`${summary.dryRun ? 'Would write' : 'Wrote'} ${summary.tasks} Gym tasks to ${summary.output}`)
     return summary

@@ -1,5 +1,6 @@
 import {createHash} from 'node:crypto'
-import {createWriteStream, promises as fsp, type WriteStream} from 'node:fs'
+import {promises as fsp} from 'node:fs'
+import type {Writable} from 'node:stream'
 import path from 'node:path'
 
 import {ExitCode, GymError} from '../../errors.js'
@@ -146,7 +147,7 @@ class OrderedOutput {
   private failure?: Error
   private buffered = ''
 
-  constructor(private readonly stream: WriteStream) {
+  constructor(private readonly stream: Writable) {
     stream.on('error', (error) => {
       this.failure ??= error
     })
@@ -319,7 +320,7 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
   }
   const {evidence, previous} = await EvidenceDir.open(options.evidenceDir, header, Boolean(options.resume), tallyRecorded)
   const target = await openAtomicTarget(options.output)
-  const output = new OrderedOutput(createWriteStream(target.tmpPath))
+  const output = new OrderedOutput(target.createStream())
 
   // Internal cancellation: the caller's signal, or a fatal journal/output error.
   const cancel = new AbortController()
@@ -414,9 +415,11 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
   }
   try {
     await output.close()
-    const handle = await fsp.open(target.tmpPath, 'r+')
-    await handle.sync()
-    await handle.close()
+    if (!target.direct) {
+      const handle = await fsp.open(target.tmpPath, 'r+')
+      await handle.sync()
+      await handle.close()
+    }
     await target.commit()
   } catch (error: any) {
     await target.abort()
