@@ -86,7 +86,8 @@ EXIT STATUS
       this.say(`  action: ${plan.action}`)
       if (plan.ports.length > 0) this.say(`  ports: ${plan.ports.map((p) => `${p.port} ${p.label}`).join(', ')}`)
       this.say(`  then: ${plan.then}`)
-      return report
+      // A dry run exits as the real run would for everything it can know without changing anything.
+      return this.withExitCode(report, plan.would_exit)
     }
     if (!report.ladder) return report
     for (const line of summarizeLadder(report.ladder)) this.say(line)

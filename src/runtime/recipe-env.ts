@@ -9,14 +9,18 @@ import {run} from './process.js'
  */
 export async function recipeEnvironment(recipeDir: string, base: NodeJS.ProcessEnv): Promise<Record<string, string>> {
   const envFile = path.join(recipeDir, 'env.sh')
-  const result = await run('bash', ['-c', 'set -a; source "$1" >/dev/null; env -0', 'gymrecipe-env', envFile], {
+  // A syntax error must fail here: sourced, it only stops env.sh, and env -0 would still exit 0.
+  const result = await run('bash', ['-c', 'bash -n "$1" || exit 2; set -a; source "$1" >/dev/null; env -0', 'gymrecipe-env', envFile], {
     env: base as Record<string, string>,
     extendEnv: false,
     timeout: 20_000,
     cwd: recipeDir,
   })
   if (result.failed) {
-    throw new GymError(`sourcing ${envFile} failed: ${result.stderr.trim().split('\n').at(-1) ?? `exit ${result.exitCode}`}`, {
+    const lines = result.stderr.trim().split('\n')
+    // bash names the cause first ("line 4: syntax error near unexpected token ..."), the echo of the line after.
+    const cause = (lines.find((l) => /syntax error|not found|unbound/.test(l)) ?? lines.at(-1) ?? `exit ${result.exitCode}`).replace(`${envFile}: `, '')
+    throw new GymError(`sourcing ${envFile} failed: ${cause}`, {
       code: 'E_ENV_SH',
       exit: ExitCode.usage,
       hint: 'Fix env.sh; it must be valid bash that only exports deployment values.',

@@ -81,6 +81,8 @@ export interface StartReport {
   plan: null | {
     existing: null | {id: string; owner: string | null; state: string}
     action: string
+    /** The exit status the real run would have for what a dry run can know (3: it would refuse). */
+    would_exit: number
     ports: Array<{label: string; port: number}>
     env: Record<string, string>
     then: string
@@ -185,6 +187,7 @@ async function dryRunPlan(o: StartOptions, target: RecipeTarget, desc: ServiceDe
     plan: {
       existing: existing ? {id: existing.id, owner: existing.owner ?? null, state: stateText(existing)} : null,
       action,
+      would_exit: !docker || (existing && existing.owner !== desc.recipe) ? ExitCode.precondition : ExitCode.ok,
       ports: desc.ports,
       env: {[NO_WAIT_ENV]: '1', NEMO_GYM_IMAGE: desc.imageTag ?? '', GYM_HOST: desc.gymHost ?? '', NEMO_GYM_GATEWAY_PORT: String(desc.gatewayPort)},
       then: 'climb the ladder: static → data → service',

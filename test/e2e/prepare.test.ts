@@ -87,6 +87,20 @@ describe.skipIf(unavailable !== undefined)('gymrecipe prepare on the Docker Engi
     expect((await docker(['image', 'inspect', image])).exitCode).not.toBe(0)
   })
 
+  it('--dry-run exits as the real run would: an env.sh that bash cannot parse is bad input (exit 2)', async () => {
+    const envSh = path.join(checkout.root, 'examples/nemo_gym_agentic/recipes', id, 'env.sh')
+    const original = await fs.readFile(envSh, 'utf8')
+    await fs.writeFile(envSh, `${original}\nif then\n`)
+    try {
+      const r = await runCli(['prepare', id, '--relax-root', checkout.root, '--dry-run', '--json'], {env: {NEMO_GYM_SOURCE_DATA: source}})
+      expect(r.exitCode).toBe(2)
+      expect(r.json.error).toMatchObject({code: 'E_ENV_SH', location: {file: envSh}})
+      expect(r.json.error.message).toContain('syntax error')
+    } finally {
+      await fs.writeFile(envSh, original)
+    }
+  })
+
   it('builds the image, materializes the example split at the same absolute path, and passes static → data', async () => {
     const r = await runCli(['prepare', id, '--relax-root', checkout.root, '--json'], {env: {NEMO_GYM_SOURCE_DATA: source}, timeout: 900_000})
     // Script output goes to stderr under --json; stdout is the report alone.

@@ -59,6 +59,10 @@ describe('gymrecipe start: preconditions (no image is built)', () => {
     await ensureBaseImage()
     const id = (await dockerOk(['run', '-d', '--name', fx.container, '--network', 'none', '--label', foreignLabel, ...labels, 'gymrecipe-test-base:bookworm', 'sleep', 'infinity'])).trim()
     try {
+      // The dry run already knows: it exits 3 as the real run does.
+      const dry = await runCli(['start', fx.id, '--relax-root', fx.relaxRoot, '--dry-run', '--json'], {env: fx.env})
+      expect(dry.exitCode).toBe(3)
+      expect(dry.json.plan).toMatchObject({would_exit: 3, action: expect.stringMatching(/^refuse: /)})
       const r = await runCli(['start', fx.id, '--relax-root', fx.relaxRoot], {env: fx.env})
       expect(r.exitCode, r.stdout + r.stderr).toBe(3)
       expect(r.stderr).toContain(`Refusing to replace ${fx.container}`)
