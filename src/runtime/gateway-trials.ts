@@ -64,6 +64,32 @@ export function gatewayClient(gatewayUrl: string) {
 
 export type GatewayClient = ReturnType<typeof gatewayClient>
 
+/**
+ * Whether a Gateway registers an environment/config, asked without creating a trial: the create
+ * request carries a deadline no registration allows, so a registered pair is refused for its
+ * deadline (400) and an unregistered one for being unknown (400 "not registered").
+ */
+export async function gatewayRegisters(gatewayUrl: string, environment: string, config: string, interruptPolicy: string): Promise<{registered: boolean | null; answer: GatewayAnswer}> {
+  const client = gatewayClient(gatewayUrl)
+  const requestId = `gymrecipe-registration-probe-${Date.now()}`
+  const answer = await client.create({
+    protocol_version: 'relax-nemo-gym/v1',
+    request_id: requestId,
+    session: {session_id: requestId, group_id: 'gymrecipe-probe', rollout_mode: 'eval', attempt: 1},
+    environment: {name: environment, config, task: {messages: [], metadata: {}}},
+    model_endpoint: {base_url: 'http://127.0.0.1:9/v1', api_key: 'gymrecipe-probe', model: 'model'},
+    interrupt_policy: interruptPolicy,
+    deadline_s: 1e12,
+    lease_s: 1,
+  })
+  const detail = JSON.stringify(answer.body ?? '')
+  // Never expected (no registration allows that deadline), but a created probe must not linger.
+  if (answer.status === 202) await client.abort(requestId, 10_000)
+  if (answer.status === 400 && /not registered/i.test(detail)) return {registered: false, answer}
+  if (answer.status === 400 || answer.status === 202) return {registered: true, answer}
+  return {registered: null, answer}
+}
+
 export function isTerminal(status: unknown): boolean {
   return typeof status === 'string' && (TERMINAL_STATUSES as readonly string[]).includes(status)
 }

@@ -11,6 +11,7 @@ import {runLadder} from '../ladder/runner.js'
 import type {RecipeTarget} from '../ladder/types.js'
 import {inspectContainer} from '../runtime/container.js'
 import {dockerTarget, tryDocker} from '../runtime/docker.js'
+import {gatewayRegisters} from '../runtime/gateway-trials.js'
 import {readyz} from '../runtime/http.js'
 import {which} from '../runtime/process.js'
 import {dashboardAddressFromEnv, dashboardResolveProblem, rayJobHeadersFromEnv, rayJobsClient, redactUrl} from '../runtime/ray-jobs.js'
@@ -152,7 +153,16 @@ export async function checkGateway(input: PreflightInput): Promise<PreflightItem
   if (body.gym_commit !== commit) {
     return fail('gateway', title, `the Gateway reports gym_commit ${body.gym_commit}, the recipe pins ${commit}`, `Rebuild and restart the service: gymrecipe start ${input.target.id}`, evidence)
   }
-  return pass('gateway', title, `${gateway.url} ready, active_trials=0, epoch ${String(body.service_epoch).slice(0, 8)}`, evidence)
+  // A ready Gateway on this port may be another recipe's: it must register this recipe's pair.
+  const {environment, gateway_config: config} = input.target.contract.gym
+  const registration = await gatewayRegisters(gateway.url, environment, config, input.target.contract.gateway.interrupt_policy)
+  if (registration.registered === false) {
+    return fail('gateway', title, `the Gateway on ${gateway.url} does not register ${environment}/${config}: it is another recipe's service`, `Start this recipe's service (gymrecipe start ${input.target.id}) on its own port, or point NEMO_GYM_GATEWAY_PORT at it.`, evidence)
+  }
+  if (registration.registered === null) {
+    return fail('gateway', title, `cannot tell whether the Gateway on ${gateway.url} registers ${environment}/${config}: a registration probe was answered HTTP ${registration.answer.status}`, `gymrecipe status ${input.target.id}`, evidence)
+  }
+  return pass('gateway', title, `${gateway.url} ready, registers ${environment}/${config}, active_trials=0, epoch ${String(body.service_epoch).slice(0, 8)}`, evidence)
 }
 
 /** The Gateway port the script will use equals the running service's port (container env, else the contract). */

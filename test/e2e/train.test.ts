@@ -281,8 +281,20 @@ describe('train: pre-flight (nothing is submitted unless every check passes)', (
       await writeFaults(checkout, undefined)
       await stale.stop()
     }
+    // Another recipe's Gateway, ready and idle, on the port the script targets: not this recipe's service.
+    const foreignPort = await freePortBlock(6, 25800)
+    const foreign = await startHostGym(checkout, {layout: layoutAt(foreignPort), graph: CALENDAR_GRAPH, registration: {...registration, config: 'other-recipe-v1'}})
+    try {
+      await waitForReadyz(`http://${HOST}:${foreignPort}`)
+      const r = await train(['--dry-run', '--json'], userEnv({NEMO_GYM_GATEWAY_PORT: String(foreignPort)}))
+      expect(r.exitCode).toBe(3)
+      expect(item(r.json, 'gateway')).toMatchObject({status: 'fail', message: `the Gateway on http://${HOST}:${foreignPort} does not register calendar/calendar-v1: it is another recipe's service`})
+      expect((await fetch(`http://${HOST}:${foreignPort}/readyz`).then((x) => x.json())).trials).toBe(0)
+    } finally {
+      await foreign.stop()
+    }
     expect(await submissions()).toEqual(before)
-  }, 180_000)
+  }, 240_000)
 
   it.skipIf(Boolean(dockerReason))('a running service on another port than the training script uses fails the pre-flight', async () => {
     const other = gatewayPort + 7
