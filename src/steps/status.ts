@@ -4,6 +4,7 @@
  */
 import {inspectContainer} from '../runtime/container.js'
 import {dockerTarget, tryDocker} from '../runtime/docker.js'
+import {gatewayRegisters} from '../runtime/gateway-trials.js'
 import {readyz} from '../runtime/http.js'
 import {rayJobHeadersFromEnv, rayJobsClient, redactUrl} from '../runtime/ray-jobs.js'
 import {recipeEnvironment} from '../runtime/recipe-env.js'
@@ -37,6 +38,8 @@ export interface GatewayView {
   activeTrials: number | null
   terminalTrials: number | null
   gymCommit: string | null
+  /** Whether the Gateway registers this recipe's environment/config (null: unknown). */
+  registers: boolean | null
   problem: string | null
 }
 
@@ -110,6 +113,7 @@ export async function recipeStatus(options: {relaxRoot: string; recipe: string; 
     activeTrials: null,
     terminalTrials: null,
     gymCommit: null,
+    registers: null,
     problem: null,
   }
   const endpoint = contract ? trainingGateway(contract, env) : {problem: 'recipe.yaml is missing: the Gateway port is unknown'}
@@ -131,6 +135,14 @@ export async function recipeStatus(options: {relaxRoot: string; recipe: string; 
       gateway.terminalTrials = typeof body.terminal_trials === 'number' ? body.terminal_trials : null
       gateway.gymCommit = typeof body.gym_commit === 'string' ? body.gym_commit : null
       if (body.protocol_version !== 'relax-nemo-gym/v1') gateway.problem = `HTTP ${answer.status} but not a Relax Gateway`
+      else if (contract) {
+        // A Gateway on this port may be another recipe's; it must register this recipe's pair.
+        const {environment, gateway_config: config} = contract.gym
+        const registration = await gatewayRegisters(endpoint.url, environment, config, contract.gateway.interrupt_policy)
+        gateway.registers = registration.registered
+        if (registration.registered === false) gateway.problem = `does not register ${environment}/${config}: another recipe's service`
+        else if (registration.registered === null) gateway.problem = `registration of ${environment}/${config} not confirmed (probe answered HTTP ${registration.answer.status})`
+      }
     }
   }
 

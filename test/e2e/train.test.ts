@@ -586,13 +586,27 @@ describe('status', () => {
     expect(r.exitCode, r.stderr).toBe(0)
     expect(r.json.job.submissionId).toMatch(new RegExp(`^${ownPrefix()}`))
     expect(r.json.job.status).toMatch(/^(SUCCEEDED|FAILED|STOPPED)$/)
-    expect(r.json.gateway).toMatchObject({url: `http://${HOST}:${gatewayPort}`, reachable: true, ready: true, activeTrials: 0})
+    expect(r.json.gateway).toMatchObject({url: `http://${HOST}:${gatewayPort}`, reachable: true, ready: true, activeTrials: 0, registers: true, problem: null})
     expect(r.json.gateway.serviceEpoch).toMatch(/^[0-9a-f]{32}$/)
     expect(r.json.container).toMatchObject({name: `nemo-gym-${recipeId}`, exists: false})
     const human = await runCli(['status', recipeId, '--relax-root', checkout.root], {env: userEnv()})
     expect(human.stdout).toContain(`  job        ${r.json.job.submissionId}  ${r.json.job.status}  on ${ray.url}`)
     expect(human.stdout).toMatch(new RegExp(`  gateway    http://127\\.0\\.0\\.1:${gatewayPort}  ready  epoch [0-9a-f]{8}  trials \\d+  active 0`))
   })
+
+  it("names another recipe's Gateway on this recipe's port", async () => {
+    const foreignPort = await freePortBlock(6, 26000)
+    const foreign = await startHostGym(checkout, {layout: layoutAt(foreignPort), graph: CALENDAR_GRAPH, registration: {...registration, config: 'other-recipe-v1'}})
+    try {
+      await waitForReadyz(`http://${HOST}:${foreignPort}`)
+      const r = await runCli(['status', recipeId, '--relax-root', checkout.root, '--json'], {env: userEnv({NEMO_GYM_GATEWAY_PORT: String(foreignPort)})})
+      expect(r.json.gateway).toMatchObject({ready: true, registers: false, problem: "does not register calendar/calendar-v1: another recipe's service"})
+      const human = await runCli(['status', recipeId, '--relax-root', checkout.root], {env: userEnv({NEMO_GYM_GATEWAY_PORT: String(foreignPort)})})
+      expect(human.stdout).toContain("(does not register calendar/calendar-v1: another recipe's service)")
+    } finally {
+      await foreign.stop()
+    }
+  }, 120_000)
 
   it.skipIf(Boolean(dockerReason))('reports the container state and its ownership label', async () => {
     await dockerOk(['run', '-d', '--network', 'host', '--name', `nemo-gym-${recipeId}`, '--label', `ai.relax.recipe=${recipeId}`, '--label', label, '-e', `NEMO_GYM_GATEWAY_PORT=${gatewayPort}`, BASE_IMAGE, 'sleep', 'infinity'])
