@@ -6,6 +6,7 @@ import {ExitCode, GymError} from '../errors.js'
 import {checkContractInvariants} from './invariants.js'
 import {recipeSchema} from './schema.js'
 import type {RecipeContract} from './types.js'
+import {yamlValue} from '../yaml-value.js'
 
 export interface ContractProblem {
   file: string
@@ -166,7 +167,7 @@ export function parseContract(text: string, file: string): RecipeContract {
     }))
     throw contractError(file, problems)
   }
-  const value = doc.toJS({maxAliasCount: 100})
+  const value = yamlValue(doc, file)
   const problems = contractProblems(value, file, doc, lineCounter)
   if (problems.length > 0) throw contractError(file, problems)
   return value as RecipeContract

@@ -14,6 +14,7 @@ import {isInside} from '../runtime/fs.js'
 import {occupiedRecipes, recipeDir} from './checkout.js'
 import {applyPlan, planRecipe, type RecipePlan} from './plan.js'
 import {renderRecipe} from './render.js'
+import {yamlValue} from '../yaml-value.js'
 
 export interface NewRecipeOptions {
   id: string
@@ -82,7 +83,7 @@ async function readVerifierOverride(file: string): Promise<VerifierOverride> {
   })
   const doc = parseDocument(text)
   if (doc.errors.length > 0) throw usageError(`${file}: invalid YAML: ${doc.errors[0].message.split('\n')[0]}`)
-  const value: any = doc.toJS()
+  const value: any = yamlValue(doc, file)
   if (!value || typeof value !== 'object' || !value.verifier) {
     throw usageError(`${file} must hold a "verifier:" block (and optionally "trial:")`, 'Copy the verifier block of recipes/calendar.yaml and replace its task and outputs.')
   }

@@ -2,6 +2,7 @@ import {type Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocu
 
 import {gymConfigError} from './errors.js'
 import {isMapping, type Mapping, MISSING, type Path, toPointer} from './tree.js'
+import {yamlValue} from '../../yaml-value.js'
 
 export interface ParsedConfigFile {
   /** Path relative to the Gym root, POSIX separators. */
@@ -38,7 +39,7 @@ export function parseConfigFile(file: string, text: string): ParsedConfigFile {
     const line = firstError.linePos?.[0]?.line
     throw gymConfigError('yaml', `invalid YAML: ${describeYamlError(firstError.message)}`, {file, line}, 'Fix the YAML syntax at that line.')
   }
-  const data = document.toJS({maxAliasCount: 10_000}) ?? {}
+  const data = yamlValue(document, file, {maxAliasCount: 10_000}) ?? {}
   if (!isMapping(data)) {
     const line = document.contents?.range ? lineCounter.linePos(document.contents.range[0]).line : 1
     throw gymConfigError('not-a-mapping', 'the top level of a Gym config must be a mapping of server instance ids', {file, line})

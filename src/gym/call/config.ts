@@ -7,6 +7,7 @@ import {isMap, isScalar, isSeq, LineCounter, parseDocument} from 'yaml'
 import {ExitCode, GymError} from '../../errors.js'
 import {isDotPath} from './paths.js'
 import type {CallConfig, CallKind, SessionConfig, SessionStepConfig} from './types.js'
+import {yamlValue} from '../../yaml-value.js'
 
 /** Defaults for what the contract leaves open (documented in the README). */
 export const CALL_DEFAULTS = {
@@ -211,7 +212,7 @@ export function parseCallConfig(text: string, kind: CallKind, file = '<config>')
       location: {file, line},
     })
   }
-  const raw = normalizeNumbers(doc.toJS(), false)
+  const raw = normalizeNumbers(yamlValue(doc, file), false)
   const lineOf = (pointer: string): number | undefined => {
     const path = pointer.split('/').filter(Boolean).map((p) => p.replace(/~1/gu, '/').replace(/~0/gu, '~'))
     for (let n = path.length; n >= 0; n--) {

@@ -7,6 +7,7 @@ import {ExitCode, GymError} from '../../errors.js'
 import {FieldError, type JsonObject, type JsonValue, LosslessNumber, setMember} from '../json.js'
 import {compareCodePoints, pythonFloatRepr, pythonStrip} from './python.js'
 import {MANAGED_TASK_FIELDS} from './task.js'
+import {yamlValue} from '../../yaml-value.js'
 
 /**
  * The task spec of `tasks build`: the Data Designer Gym processor config
@@ -271,7 +272,7 @@ export async function loadTaskSpec(file: string): Promise<TaskSpec> {
     throw specError(`invalid YAML: ${summary}`, file, error.linePos?.[0].line)
   }
   try {
-    return taskSpecFrom(doc.toJS())
+    return taskSpecFrom(yamlValue(doc, file))
   } catch (error) {
     if (!(error instanceof FieldError)) throw error
     throw specError(error.message, file, lineOf(doc, lines, error.field ? fieldPath(error.field) : []), error.field)
