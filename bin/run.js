@@ -9,6 +9,10 @@ if (process.argv.length === 3 && (process.argv[2] === '--version' || process.arg
   // oclif wraps messages at 80 columns when stderr is not a terminal, which splits file paths
   // in CI logs and in anything that greps them; wrap only on a real terminal.
   if (!process.stderr.isTTY && process.env.OCLIF_COLUMNS === undefined) process.env.OCLIF_COLUMNS = '10000'
+  // An unknown command is a usage error (exit 2, as documented); oclif's not-found plugin uses 127.
+  process.on('exit', (code) => {
+    if (code === 127) process.exitCode = 2
+  })
   const {execute} = await import('@oclif/core')
   await execute({dir: import.meta.url})
 }

@@ -93,6 +93,7 @@ EXIT STATUS
     if (r.status === 'planned') {
       this.say(`Dry run for ${r.recipe} (${r.dir}); nothing was run.`)
       this.say(`  would run: (cd ${r.cwd} && ${r.command.join(' ')})`)
+      if (r.env_sh_sourced) this.say(`  read ${r.dir}/env.sh by sourcing it with bash (any command in it ran)`)
       this.say(`  it writes: ${r.source ?? 'NEMO_GYM_SOURCE_DATA (not set in env.sh!)'}${r.preview ? ` and the preview ${r.preview}` : ''}`)
       this.say(`  in image:  ${r.image ?? 'NEMO_GYM_IMAGE (not set in env.sh!)'} (built from the checkout if missing)`)
       this.say(`  then:      climb static → ${r.level}${r.smoke ? ' (SMOKE run)' : ''}`)

@@ -84,6 +84,7 @@ EXIT STATUS
       this.say(`  would run: ${plan.env.NEMO_GYM_START_NO_WAIT ? 'NEMO_GYM_START_NO_WAIT=1 ' : ''}${report.script.command.join(' ')}`)
       this.say(`  image ${plan.env.NEMO_GYM_IMAGE}, container ${report.container.name} (now: ${report.container.state}), Gateway ${report.gateway_url}`)
       this.say(`  action: ${plan.action}`)
+      if (plan.env_sh_sourced) this.say(`  read ${report.dir}/env.sh by sourcing it with bash (any command in it ran)`)
       if (plan.ports.length > 0) this.say(`  ports: ${plan.ports.map((p) => `${p.port} ${p.label}`).join(', ')}`)
       this.say(`  then: ${plan.then}`)
       // A dry run exits as the real run would for everything it can know without changing anything.

@@ -10,7 +10,8 @@ import {run} from './process.js'
 export async function recipeEnvironment(recipeDir: string, base: NodeJS.ProcessEnv): Promise<Record<string, string>> {
   const envFile = path.join(recipeDir, 'env.sh')
   // A syntax error must fail here: sourced, it only stops env.sh, and env -0 would still exit 0.
-  const result = await run('bash', ['-c', 'bash -n "$1" || exit 2; set -a; source "$1" >/dev/null; env -0', 'gymrecipe-env', envFile], {
+  // A missing env.sh (Relax keeps it out of git) leaves the caller's environment as it is.
+  const result = await run('bash', ['-c', 'if [ -e "$1" ]; then bash -n "$1" || exit 2; set -a; source "$1" >/dev/null; fi; env -0', 'gymrecipe-env', envFile], {
     env: base as Record<string, string>,
     extendEnv: false,
     timeout: 20_000,

@@ -53,6 +53,8 @@ export interface PrepareResult {
   script?: {exitCode: number | null; signal: string | null; durationMs: number; stdoutTail: string[]; stderrTail: string[]}
   hint?: string
   ladder?: LadderReport
+  /** env.sh was sourced with bash to read its values (its commands ran, even in a dry run). */
+  env_sh_sourced: boolean
 }
 
 export async function prepareRecipe(o: PrepareOptions): Promise<PrepareResult> {
@@ -76,6 +78,7 @@ export async function prepareRecipe(o: PrepareOptions): Promise<PrepareResult> {
     image: scriptEnv.NEMO_GYM_IMAGE || null,
     smoke: o.smoke || (target.contract?.data.smoke ?? false),
     level: PREPARE_LEVEL,
+    env_sh_sourced: hasEnvSh,
   }
   if (o.dryRun) return result
 

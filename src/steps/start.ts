@@ -18,6 +18,7 @@ import type {LadderReport, RecipeTarget} from '../ladder/types.js'
 import {type ContainerState, containerLogTail, imageIdOf, inspectContainer, removeContainer} from '../runtime/container.js'
 import {type ContainerEvent, type EventWatch, watchContainerEvents} from '../runtime/docker-events.js'
 import {dockerTarget, OWNERSHIP_LABEL, requireDocker, tryDocker} from '../runtime/docker.js'
+import {pathExists} from '../runtime/fs.js'
 import {type HttpAnswer, readyz} from '../runtime/http.js'
 import {portAcceptsConnections} from '../runtime/net.js'
 import {recipeEnvironment} from '../runtime/recipe-env.js'
@@ -83,6 +84,8 @@ export interface StartReport {
     action: string
     /** The exit status the real run would have for what a dry run can know (3: it would refuse). */
     would_exit: number
+    /** env.sh was sourced with bash to read its values (its commands ran, even in a dry run). */
+    env_sh_sourced: boolean
     ports: Array<{label: string; port: number}>
     env: Record<string, string>
     then: string
@@ -188,6 +191,7 @@ async function dryRunPlan(o: StartOptions, target: RecipeTarget, desc: ServiceDe
       existing: existing ? {id: existing.id, owner: existing.owner ?? null, state: stateText(existing)} : null,
       action,
       would_exit: !docker || (existing && existing.owner !== desc.recipe) ? ExitCode.precondition : ExitCode.ok,
+      env_sh_sourced: await pathExists(path.join(target.dir, 'env.sh')),
       ports: desc.ports,
       env: {[NO_WAIT_ENV]: '1', NEMO_GYM_IMAGE: desc.imageTag ?? '', GYM_HOST: desc.gymHost ?? '', NEMO_GYM_GATEWAY_PORT: String(desc.gatewayPort)},
       then: 'climb the ladder: static → data → service',

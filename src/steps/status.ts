@@ -2,8 +2,11 @@
  * `gymrecipe status`: the recipe's last training submission (run state + Ray Jobs API), its
  * Gateway (/readyz) and its Gym container (Docker Engine API), at a glance. Read-only.
  */
+import path from 'node:path'
+
 import {inspectContainer} from '../runtime/container.js'
 import {dockerTarget, tryDocker} from '../runtime/docker.js'
+import {pathExists} from '../runtime/fs.js'
 import {gatewayRegisters} from '../runtime/gateway-trials.js'
 import {readyz} from '../runtime/http.js'
 import {rayJobHeadersFromEnv, rayJobsClient, redactUrl} from '../runtime/ray-jobs.js'
@@ -62,6 +65,8 @@ export interface StatusReport {
   job: JobStatusView | null
   gateway: GatewayView
   container: ContainerView
+  /** env.sh was sourced with bash to read its values (its commands ran). */
+  env_sh_sourced: boolean
 }
 
 export async function recipeStatus(options: {relaxRoot: string; recipe: string; env: NodeJS.ProcessEnv}): Promise<StatusReport> {
@@ -170,12 +175,12 @@ export async function recipeStatus(options: {relaxRoot: string; recipe: string; 
       }
     }
   }
-  return {recipe: target.id, dir: target.dir, job, gateway, container}
+  return {recipe: target.id, dir: target.dir, job, gateway, container, env_sh_sourced: await pathExists(path.join(target.dir, 'env.sh'))}
 }
 
 /** Three lines for people. */
 export function statusLines(report: StatusReport): string[] {
-  const lines = [`${report.recipe} (${report.dir})`]
+  const lines = [`${report.recipe} (${report.dir})${report.env_sh_sourced ? ', env.sh read by sourcing it with bash' : ''}`]
   const job = report.job
   if (!job) {
     lines.push('  job        none recorded (gymrecipe train records its submission)')

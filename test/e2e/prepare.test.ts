@@ -83,6 +83,8 @@ describe.skipIf(unavailable !== undefined)('gymrecipe prepare on the Docker Engi
     expect(r.stdout).toContain(`examples/nemo_gym_agentic/recipes/${id}/prepare_${snake}.sh`)
     expect(r.stdout).toContain(`it writes: ${source} and the preview ${source.replace('.jsonl', '_relax.jsonl')}`)
     expect(r.stdout).toContain('(SMOKE run)')
+    // A dry run still sources env.sh, and says so: a command in it would have run.
+    expect(r.stdout).toContain(`read ${path.join(checkout.root, 'examples/nemo_gym_agentic/recipes', id)}/env.sh by sourcing it with bash (any command in it ran)`)
     expect(existsSync(source)).toBe(false)
     expect((await docker(['image', 'inspect', image])).exitCode).not.toBe(0)
   })

@@ -587,6 +587,7 @@ describe('status', () => {
     expect(r.json.job.submissionId).toMatch(new RegExp(`^${ownPrefix()}`))
     expect(r.json.job.status).toMatch(/^(SUCCEEDED|FAILED|STOPPED)$/)
     expect(r.json.gateway).toMatchObject({url: `http://${HOST}:${gatewayPort}`, reachable: true, ready: true, activeTrials: 0, registers: true, problem: null})
+    expect(r.json.env_sh_sourced).toBe(true)
     expect(r.json.gateway.serviceEpoch).toMatch(/^[0-9a-f]{32}$/)
     expect(r.json.container).toMatchObject({name: `nemo-gym-${recipeId}`, exists: false})
     const human = await runCli(['status', recipeId, '--relax-root', checkout.root], {env: userEnv()})

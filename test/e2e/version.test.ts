@@ -17,7 +17,8 @@ describe('gymrecipe --version', () => {
 
   it('offers did-you-mean for a mistyped command on a terminal, and shell completion', async () => {
     const typo = await runCli(['verfy'])
-    expect(typo.exitCode).toBe(127)
+    // A usage error, as the exit-status table says (oclif's own code would be 127).
+    expect(typo.exitCode).toBe(2)
     expect(typo.stderr).toMatch(/verfy is not a gymrecipe command/)
     // On a terminal (util-linux `script` provides one) the user is asked; answer no.
     const bin = path.join(repoRoot, 'bin', 'run.js')
