@@ -124,6 +124,27 @@ describe('JSON grammar: the scanner agrees with JSON.parse', () => {
   })
 })
 
+describe('duplicate keys', () => {
+  it('keep their last value, as json.loads and the converter do (a later null makes the field missing)', () => {
+    const rows = [
+      '{"responses_create_params":{"input":[]},"exp_cal_state":{},"exp_cal_state":null}',
+      '{"responses_create_params":{"input":[]},"exp_cal_state":null,"exp_cal_state":{"0":{}}}',
+      '{"responses_create_params":{"input":[]},"responses_create_params":{"tools":[]},"exp_cal_state":{}}',
+      '{"responses_create_params":{"input":null},"responses_create_params":{"input":[1]},"exp_cal_state":{}}',
+    ]
+    for (const chunk of [3, 4096]) {
+      const stats = scan(encode(rows.join('\n')), chunk)
+      // Exactly where JSON.parse (last value wins) says a field is missing or null.
+      const expected = FIELDS.map((field) => rows.filter((r) => {
+        const value = field.split('.').reduce((v: any, k) => (v && typeof v === 'object' ? v[k] : undefined), JSON.parse(r))
+        return value == null
+      }).length)
+      expect(expected).toEqual([1, 1])
+      expect(stats.missing.map((m) => [m.rows, m.lines])).toEqual([[1, [3]], [1, [1]]])
+    }
+  })
+})
+
 describe('row counting', () => {
   const row = '{"responses_create_params":{"input":[]},"exp_cal_state":{}}'
 

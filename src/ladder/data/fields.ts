@@ -28,7 +28,17 @@ export class FieldTrie {
       }
       this.fieldAt[node] = index
     })
+    this.fieldsUnder = this.children.map(() => [])
+    const collect = (node: number): number[] => {
+      const own = [...(this.fieldAt[node] >= 0 ? [this.fieldAt[node]] : []), ...[...this.children[node].values()].flatMap(collect)]
+      this.fieldsUnder[node] = own
+      return own
+    }
+    collect(0)
   }
+
+  /** The fields at or below each node: a key given again replaces them all (JSON's last value wins). */
+  readonly fieldsUnder: number[][]
 
   child(node: number, key: string): number {
     return this.children[node].get(key) ?? -1

@@ -477,7 +477,12 @@ export class JsonlScanner {
   private startValue(chunk: Uint8Array, i: number, byte: number): number {
     const node = this.pendingNode
     this.pendingNode = -1
-    if (node >= 0 && this.trie.fieldAt[node] >= 0 && byte !== 0x6e) this.found[this.trie.fieldAt[node]] = 1
+    if (node >= 0) {
+      // A key given twice keeps its last value, as Python's json.loads (and the converter) do:
+      // whatever the earlier value provided is forgotten before this one is read.
+      for (const f of this.trie.fieldsUnder[node]) this.found[f] = 0
+      if (this.trie.fieldAt[node] >= 0 && byte !== 0x6e) this.found[this.trie.fieldAt[node]] = 1
+    }
     if (byte === QUOTE) {
       this.mode = STRING
       this.stringIsKey = false
