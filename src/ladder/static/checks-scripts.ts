@@ -76,7 +76,7 @@ interface Flag {
 
 /** Every flag of every argument array of a training script, with the value word that follows it. */
 function flagsOf(run: LoadedFile): Flag[] {
-  return once(run, () => {
+  return memoized(run, () => {
     const out: Flag[] = []
     for (const [array, words] of arrays(run.text)) {
       for (let i = 0; i < words.length; i++) {
@@ -99,10 +99,11 @@ function flagsOf(run: LoadedFile): Flag[] {
   })
 }
 
-const memo = new WeakMap<LoadedFile, Flag[]>()
-function once(run: LoadedFile, make: () => Flag[]): Flag[] {
-  if (!memo.has(run)) memo.set(run, make())
-  return memo.get(run)!
+// Each script's flags are read once, however many checks ask.
+const flagsByScript = new WeakMap<LoadedFile, Flag[]>()
+function memoized(run: LoadedFile, make: () => Flag[]): Flag[] {
+  if (!flagsByScript.has(run)) flagsByScript.set(run, make())
+  return flagsByScript.get(run)!
 }
 
 interface Value {
