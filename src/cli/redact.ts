@@ -7,8 +7,10 @@
 export const REDACTED = '<redacted>'
 
 const SECRET_NAME = /TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|AUTH|COOKIE|SESSION|CREDENTIAL|HEADERS/i
-// Shorter values would turn ordinary words into "<redacted>".
+// Shorter values, and plain lowercase words (AUTH_MODE=default), would turn ordinary text into
+// "<redacted>"; real secrets are longer and mix digits, capitals or symbols in.
 const MIN_SECRET_LENGTH = 6
+const PLAIN_WORD = /^[a-z]+$/
 const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^/@\s"'<>]+@/gi
 
 export class Redactor {
@@ -19,7 +21,7 @@ export class Redactor {
     const add = (value: string) => {
       for (const piece of [value, ...value.split(/\r?\n|\r/), value.replace(/^(?:Bearer|Basic|Token)\s+/i, '')]) {
         const v = piece.trim()
-        if (v.length >= MIN_SECRET_LENGTH) found.add(v)
+        if (v.length >= MIN_SECRET_LENGTH && !PLAIN_WORD.test(v)) found.add(v)
       }
     }
     for (const [name, value] of Object.entries(env)) {

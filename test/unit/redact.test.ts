@@ -9,6 +9,7 @@ describe('Redactor', () => {
     OPENAI_API_KEY: 'sk-test-1234567890',
     PATH: '/usr/bin:/bin',
     SHORT_TOKEN: 'abc',
+    AUTH_MODE: 'default',
   }
   const r = new Redactor(env)
 
@@ -20,6 +21,7 @@ describe('Redactor', () => {
     expect(r.text('key=sk-test-1234567890.')).toBe('key=<redacted>.')
     // Not secrets: ordinary variables, and values too short to tell from words.
     expect(r.text('/usr/bin:/bin abc')).toBe('/usr/bin:/bin abc')
+    expect(r.text('the default port')).toBe('the default port')
   })
 
   it('replaces the user:password part of any URL', () => {
