@@ -102,7 +102,17 @@ export function rayJobHeadersFromEnv(env: NodeJS.ProcessEnv): Record<string, str
     throw new GymError('RAY_JOB_HEADERS is not a JSON object', {code: 'E_RAY_HEADERS', exit: ExitCode.usage})
   }
   const headers: Record<string, string> = {}
-  for (const [key, value] of Object.entries(parsed as Record<string, unknown>)) headers[key] = String(value)
+  for (const [key, value] of Object.entries(parsed as Record<string, unknown>)) {
+    // A line break would end the header and start another (request splitting); never sent.
+    if (/[\r\n]/.test(key) || /[\r\n]/.test(String(value))) {
+      throw new GymError(`RAY_JOB_HEADERS: the value of ${/[\r\n]/.test(key) ? 'a header name' : `header ${key}`} contains a line break`, {
+        code: 'E_RAY_HEADERS',
+        exit: ExitCode.usage,
+        hint: 'Give each header on one line; its value is never printed.',
+      })
+    }
+    headers[key] = String(value)
+  }
   return headers
 }
 

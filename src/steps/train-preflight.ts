@@ -5,6 +5,7 @@
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
+import {ExitCode, isGymError} from '../errors.js'
 import type {RecipeContract} from '../contract/types.js'
 import {RUNG_DEFINITIONS} from '../ladder/rungs.js'
 import {runLadder} from '../ladder/runner.js'
@@ -214,8 +215,10 @@ export async function checkDashboard(input: PreflightInput): Promise<PreflightIt
   const evidence = {dashboard: shown, source}
   const resolveProblem = await dashboardResolveProblem(address)
   if (resolveProblem) return fail('ray-dashboard', title, `${shown} (${source}): ${resolveProblem}`, 'Set RAY_ADDRESS=<head>:6379 or RAY_DASHBOARD_ADDRESS=http://<head>:8265 in env.sh.', evidence)
+  // Malformed headers are bad input (exit 2), not an unreachable cluster.
+  const headers = rayJobHeadersFromEnv(input.scriptEnv)
   try {
-    const client = rayJobsClient(address, {headers: rayJobHeadersFromEnv(input.scriptEnv), timeoutMs: 10_000, signal: input.signal})
+    const client = rayJobsClient(address, {headers, timeoutMs: 10_000, signal: input.signal})
     const version = await client.version()
     if (input.submissionId) {
       const existing = await client.status(input.submissionId).catch((error) => {
@@ -253,6 +256,8 @@ export async function runPreflight(input: PreflightInput): Promise<PreflightItem
     try {
       items.push(await check(input))
     } catch (error: any) {
+      // Bad input (e.g. malformed RAY_JOB_HEADERS) stops the command with exit 2, like any usage error.
+      if (isGymError(error) && error.exit === ExitCode.usage) throw error
       items.push(fail(check.name, check.name, `check crashed: ${error?.message ?? error}`, error?.hint))
     }
   }

@@ -216,6 +216,11 @@ describe('train: pre-flight (nothing is submitted unless every check passes)', (
         const out = r.stdout + r.stderr
         for (const secret of ['dash-password-42', 'tok-first-half', 'second-half-99']) expect({args, secret, leaked: out.includes(secret)}).toEqual({args, secret, leaked: false})
         expect(r.exitCode).not.toBe(0)
+        // A header value with a line break is bad input (exit 2, as the help says), named without its value.
+        if ('RAY_JOB_HEADERS' in overrides) {
+          expect(r.exitCode).toBe(2)
+          if (args.includes('--json')) expect(r.json.error).toMatchObject({code: 'E_RAY_HEADERS', message: 'RAY_JOB_HEADERS: the value of header x-ray-authorization contains a line break'})
+        }
       }
     }
   })
