@@ -50,6 +50,8 @@ describe('each static rule fails on a recipe that breaks exactly that rule', () 
       editFile(dir, 'env.sh', (t) => `${t}\nGYM_HOST="$(hostname -I)"; export GYM_HOST\n`)],
     ['static.run-fixed-hyperparameters', 'a training value read from the environment', () =>
       editFile(dir, RUN, (t) => t.replace('--num-rollout 200', '--num-rollout "${NEMO_GYM_NUM_ROLLOUT:-200}"'))],
+    ['static.run-raw-source', 'the prompt set is written over the prepare-time preview', () =>
+      editFile(dir, RUN, (t) => t.replace('PROMPT_SET="${EXP_DIR}/data/calendar_train.jsonl"', 'PROMPT_SET="${NEMO_GYM_SOURCE_DATA%.jsonl}_relax.jsonl"'))],
     ['static.run-context', 'a per-GPU budget below the context without context parallelism', () =>
       editFile(dir, RUN, (t) => t.replace('--max-tokens-per-gpu 8192', '--max-tokens-per-gpu 4096'))],
     ['static.py-compile', 'the verifier imports a third-party package', () =>

@@ -240,8 +240,9 @@ export const rawSourceData = perTrainingScript('static.run-raw-source', 'trainin
   }
   // The job writes its converted prompt set to --prompt-data: <source>_relax.jsonl is the preview prepare published.
   const prompt = flagsOf(run).find((f) => f.flag === '--prompt-data')
-  const promptValue = prompt ? resolveWord(prompt.raw, run.lines) : undefined
-  const promptText = promptValue?.value ?? (prompt ? assignments(run.lines).find((a) => prompt.raw.includes(a.name))?.value : undefined) ?? ''
+  // --prompt-data "${PROMPT_SET}": the pattern is in PROMPT_SET's own assignment, which no default resolves.
+  const promptVariable = prompt?.raw.match(/^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$/)?.[1]
+  const promptText = promptVariable ? (assignments(run.lines).find((a) => a.name === promptVariable)?.value ?? '') : (prompt?.raw ?? '')
   if (prompt && /\$\{NEMO_GYM_SOURCE_DATA%\.jsonl\}_relax\.jsonl/.test(promptText)) {
     problems.push({status: 'fail', message: 'the converted prompt set is written to <NEMO_GYM_SOURCE_DATA>_relax.jsonl, over the preview prepare published next to the raw file', line: prompt.line, hint: 'Write the prompt set under the experiment directory (e.g. ${EXP_DIR}/data/...).'})
   }
@@ -448,6 +449,9 @@ export const startIsolatesRay: Check = {
     const {launchers} = await recipeFiles(ctx)
     const out: Result[] = []
     const add = (file: string, o: Outcome) => out.push({id: this.id, title: this.title, file, ...o})
+    if (!launchers.some((start) => launcherRole(start).startsRay)) {
+      return {status: 'fail', message: 'no launcher starts a private Gym Ray (`ray start --head`)', hint: 'Gym must run on its own Ray, never the Relax cluster.'}
+    }
     for (const start of launchers) {
       const role = launcherRole(start)
       if (!role.startsRay) {
@@ -466,9 +470,6 @@ export const startIsolatesRay: Check = {
       }
       if (problems.length === 0) add(start.name, {status: 'pass', message: `unset at line ${unsetAddress!.line}, ray start at line ${rayStart.line}`})
       for (const p of problems) add(start.name, p)
-    }
-    if (!out.some((r) => /ray start at line/.test(r.message) || r.status === 'fail')) {
-      return {status: 'fail', message: 'no launcher starts a private Gym Ray (`ray start --head`)', hint: 'Gym must run on its own Ray, never the Relax cluster.'}
     }
     return out
   },
