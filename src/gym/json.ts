@@ -1,12 +1,13 @@
-import {isUtf8} from 'node:buffer'
 import {once} from 'node:events'
-import {createReadStream, promises as fsp} from 'node:fs'
+import {promises as fsp} from 'node:fs'
 import {finished} from 'node:stream/promises'
 
 import {isLosslessNumber, LosslessNumber, parse} from 'lossless-json'
 
 import {ExitCode, GymError} from '../errors.js'
 import {openAtomicTarget} from '../runtime/fs.js'
+import {MAX_NESTING, nestsDeeperThan, POLICY_MESSAGES} from './input-policy.js'
+import {JsonlPolicyError, LineReader} from './jsonl-reader.js'
 
 /**
  * Lossless JSON for Gym data. Numbers are kept as their source text
@@ -195,6 +196,8 @@ export function valueKind(value: JsonValue): JsonKind {
 }
 
 class JsonSyntaxError extends Error {}
+/** Valid JSON the input policy refuses. */
+class JsonPolicyViolation extends JsonSyntaxError {}
 
 function syntaxError(what: string, at: number): never {
   throw new JsonSyntaxError(`${what} at column ${at + 1}`)
@@ -295,6 +298,7 @@ function scanValue(text: string, i: number): number {
   for (;;) {
     const c = text.charCodeAt(i)
     if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (closers.length >= MAX_NESTING) throw new JsonPolicyViolation(POLICY_MESSAGES.nesting)
       const closer = c === OPEN_BRACE ? CLOSE_BRACE : CLOSE_BRACKET
       i = skipWhitespace(text, i + 1)
       if (text.charCodeAt(i) === closer) {
@@ -489,32 +493,32 @@ export async function assertJsonlFile(file: string, flag: string): Promise<void>
 
 const BLANK = /^\s*$/
 
-function decodeLine(bytes: Buffer, file: string, line: number): string {
-  if (!isUtf8(bytes)) throw inputError('E_JSONL_INVALID', 'line is not valid UTF-8', {file, line})
-  const text = bytes.toString('utf8')
-  return text.endsWith('\r') ? text.slice(0, -1) : text
-}
-
-/** Stream the non-blank lines of a JSONL file; memory holds one chunk plus the current line. */
+/**
+ * Stream the non-blank lines of a JSONL file (a trailing CR dropped) through the one line reader,
+ * so the input policy's byte-level rules hold: memory holds one chunk plus the current line.
+ */
 export async function* readJsonlLines(file: string, flag: string): AsyncGenerator<JsonlLine> {
   await assertJsonlFile(file, flag)
-  let pending: Buffer[] = []
-  let line = 0
-  for await (const chunk of createReadStream(file, {highWaterMark: 1 << 20}) as AsyncIterable<Buffer>) {
-    let start = 0
-    for (let newline = chunk.indexOf(10); newline !== -1; newline = chunk.indexOf(10, start)) {
-      const piece = chunk.subarray(start, newline)
-      const bytes = pending.length === 0 ? piece : Buffer.concat([...pending, piece])
-      pending = []
-      start = newline + 1
-      const text = decodeLine(bytes, file, ++line)
-      if (!BLANK.test(text)) yield {line, text}
+  const reader = await LineReader.open(file)
+  try {
+    for (let texts = await nextTexts(reader, file); texts; texts = await nextTexts(reader, file)) {
+      const first = reader.firstLine
+      for (let n = 0; n < texts.length; n++) {
+        const text = texts[n].endsWith('\r') ? texts[n].slice(0, -1) : texts[n]
+        if (!BLANK.test(text)) yield {line: first + n, text}
+      }
     }
-    if (start < chunk.length) pending.push(chunk.subarray(start))
+  } finally {
+    await reader.close()
   }
-  if (pending.length > 0) {
-    const text = decodeLine(Buffer.concat(pending), file, ++line)
-    if (!BLANK.test(text)) yield {line, text}
+}
+
+async function nextTexts(reader: LineReader, file: string): Promise<string[] | undefined> {
+  try {
+    return await reader.nextTexts()
+  } catch (error) {
+    if (error instanceof JsonlPolicyError) throw inputError('E_JSONL_INVALID', error.message, {file, line: error.line}, error.hint)
+    throw error
   }
 }
 
@@ -525,7 +529,7 @@ export function scanObjectLine({line, text}: JsonlLine, file: string): ScannedOb
     scanned = scanObjectMembers(text)
   } catch (error) {
     if (!(error instanceof JsonSyntaxError)) throw error
-    throw inputError('E_JSONL_INVALID', `invalid JSON: ${error.message}`, {file, line})
+    throw inputError('E_JSONL_INVALID', error instanceof JsonPolicyViolation ? error.message : `invalid JSON: ${error.message}`, {file, line})
   }
   if (!scanned) throw inputError('E_JSONL_INVALID', 'line must contain a JSON object', {file, line})
   return scanned
@@ -533,6 +537,7 @@ export function scanObjectLine({line, text}: JsonlLine, file: string): ScannedOb
 
 /** Parse a line losslessly as a JSON object. */
 export function parseLosslessObjectLine({line, text}: JsonlLine, file: string): JsonObject {
+  if (nestsDeeperThan(text)) throw inputError('E_JSONL_INVALID', POLICY_MESSAGES.nesting, {file, line})
   let value: JsonValue
   try {
     value = parseJson(text)

@@ -134,7 +134,7 @@ describe('snapshot copies broken in each way fail with the exact line and field'
     const report = await dataReport(c, file)
     expect(failedRowChecks(report)).toEqual(['data.rows'])
     const [summary, detail] = resultsOf(report, 'data.rows')
-    expect(summary).toMatchObject({file, line: 4, message: '1 of 5 rows are not JSON objects'})
+    expect(summary).toMatchObject({file, line: 4, message: '1 of 5 rows are not JSON objects the input policy accepts'})
     expect(detail).toMatchObject({file, line: 4})
     expect(detail.message).toMatch(/^line 4, byte \d+: invalid JSON: the line ends inside a string \(truncated row\?\)$/)
   })
@@ -201,7 +201,7 @@ describe('bad inputs', () => {
     const report = await dataReport(c, file)
     expect(failedRowChecks(report)).toEqual(['data.rows'])
     const [summary, detail] = resultsOf(report, 'data.rows')
-    expect(summary.message).toBe('1 of 3 rows are not JSON objects')
+    expect(summary.message).toBe('1 of 3 rows are not JSON objects the input policy accepts')
     expect(detail).toMatchObject({file, line: 2, message: `line 2, byte 1: ${reason}`})
   })
 

@@ -3,7 +3,7 @@ import path from 'node:path'
 
 import {ExitCode, GymError} from '../../errors.js'
 import {writeFileAtomic} from '../../runtime/fs.js'
-import {LineReader} from './input.js'
+import {LineReader} from '../jsonl-reader.js'
 import type {AttemptWriter} from './lifecycle.js'
 
 export const JOURNAL_FILE = 'journal.jsonl'

@@ -1,4 +1,5 @@
-import {assertJsonlFile, type JsonlOutput, locate, readJsonlLines, scanObjectLine, withJsonlOutput} from '../json.js'
+import {POLICY_MESSAGES} from '../input-policy.js'
+import {assertJsonlFile, FieldError, type JsonlOutput, locate, nonFiniteField, readJsonlLines, scanObjectLine, withJsonlOutput} from '../json.js'
 import {normalizeRecord, type RolloutStatus} from './normalize.js'
 import {loadTaskTable, type TaskEntry} from './task-table.js'
 
@@ -25,9 +26,10 @@ const JOIN_HINT = 'Rollouts join on _ng_task_index, which Gym stamps while colle
 async function joinFile(file: string, flag: string, status: RolloutStatus, tasks: Map<bigint, TaskEntry>, out: JsonlOutput): Promise<number> {
   let records = 0
   for await (const line of readJsonlLines(file, flag)) {
-    const {members} = scanObjectLine(line, file)
+    const {members, hasNonFinite} = scanObjectLine(line, file)
     let normalized: string
     try {
+      if (hasNonFinite) throw new FieldError(nonFiniteField(line.text, ''), POLICY_MESSAGES.nonFinite)
       normalized = normalizeRecord(line.text, members, tasks, status)
     } catch (error) {
       throw locate(error, 'E_ROLLOUT_INVALID', file, line.line, JOIN_HINT)

@@ -1,3 +1,4 @@
+import {POLICY_MESSAGES} from '../input-policy.js'
 import {FieldError, inputError, integerText, jsonKind, locate, nonFiniteField, parseJson, rawString, readJsonlLines, type ScannedObject, scanObjectLine} from '../json.js'
 import {canonicalJson} from '../tasks/identity.js'
 
@@ -49,7 +50,7 @@ function taskEntry(text: string, {members: task, hasNonFinite}: ScannedObject, l
   }
   const provenance = task.get('_dd_provenance') ?? 'null'
   if (provenance !== 'null' && jsonKind(provenance) !== 'object') throw new FieldError('_dd_provenance', 'must be a JSON object')
-  if (hasNonFinite) throw new FieldError(nonFiniteField(text, ''), 'must be a finite number (NaN and Infinity are not JSON)')
+  if (hasNonFinite) throw new FieldError(nonFiniteField(text, ''), POLICY_MESSAGES.nonFinite)
   return {
     key,
     indexField,

@@ -1,3 +1,4 @@
+import {POLICY_MESSAGES} from '../input-policy.js'
 import {
   FieldError,
   findNonFinite,
@@ -87,7 +88,7 @@ function provenanceOf(row: JsonObject, spec: TaskSpec): JsonObject {
 
 function assertFinite(value: JsonValue, field: string): void {
   const nonFinite = findNonFinite(value, field)
-  if (nonFinite) throw new FieldError(nonFinite, 'must be a finite number (NaN and Infinity are not JSON)')
+  if (nonFinite) throw new FieldError(nonFinite, POLICY_MESSAGES.nonFinite)
 }
 
 /**

@@ -1,3 +1,4 @@
+import {POLICY_MESSAGES} from '../input-policy.js'
 import {FieldError, jsonKind, locate, nonFiniteField, rawMembers, rawString, readJsonlLines, type ScannedObject, scanObjectLine, withJsonlOutput} from '../json.js'
 import {isEncodableId, taskIndexOf} from './identity.js'
 import {checkGymTask, kindsOfRaw} from './task.js'
@@ -75,7 +76,7 @@ export function exportBundle({members: bundle, hasNonFinite}: ScannedObject): st
   // The bundle's other members are strings, so a non-finite number is in the task or the provenance.
   if (hasNonFinite) {
     const field = nonFiniteField(taskText, 'task') ?? nonFiniteField(provenance as string, 'provenance')
-    throw new FieldError(field, 'must be a finite number (NaN and Infinity are not JSON)')
+    throw new FieldError(field, POLICY_MESSAGES.nonFinite)
   }
 
   const index = taskIndexOf(scenarioId).toString()

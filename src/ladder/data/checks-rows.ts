@@ -42,7 +42,7 @@ export const jsonRows: Check = {
     const problems: Outcome[] = []
     if (stats.badRows > 0) {
       const listed = stats.problems.length < stats.badRows ? ` (the first ${stats.problems.length} follow)` : ''
-      problems.push({status: 'fail', message: `${stats.badRows} of ${stats.rows} rows are not JSON objects${listed}`, file, line: stats.problems[0].line, evidence: {...evidence, problems: stats.problems}, hint: 'Each line must hold exactly one JSON object; fix or regenerate the file (`gymrecipe prepare`).'})
+      problems.push({status: 'fail', message: `${stats.badRows} of ${stats.rows} rows are not JSON objects the input policy accepts${listed}`, file, line: stats.problems[0].line, evidence: {...evidence, problems: stats.problems}, hint: "Each line must hold exactly one JSON object within the input policy (README: Input policy); fix or regenerate the file (`gymrecipe prepare`)."})
       for (const p of stats.problems) problems.push({status: 'fail', message: `line ${p.line}${p.column ? `, byte ${p.column}` : ''}: ${p.reason}`, file, line: p.line})
     }
     if (stats.bom) {

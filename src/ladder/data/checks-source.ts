@@ -66,7 +66,7 @@ export const notConverted: Check = {
     }
     const scan = await dataScan(ctx)
     const first = scan.sample.find((s) => s.row === 1)
-    if (!scan.stats || !first) return {status: 'skip', message: 'not checked: no readable first row to look at'}
+    if (!scan.stats || !first) return {status: 'skip', message: 'not checked: row 1 is not a readable JSON object (data.rows says why)'}
     const row = parseRow(first.text)
     if (isJsonObject(row) && Object.hasOwn(row, 'input') && isJsonObject(row.metadata) && !Object.hasOwn(row, 'responses_create_params') && !Object.hasOwn(row, 'question')) {
       return {status: 'fail', message: 'row 1 is already converted ({input, metadata}, no responses_create_params): this is a Relax preview under a raw name', file: plan.file!, line: first.line, hint}

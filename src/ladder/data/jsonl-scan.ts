@@ -1,5 +1,6 @@
 import {open} from 'node:fs/promises'
 
+import {MAX_NESTING, maxLineBytes, mayHoldNonFinite, POLICY_MESSAGES} from '../../gym/input-policy.js'
 import {FieldTrie} from './fields.js'
 import {Utf8Validator} from './utf8.js'
 
@@ -60,6 +61,8 @@ export interface ScanOptions {
   sampler?: RowSampler
   /** Rows longer than this are not sampled (their checks still run). */
   maxSampleBytes?: number
+  /** Rows longer than this are bad rows (default: the input policy's maxLineBytes()). */
+  maxLineBytes?: number
   /**
    * Where in the file this scan starts (a line start). Line numbers then count from 1 at this
    * point and are shifted by the caller; byte offsets stay absolute. Only offset 0 may hold a BOM.
@@ -167,6 +170,8 @@ function skipStringBody(chunk: Uint8Array, view: DataView, i: number): number {
 
 /** Keys longer than this are not verifier fields; stop collecting their bytes. */
 const MAX_KEY_BYTES = 4096
+/** Longer numbers are not checked for overflow (Python refuses integers of more than 4300 digits anyway). */
+const MAX_NUMBER_BYTES = 4400
 
 function describeByte(byte: number): string {
   if (byte >= 0x20 && byte < 0x7f) return `'${String.fromCharCode(byte)}'`
@@ -223,6 +228,7 @@ export class JsonlScanner {
   private readonly maxMissingLines: number
   private readonly sampler?: RowSampler
   private readonly maxSampleBytes: number
+  private readonly maxLineBytes: number
   private readonly utf8 = new Utf8Validator()
   private readonly utf8Bad: number[] = []
   private utf8Head = 0
@@ -240,6 +246,10 @@ export class JsonlScanner {
   private trieAt = new Int32Array(64)
   private depth = 0
   private numberState = 0
+  /** Absolute offset of the number being read, and its bytes from earlier chunks. */
+  private numberStart = 0
+  private numberParts: Uint8Array[] = []
+  private numberBytes = 0
   private literal: Uint8Array = LITERALS[0x74]
   private literalAt = 0
   private unicodeLeft = 0
@@ -272,6 +282,7 @@ export class JsonlScanner {
     this.maxMissingLines = options.maxMissingLines ?? 20
     this.sampler = options.sampler
     this.maxSampleBytes = options.maxSampleBytes ?? 32 * 1024 * 1024
+    this.maxLineBytes = options.maxLineBytes ?? maxLineBytes()
     this.stats = {
       bytes: 0,
       newlines: 0,
@@ -365,6 +376,11 @@ export class JsonlScanner {
     }
     this.mode = mode
     this.depth = depth
+    if (this.lineError === null && mode !== LINE_START && this.offset + end - this.lineStart > this.maxLineBytes) {
+      this.lineError = {column: this.maxLineBytes + 1, reason: POLICY_MESSAGES.lineTooLong(this.maxLineBytes)}
+      this.mode = BAD
+      this.keyTracking = false
+    }
     this.carryPartials(chunk)
     if (end > 0) this.lastByte = chunk[end - 1]
     this.offset += end
@@ -452,6 +468,7 @@ export class JsonlScanner {
           return i + 1
         }
         if (!numberComplete(this.numberState)) return this.fail(chunk, i, `malformed number before ${describeByte(byte)}`)
+        if ((this.numberState === N_FRAC || this.numberState === N_EXP) && this.overflows(chunk, i)) return this.refuse(chunk, this.numberStart - this.offset, POLICY_MESSAGES.nonFinite)
         this.afterValue()
         return i // the byte after the number is read in the new mode
       }
@@ -488,6 +505,7 @@ export class JsonlScanner {
       this.stringIsKey = false
       return i + 1
     }
+    if ((byte === 0x7b || byte === 0x5b) && this.depth >= MAX_NESTING) return this.refuse(chunk, i, POLICY_MESSAGES.nesting)
     if (byte === 0x7b) {
       const tracked = this.depth === 0 ? 0 : node >= 0 && this.trie.hasChildren(node) ? node : -1
       this.open(OBJECT, tracked)
@@ -502,6 +520,11 @@ export class JsonlScanner {
     if (byte === 0x2d || (byte >= 0x30 && byte <= 0x39)) {
       this.mode = NUMBER
       this.numberState = byte === 0x2d ? N_MINUS : byte === 0x30 ? N_ZERO : N_INT
+      this.numberStart = this.offset + i
+      if (this.numberBytes > 0) {
+        this.numberParts = []
+        this.numberBytes = 0
+      }
       return i + 1
     }
     const literal = LITERALS[byte]
@@ -585,9 +608,23 @@ export class JsonlScanner {
     this.mode = this.depth === 0 ? DONE : AFTER_VALUE
   }
 
+  /** Whether the float that ends before chunk[end] overflows a double (Python reads it as inf). */
+  private overflows(chunk: Uint8Array, end: number): boolean {
+    const start = Math.max(0, this.numberStart - this.offset)
+    const length = this.numberBytes + end - start
+    if (length < 5 || length > MAX_NUMBER_BYTES) return false
+    const text = decoder.decode(this.numberBytes === 0 ? chunk.subarray(start, end) : concatParts([...this.numberParts, chunk.subarray(start, end)], length))
+    return mayHoldNonFinite(text) && !Number.isFinite(Number(text))
+  }
+
   /** Mark the current line bad (the first problem wins) and skip to its end; returns the next index. */
   private fail(chunk: Uint8Array, i: number, reason: string): number {
-    this.lineError ??= {column: this.offset + i - this.lineStart + 1, reason: `invalid JSON: ${reason}`}
+    return this.refuse(chunk, i, `invalid JSON: ${reason}`)
+  }
+
+  /** fail() for valid JSON the input policy refuses. */
+  private refuse(chunk: Uint8Array, i: number, reason: string): number {
+    this.lineError ??= {column: this.offset + i - this.lineStart + 1, reason}
     this.mode = BAD
     this.keyTracking = false
     const newline = chunk.indexOf(NEWLINE, i)
@@ -674,6 +711,11 @@ export class JsonlScanner {
 
   /** Copy the parts of a key or a sampled row that continue into the next chunk. */
   private carryPartials(chunk: Uint8Array): void {
+    if (this.mode === NUMBER) {
+      const part = chunk.subarray(Math.max(0, this.numberStart - this.offset))
+      this.numberBytes += part.length
+      if (this.numberBytes <= MAX_NUMBER_BYTES) this.numberParts.push(copyBytes(part))
+    }
     if (this.keyTracking) {
       const part = copyBytes(chunk.subarray(this.keyStart))
       this.keyBytes += part.length

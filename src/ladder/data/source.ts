@@ -2,6 +2,7 @@ import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
 import {type RecipeContract, SPLITS, type Split} from '../../contract/types.js'
+import {maxLineBytes, nestsDeeperThan} from '../../gym/input-policy.js'
 import {once, sourcedEnv} from '../scratch.js'
 import type {CheckContext} from '../types.js'
 import {fieldsFromRow} from './fields.js'
@@ -152,14 +153,15 @@ async function fieldsWithoutContract(prepareText: string, scriptName: string | u
   return {fields: ['responses_create_params.input'], from: 'the Gym row format only (no recipe.yaml, no readable first row)'}
 }
 
-/** The first non-blank line parsed as an object; gives up after 64 MiB. */
+/** The first non-blank line parsed as an object; gives up past the input policy's line limit. */
 async function firstRow(file: string): Promise<Record<string, unknown> | undefined> {
   const handle = await fsp.open(file, 'r')
   try {
     const buffer = Buffer.alloc(1024 * 1024)
     const parts: Buffer[] = []
     let size = 0
-    while (size <= 64 * 1024 * 1024) {
+    const limit = maxLineBytes()
+    while (size <= limit) {
       const {bytesRead} = await handle.read(buffer, 0, buffer.length, null)
       const chunk = buffer.subarray(0, bytesRead)
       let start = 0
@@ -184,6 +186,7 @@ async function firstRow(file: string): Promise<Record<string, unknown> | undefin
 }
 
 function parseObject(line: string): Record<string, unknown> | undefined {
+  if (nestsDeeperThan(line)) return undefined
   try {
     const value = JSON.parse(line)
     return typeof value === 'object' && value !== null && !Array.isArray(value) ? value : undefined

@@ -7,7 +7,8 @@ import {describe, expect, it} from 'vitest'
 import {isGymError} from '../../../src/errors.js'
 import {parseCallConfig} from '../../../src/gym/call/config.js'
 import {DeadlineQueue} from '../../../src/gym/call/deadlines.js'
-import {LineReader, scanRows} from '../../../src/gym/call/input.js'
+import {scanRows} from '../../../src/gym/call/input.js'
+import {LineReader} from '../../../src/gym/jsonl-reader.js'
 import {parseFast, parseLossless, stringifyLossless} from '../../../src/gym/call/json.js'
 
 const config = parseCallConfig('name: execution\nendpoint: http://127.0.0.1:1\nroute: /x\nrequest_values: {a: 1}\n', 'resource')

@@ -3,7 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {parseJson, scanObjectMembers} from '../../../src/gym/json.js'
+import {scanObjectMembers} from '../../../src/gym/json.js'
 import {ingestRollouts} from '../../../src/gym/rollouts/ingest.js'
 import {exportBundle} from '../../../src/gym/tasks/export.js'
 
@@ -192,7 +192,7 @@ describe('ingest errors (file, line, field; exit 2; nothing written)', () => {
       ['{"_ng_task_index":5}', '_dd_scenario_id', '_dd_scenario_id: task 5 does not contain _dd_scenario_id'],
       ['{"_ng_task_index":5,"_dd_scenario_id":""}', '_dd_scenario_id', '_dd_scenario_id: task 5 does not contain _dd_scenario_id'],
       ['{"_ng_task_index":5,"_dd_scenario_id":"x","_dd_provenance":[1]}', '_dd_provenance', '_dd_provenance: must be a JSON object'],
-      ['{"_ng_task_index":5,"_dd_scenario_id":"x","responses_create_params":{"t":1e400}}', 'responses_create_params.t', 'responses_create_params.t: must be a finite number (NaN and Infinity are not JSON)'],
+      ['{"_ng_task_index":5,"_dd_scenario_id":"x","responses_create_params":{"t":1e400}}', 'responses_create_params.t', 'responses_create_params.t: must be a finite number: this float overflows a double (Python reads it as inf, which JSON cannot carry)'],
     ]
     for (const [line, field, message] of cases) {
       const {error, paths} = await rejection({tasks: [task('s1'), line]})
@@ -215,8 +215,9 @@ describe('ingest errors (file, line, field; exit 2; nothing written)', () => {
     expect(await readdir(paths.dir)).not.toContain('normalized.jsonl')
   })
 
-  it('keeps the normalized output valid lossless JSON', async () => {
-    const {text} = await ingest({tasks: [task('s1')], rollouts: [`{"_ng_task_index":${S1_INDEX},"x":1e400}`]})
-    expect(() => parseJson(text.trim())).not.toThrow()
+  it('refuses a rollout holding a float that overflows a double, as tasks build and export do', async () => {
+    const {error, paths} = await rejection({tasks: [task('s1')], rollouts: [`{"_ng_task_index":${S1_INDEX},"x":1e400}`]})
+    expect(error).toMatchObject({code: 'E_ROLLOUT_INVALID', exit: 2, location: {field: 'x', line: 1}, message: expect.stringMatching(/^x: must be a finite number/)})
+    expect(await readdir(paths.dir)).not.toContain('normalized.jsonl')
   })
 })

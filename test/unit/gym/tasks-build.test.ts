@@ -261,11 +261,11 @@ describe('non-finite numbers', () => {
   it('are rejected in the task and in provenance, naming the field', () => {
     expect(buildError('{"gym_task":{"responses_create_params":{"temperature":1e400}}}', COLUMN_SPEC)).toEqual({
       field: 'task.responses_create_params.temperature',
-      message: 'must be a finite number (NaN and Infinity are not JSON)',
+      message: 'must be a finite number: this float overflows a double (Python reads it as inf, which JSON cannot carry)',
     })
     expect(buildError('{"seed":[-1E999],"gym_task":{"responses_create_params":{}}}', {...COLUMN_SPEC, provenance_columns: ['seed']})).toEqual({
       field: 'provenance.seed[0]',
-      message: 'must be a finite number (NaN and Infinity are not JSON)',
+      message: 'must be a finite number: this float overflows a double (Python reads it as inf, which JSON cannot carry)',
     })
   })
 })

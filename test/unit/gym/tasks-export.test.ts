@@ -85,8 +85,8 @@ describe('exportBundle (reference §3)', () => {
       ['{"scenario_id":"s","task":{"responses_create_params":{},"_ng_task_index":5}}', 'task', 'Gym task contains plugin-managed fields: _ng_task_index'],
       ['{"scenario_id":"s","task":{"responses_create_params":[]}}', 'task.responses_create_params', 'must be a JSON object'],
       ['{"scenario_id":"s","task":{"responses_create_params":{},"agent_ref":"a"}}', 'task.agent_ref', 'must be a JSON object or null'],
-      ['{"scenario_id":"s","task":{"responses_create_params":{"temperature":1e400}}}', 'task.responses_create_params.temperature', 'must be a finite number (NaN and Infinity are not JSON)'],
-      [`{"scenario_id":"s","task":${TASK},"provenance":{"x":[-1e999]}}`, 'provenance.x[0]', 'must be a finite number (NaN and Infinity are not JSON)'],
+      ['{"scenario_id":"s","task":{"responses_create_params":{"temperature":1e400}}}', 'task.responses_create_params.temperature', 'must be a finite number: this float overflows a double (Python reads it as inf, which JSON cannot carry)'],
+      [`{"scenario_id":"s","task":${TASK},"provenance":{"x":[-1e999]}}`, 'provenance.x[0]', 'must be a finite number: this float overflows a double (Python reads it as inf, which JSON cannot carry)'],
     ]
     for (const [bundle, field, message] of cases) expect({bundle, error: exportError(bundle)}).toEqual({bundle, error: {field, message}})
   })

@@ -1,0 +1,215 @@
+import {isUtf8} from 'node:buffer'
+import {createHash, type Hash} from 'node:crypto'
+import {promises as fsp} from 'node:fs'
+
+import {maxLineBytes, POLICY_MESSAGES} from './input-policy.js'
+
+/** A line the input policy refuses (./input-policy.ts); callers word it with their own error code. */
+export class JsonlPolicyError extends Error {
+  constructor(
+    readonly line: number,
+    message: string,
+    readonly hint?: string,
+  ) {
+    super(message)
+    this.name = 'JsonlPolicyError'
+  }
+}
+
+export interface LineReaderOptions {
+  /** sha256 every byte read (digest()). */
+  hash?: boolean
+  /** Refuse longer lines before holding them (default: maxLineBytes()). */
+  maxLineBytes?: number
+}
+
+/** One line of a file, without its newline. */
+export interface RawLine {
+  /** 1-based line number. */
+  line: number
+  text: string
+  /** Byte offset of the line's first byte. */
+  offset: number
+  /** Length of the line in bytes, newline excluded. */
+  bytes: number
+}
+
+const CHUNK_BYTES = 1 << 20
+
+/**
+ * The one JSONL line reader. Reads a file chunk by chunk and hands back its lines a chunk at a
+ * time, so memory holds one chunk, the lines decoded from it and a partial last line (at most
+ * maxLineBytes), however long the file is. It applies the byte-level part of the input policy:
+ * invalid UTF-8, a byte order mark and over-long lines throw JsonlPolicyError with the line.
+ * Optionally hashes every byte read (sha256).
+ */
+export class LineReader {
+  private readonly buffer = Buffer.allocUnsafe(CHUNK_BYTES)
+  private carry: Buffer | undefined
+  private carryOffset = 0
+  private position = 0
+  private lineNo = 0
+  private done = false
+  private lastByte = -1
+  private readonly hash?: Hash
+  private readonly maxLineBytes: number
+
+  private constructor(
+    private readonly handle: fsp.FileHandle,
+    options: LineReaderOptions,
+  ) {
+    if (options.hash) this.hash = createHash('sha256')
+    this.maxLineBytes = options.maxLineBytes ?? maxLineBytes()
+  }
+
+  static async open(file: string, options: LineReaderOptions = {}): Promise<LineReader> {
+    return new LineReader(await fsp.open(file, 'r'), options)
+  }
+
+  /** The chunk just read: refuse a byte order mark at the start of the file. */
+  private checkStart(chunk: Buffer): void {
+    if (this.position === 0 && chunk.length >= 3 && chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf) {
+      throw new JsonlPolicyError(1, POLICY_MESSAGES.bom, POLICY_MESSAGES.bomHint)
+    }
+  }
+
+  /** The unfinished line has grown to bytes: refuse it once it passes the limit, before holding more. */
+  private checkLength(bytes: number, line: number): void {
+    if (bytes > this.maxLineBytes) throw new JsonlPolicyError(line, POLICY_MESSAGES.lineTooLong(this.maxLineBytes), POLICY_MESSAGES.lineTooLongHint)
+  }
+
+  private decode(bytes: Buffer, line: number): string {
+    if (!isUtf8(bytes)) throw new JsonlPolicyError(line, POLICY_MESSAGES.utf8)
+    return bytes.toString('utf8')
+  }
+
+  /** Bytes read so far. */
+  get bytesRead(): number {
+    return this.position
+  }
+
+  /** The next chunk's lines (possibly none), or undefined at the end of the file. */
+  async next(): Promise<RawLine[] | undefined> {
+    if (this.done) return undefined
+    const {bytesRead} = await this.handle.read(this.buffer, 0, CHUNK_BYTES, this.position)
+    const lines: RawLine[] = []
+    if (bytesRead === 0) {
+      this.done = true
+      if (this.carry && this.carry.length > 0) {
+        const line = ++this.lineNo
+        lines.push({line, text: this.decode(this.carry, line), offset: this.carryOffset, bytes: this.carry.length})
+        this.carry = undefined
+      }
+      return lines.length > 0 ? lines : undefined
+    }
+    const chunk = this.buffer.subarray(0, bytesRead)
+    this.checkStart(chunk)
+    this.hash?.update(chunk)
+    this.lastByte = chunk[bytesRead - 1]
+    const chunkOffset = this.position
+    this.position += bytesRead
+    let start = 0
+    for (let newline = chunk.indexOf(10); newline !== -1; newline = chunk.indexOf(10, start)) {
+      const line = ++this.lineNo
+      if (this.carry) {
+        const bytes = Buffer.concat([this.carry, chunk.subarray(start, newline)])
+        this.checkLength(bytes.length, line)
+        lines.push({line, text: this.decode(bytes, line), offset: this.carryOffset, bytes: bytes.length})
+        this.carry = undefined
+      } else {
+        this.checkLength(newline - start, line)
+        lines.push({line, text: this.decode(chunk.subarray(start, newline), line), offset: chunkOffset + start, bytes: newline - start})
+      }
+      start = newline + 1
+    }
+    if (start < bytesRead) {
+      // the buffer is reused: keep a copy of the unfinished line
+      const rest = Buffer.from(chunk.subarray(start))
+      this.checkLength((this.carry?.length ?? 0) + rest.length, this.lineNo + 1)
+      if (this.carry) {
+        this.carry = Buffer.concat([this.carry, rest])
+      } else {
+        this.carry = rest
+        this.carryOffset = chunkOffset + start
+      }
+    }
+    return lines
+  }
+
+  /** Whether the bytes read so far end with a newline (true for an empty file). */
+  get endsWithNewline(): boolean {
+    return this.lastByte === -1 || this.lastByte === 10
+  }
+
+  /**
+   * The next chunk's lines as text only (no offsets), decoded in one go; the
+   * first of them has line number `firstLine`. Undefined at the end of the file.
+   */
+  async nextTexts(): Promise<string[] | undefined> {
+    if (this.done) return undefined
+    const {bytesRead} = await this.handle.read(this.buffer, 0, CHUNK_BYTES, this.position)
+    this.firstLine = this.lineNo + 1
+    if (bytesRead === 0) {
+      this.done = true
+      if (this.carry && this.carry.length > 0) {
+        const text = this.decode(this.carry, this.lineNo + 1)
+        this.carry = undefined
+        this.lineNo++
+        return [text]
+      }
+      return undefined
+    }
+    const chunk = this.buffer.subarray(0, bytesRead)
+    this.checkStart(chunk)
+    this.hash?.update(chunk)
+    this.lastByte = chunk[bytesRead - 1]
+    this.position += bytesRead
+    const last = chunk.lastIndexOf(10)
+    if (last === -1) {
+      this.checkLength((this.carry?.length ?? 0) + chunk.length, this.lineNo + 1)
+      this.carry = this.carry ? Buffer.concat([this.carry, chunk]) : Buffer.from(chunk)
+      return []
+    }
+    const bytes = this.carry ? Buffer.concat([this.carry, chunk.subarray(0, last)]) : chunk.subarray(0, last)
+    if (!isUtf8(bytes)) this.throwFirstBadLine(bytes)
+    const text = bytes.toString('utf8')
+    this.carry = last + 1 < bytesRead ? Buffer.from(chunk.subarray(last + 1)) : undefined
+    const lines = text.split('\n')
+    this.checkLengths(lines)
+    if (this.carry) this.checkLength(this.carry.length, this.lineNo + lines.length + 1)
+    this.lineNo += lines.length
+    return lines
+  }
+
+  /** Refuse any decoded line over the limit (a UTF-16 unit is 1 to 3 UTF-8 bytes, so most need no count). */
+  private checkLengths(lines: string[]): void {
+    for (let n = 0; n < lines.length; n++) {
+      const units = lines[n].length
+      if (units * 3 > this.maxLineBytes) this.checkLength(units > this.maxLineBytes ? units : Buffer.byteLength(lines[n]), this.lineNo + 1 + n)
+    }
+  }
+
+  private throwFirstBadLine(bytes: Buffer): never {
+    let start = 0
+    for (let n = 1; ; n++) {
+      const newline = bytes.indexOf(10, start)
+      const end = newline === -1 ? bytes.length : newline
+      if (!isUtf8(bytes.subarray(start, end)) || newline === -1) throw new JsonlPolicyError(this.lineNo + n, POLICY_MESSAGES.utf8)
+      start = newline + 1
+    }
+  }
+
+  /** Line number of the first line nextTexts() returned last. */
+  firstLine = 1
+
+  /** sha256 (hex) of every byte read; complete once next() returned undefined. */
+  digest(): string {
+    if (!this.hash) throw new Error('LineReader opened without hash')
+    return this.hash.digest('hex')
+  }
+
+  async close(): Promise<void> {
+    await this.handle.close().catch(() => undefined)
+  }
+}
+
