@@ -2,7 +2,7 @@ import {Command, Interfaces} from '@oclif/core'
 import {Writable} from 'node:stream'
 import {format} from 'node:util'
 
-import {ExitCode, GymError, isGymError, usageError} from '../errors.js'
+import {ExitCode, fromSystemError, GymError, isGymError, isSystemError, usageError} from '../errors.js'
 import {removeOpenTemporariesSync} from '../runtime/fs.js'
 import {Redactor} from './redact.js'
 
@@ -120,6 +120,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   protected override async catch(error: Error & {exitCode?: number}): Promise<any> {
     if (isGymError(error)) return this.failWith(error)
+    if (isSystemError(error)) return this.failWith(fromSystemError(error))
     error.message = this.redactor.text(error.message)
     return super.catch(error)
   }

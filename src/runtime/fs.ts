@@ -106,9 +106,11 @@ export async function openAtomicTarget(target: string): Promise<AtomicTarget> {
   return {
     tmpPath,
     direct: false,
-    createStream: (o) => createWriteStream(tmpPath, o),
+    createStream: (o) => createWriteStream(tmpPath, o).on('error', (error) => attributeTo(error, target)),
     commit: async () => {
-      await fsp.rename(tmpPath, target)
+      await fsp.rename(tmpPath, target).catch((error) => {
+        throw attributeTo(error, target)
+      })
       openTemporaries.delete(tmpPath)
     },
     abort: async () => {
@@ -116,6 +118,18 @@ export async function openAtomicTarget(target: string): Promise<AtomicTarget> {
       openTemporaries.delete(tmpPath)
     },
   }
+}
+
+/**
+ * A file-system error met while writing target through its temporary sibling names the target
+ * (the file the user asked for), not the sibling or nothing at all. Returns the error.
+ */
+export function attributeTo(error: unknown, target: string): unknown {
+  if (error instanceof Error && typeof (error as NodeJS.ErrnoException).code === 'string') {
+    const errno = error as NodeJS.ErrnoException
+    if (errno.path === undefined || openTemporaries.has(errno.path)) errno.path = target
+  }
+  return error
 }
 
 /**

@@ -1,6 +1,8 @@
 import type Docker from 'dockerode'
+import {randomBytes} from 'node:crypto'
 
 import {OWNERSHIP_LABEL} from './docker.js'
+import {removeOnInterrupt} from './interrupt.js'
 
 /** Label of the short-lived probe containers (value: the recipe id); never the ownership label. */
 export const PROBE_LABEL = 'io.gymrecipe.probe'
@@ -56,16 +58,39 @@ export interface ProbeOptions {
  * labelled, and removed by its id whatever happens.
  */
 export async function probeSharedPath(docker: Docker, o: ProbeOptions): Promise<ProbeOutcome> {
+  // Named before it exists, so an interrupt while the daemon is still creating it can find its id.
+  const name = `gymrecipe-probe-${o.recipeId}-${randomBytes(6).toString('hex')}`
+  const progress: {creating?: Promise<unknown>} = {}
+  const forget = removeOnInterrupt(async () => {
+    // A create request the daemon is still serving would otherwise finish after the lookup.
+    await progress.creating?.catch(() => undefined)
+    await removeByName(docker, name)
+  })
+  try {
+    return await runProbe(docker, o, name, progress)
+  } finally {
+    forget()
+  }
+}
+
+/** Remove the probe container called name, if the daemon has it, by its id. */
+async function removeByName(docker: Docker, name: string): Promise<void> {
+  const [found] = await docker.listContainers({all: true, filters: {name: [`^/${name}$`]}})
+  if (found) await docker.getContainer(found.Id).remove({force: true, v: true})
+}
+
+async function runProbe(docker: Docker, o: ProbeOptions, name: string, progress: {creating?: Promise<unknown>}): Promise<ProbeOutcome> {
   let container: Docker.Container | undefined
   try {
-    container = await docker.createContainer({
+    container = await (progress.creating = docker.createContainer({
+      name,
       Image: o.image,
       Entrypoint: ['wc'],
       Cmd: ['-c', '--', o.file],
       Labels: {[PROBE_LABEL]: o.recipeId},
       NetworkDisabled: true,
       HostConfig: {NetworkMode: 'none', AutoRemove: false, Mounts: [{Type: 'bind', Source: o.dir, Target: o.dir, ReadOnly: true}]},
-    })
+    }))
   } catch (error: any) {
     return {status: 'not-seen', reason: `the daemon refused the bind mount: ${dockerMessage(error)}`, output: ''}
   }

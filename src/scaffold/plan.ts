@@ -5,7 +5,7 @@ import {parse as parseYaml, stringify as stringifyYaml} from 'yaml'
 
 import type {RecipeContract} from '../contract/types.js'
 import {ExitCode, GymError} from '../errors.js'
-import {openAtomicTarget} from '../runtime/fs.js'
+import {attributeTo, openAtomicTarget} from '../runtime/fs.js'
 import {type RenderedFile, sha256} from './render.js'
 
 export type FileAction = 'create' | 'update' | 'unchanged' | 'conflict' | 'overwrite'
@@ -60,6 +60,7 @@ function diffOf(name: string, before: string, after: string): string {
  * --force turns conflicts into overwrites.
  */
 export async function planRecipe(dir: string, rendered: RenderedFile[], contract: RecipeContract, force: boolean): Promise<RecipePlan> {
+  await refuseLinkedFolder(dir)
   const previousText = await readIfExists(path.join(dir, CONTRACT_FILE))
   let previous: any
   try {
@@ -111,20 +112,59 @@ export function conflictError(plan: RecipePlan): GymError {
 }
 
 /** Write every planned change: all files staged to temporary siblings first, then renamed, recipe.yaml last. */
+/** A recipe folder that is a link would be written through silently: refuse it, naming where it points. */
+async function refuseLinkedFolder(dir: string): Promise<void> {
+  const stat = await fsp.lstat(dir).catch(() => undefined)
+  if (!stat?.isSymbolicLink()) return
+  const target = await fsp.readlink(dir).catch(() => '?')
+  throw new GymError(`recipe folder ${dir} is a symbolic link (to ${target}); gymrecipe does not write through links`, {
+    code: 'E_RECIPE_DIR_LINK',
+    exit: ExitCode.usage,
+    hint: 'Replace the link by a real folder, or run `new` with --relax-root pointing at the checkout the link leads to.',
+    location: {file: dir},
+  })
+}
+
+/** Create dir and any missing parents one at a time (so the system names the real cause); returns those created, outermost first. */
+async function makeFolders(dir: string): Promise<string[]> {
+  const missing: string[] = []
+  for (let at = dir; !(await fsp.lstat(at).catch(() => undefined)); at = path.dirname(at)) missing.unshift(at)
+  const created: string[] = []
+  try {
+    for (const folder of missing) {
+      await fsp.mkdir(folder)
+      created.push(folder)
+    }
+  } catch (error) {
+    await removeFolders(created)
+    throw error
+  }
+  return created
+}
+
+/** Remove folders this run created (innermost first), leaving any that something else filled. */
+async function removeFolders(created: string[]): Promise<void> {
+  for (const folder of [...created].reverse()) await fsp.rmdir(folder).catch(() => undefined)
+}
+
 export async function applyPlan(plan: RecipePlan): Promise<string[]> {
   if (plan.conflicts.length > 0) throw conflictError(plan)
-  await fsp.mkdir(plan.dir, {recursive: true})
+  const created = await makeFolders(plan.dir)
   const toWrite = plan.files.filter((f) => f.action === 'create' || f.action === 'update' || f.action === 'overwrite')
   const ordered = [...toWrite.filter((f) => f.name !== CONTRACT_FILE), ...toWrite.filter((f) => f.name === CONTRACT_FILE)]
   const staged: Array<{commit: () => Promise<void>; abort: () => Promise<void>}> = []
   try {
     for (const file of ordered) {
-      const target = await openAtomicTarget(path.join(plan.dir, file.name))
+      const destination = path.join(plan.dir, file.name)
+      const target = await openAtomicTarget(destination)
       staged.push(target)
-      await fsp.writeFile(target.tmpPath, file.content, {mode: file.executable ? 0o755 : 0o644})
+      await fsp.writeFile(target.tmpPath, file.content, {mode: file.executable ? 0o755 : 0o644}).catch((error) => {
+        throw attributeTo(error, destination)
+      })
     }
   } catch (error) {
     await Promise.all(staged.map((s) => s.abort()))
+    await removeFolders(created)
     throw error
   }
   for (const s of staged) await s.commit()
