@@ -42,7 +42,7 @@ EXIT STATUS
     agent: Flags.string({summary: 'Agent instance id, required when the config defines several.'}),
     dataset: Flags.string({summary: 'Dataset name of the agent to train on (default: its train dataset).'}),
     smoke: Flags.boolean({summary: 'Accept a validation/example/benchmark dataset for a smoke run; every report flags it.', default: false}),
-    'port-base': Flags.integer({summary: 'Gateway port; agent, resources and head take the next three (default: a free block).'}),
+    'port-base': Flags.integer({summary: 'Gateway port; agent, resources and head take the next three, Ray the next hundred (default: a free block).', min: 1024, max: 65_535 - 99}),
     verifier: Flags.file({summary: 'YAML with verifier: (and trial:) blocks for an environment no built-in knows.', exists: true}),
     model: Flags.string({summary: 'Model directory name under MODEL_DIR, e.g. Qwen3-8B (with --model-slug and --model-config).'}),
     'model-slug': Flags.string({summary: 'Model slug used in the training script name, e.g. qwen3-8B.', dependsOn: ['model']}),

@@ -6,7 +6,7 @@ import {isLosslessNumber, LosslessNumber, parse} from 'lossless-json'
 
 import {ExitCode, GymError} from '../errors.js'
 import {openAtomicTarget} from '../runtime/fs.js'
-import {MAX_NESTING, nestsDeeperThan, POLICY_MESSAGES} from './input-policy.js'
+import {MAX_NESTING, mayHoldNonFinite, nestsDeeperThan, POLICY_MESSAGES} from './input-policy.js'
 import {JsonlPolicyError, LineReader} from './jsonl-reader.js'
 
 /**
@@ -481,14 +481,14 @@ export interface JsonlLine {
 /** Fail early (exit 2) unless path is an existing regular file. */
 export async function assertJsonlFile(file: string, flag: string): Promise<void> {
   const stat = await fsp.stat(file).catch(() => undefined)
-  if (!stat?.isFile()) {
-    throw new GymError(`JSONL file does not exist: ${file}`, {
-      code: 'E_JSONL_MISSING',
-      exit: ExitCode.usage,
-      hint: `Check the path given to ${flag}.`,
-      location: {field: flag},
-    })
-  }
+  if (stat?.isFile()) return
+  const what = stat === undefined ? undefined : stat.isDirectory() ? 'a directory' : stat.isFIFO() ? 'a pipe' : stat.isCharacterDevice() ? 'a character device' : 'not a regular file'
+  throw new GymError(what === undefined ? `JSONL file does not exist: ${file}` : `${file} is ${what}, not a JSONL file`, {
+    code: what === undefined ? 'E_JSONL_MISSING' : 'E_JSONL_NOT_FILE',
+    exit: ExitCode.usage,
+    hint: what === undefined ? `Check the path given to ${flag}.` : `Pass a regular file to ${flag} (inputs are read more than once; save a stream to a file first).`,
+    location: {field: flag},
+  })
 }
 
 const BLANK = /^\s*$/
@@ -545,6 +545,10 @@ export function parseLosslessObjectLine({line, text}: JsonlLine, file: string): 
     throw inputError('E_JSONL_INVALID', `invalid JSON: ${(error as Error).message}`, {file, line})
   }
   if (!isJsonObject(value)) throw inputError('E_JSONL_INVALID', 'line must contain a JSON object', {file, line})
+  if (mayHoldNonFinite(text)) {
+    const field = findNonFinite(value, '')
+    if (field !== undefined) throw inputError('E_JSONL_INVALID', POLICY_MESSAGES.nonFinite, {file, line, field})
+  }
   return value
 }
 

@@ -99,7 +99,10 @@ export async function openAtomicTarget(target: string): Promise<AtomicTarget> {
   const out = await outputKind(target)
   const nothing = async () => {}
   if (out.kind === 'stdout') return {tmpPath: '-', direct: true, createStream: stdoutStream, commit: nothing, abort: nothing}
-  if (out.kind === 'direct') return {tmpPath: out.path, direct: true, createStream: (o) => createWriteStream(out.path, {flags: 'a', ...o}), commit: nothing, abort: nothing}
+  if (out.kind === 'direct') {
+    const createStream = (o?: Parameters<AtomicTarget['createStream']>[0]) => createWriteStream(out.path, {flags: 'a', ...o}).on('error', (error) => attributeTo(error, out.path))
+    return {tmpPath: out.path, direct: true, createStream, commit: nothing, abort: nothing}
+  }
   await fsp.mkdir(path.dirname(target), {recursive: true})
   const tmpPath = temporarySibling(target)
   openTemporaries.add(tmpPath)

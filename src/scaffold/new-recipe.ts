@@ -5,7 +5,7 @@ import {parseDocument} from 'yaml'
 import {ARCHETYPE_BASE, loadBuiltin} from '../contract/builtin.js'
 import {chooseAgent, contractFromGym, type ExampleRowsSummary, type VerifierOverride} from '../contract/from-gym.js'
 import {loadGymGraph, type GymGraph} from '../contract/gym-config.js'
-import {assertValidContract, contractError, contractProblems} from '../contract/load.js'
+import {assertValidContract, contractError, type ContractProblem, contractProblems} from '../contract/load.js'
 import {allocatePorts, collisions, type OccupiedRecipe} from '../contract/ports.js'
 import {assertRecipeId} from '../contract/recipe-id.js'
 import {ARCHETYPES, type Archetype, type RecipeContract} from '../contract/types.js'
@@ -77,6 +77,17 @@ async function summarizeExamples(gymRoot: string, graph: GymGraph, agentId: stri
   return undefined
 }
 
+/** Contract problems that come from the --verifier file, reported against that file. */
+function verifierFileError(file: string, problems: ContractProblem[]): GymError {
+  return new GymError(`the --verifier file does not describe a valid verifier:\n  ${problems.map((p) => p.message).join('\n  ')}`, {
+    code: 'E_VERIFIER_INVALID',
+    exit: ExitCode.usage,
+    hint: problems[0].hint ?? 'Copy the verifier block of recipes/calendar.yaml and replace its task and outputs.',
+    location: {file},
+    details: {problems: problems.map((p) => ({...p, file}))},
+  })
+}
+
 async function readVerifierOverride(file: string): Promise<VerifierOverride> {
   const text = await fsp.readFile(file, 'utf8').catch((error: any) => {
     throw usageError(`cannot read --verifier file ${file}: ${error?.code ?? error?.message}`)
@@ -84,7 +95,7 @@ async function readVerifierOverride(file: string): Promise<VerifierOverride> {
   const doc = parseDocument(text)
   if (doc.errors.length > 0) throw usageError(`${file}: invalid YAML: ${doc.errors[0].message.split('\n')[0]}`)
   const value: any = yamlValue(doc, file)
-  if (!value || typeof value !== 'object' || !value.verifier) {
+  if (!value || typeof value !== 'object' || !value.verifier || typeof value.verifier !== 'object' || Array.isArray(value.verifier)) {
     throw usageError(`${file} must hold a "verifier:" block (and optionally "trial:")`, 'Copy the verifier block of recipes/calendar.yaml and replace its task and outputs.')
   }
   const fields = value.verifier_fields
@@ -151,6 +162,10 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   const contract = {...draft.contract, generated: {gymrecipe_version: o.version, files: {}}}
   const problems = contractProblems(contract, `${dir}/recipe.yaml`)
   const clash = collisions(contract, others).map((c) => ({file: `${dir}/recipe.yaml`, line: null, pointer: c.pointer, message: `${c.pointer}: ${c.message}`, expected: 'ports no other recipe in the checkout uses', hint: 'Omit --port-base to let gymrecipe pick a free block.'}))
+  if (o.verifierFile) {
+    const fromOverride = problems.filter((p) => p.pointer === '/verifier' || p.pointer?.startsWith('/verifier/') || p.pointer === '/trial' || p.pointer?.startsWith('/trial/'))
+    if (fromOverride.length > 0) throw verifierFileError(o.verifierFile, fromOverride)
+  }
   if (problems.length + clash.length > 0) throw contractError(`${dir}/recipe.yaml`, [...problems, ...clash])
   assertValidContract(contract)
 

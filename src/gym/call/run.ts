@@ -319,8 +319,14 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
     rows,
     started_at: new Date().toISOString(),
   }
-  const {evidence, previous} = await EvidenceDir.open(options.evidenceDir, header, Boolean(options.resume), tallyRecorded)
+  // The output is checked (a link, a folder) before the evidence folder is made, so a refused
+  // output leaves nothing behind.
   const target = await openAtomicTarget(options.output)
+  const opened = await EvidenceDir.open(options.evidenceDir, header, Boolean(options.resume), tallyRecorded).catch(async (error) => {
+    await target.abort()
+    throw error
+  })
+  const {evidence, previous} = opened
   const output = new OrderedOutput(target.createStream())
 
   // Internal cancellation: the caller's signal, or a fatal journal/output error.

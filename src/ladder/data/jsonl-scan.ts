@@ -377,7 +377,7 @@ export class JsonlScanner {
     this.mode = mode
     this.depth = depth
     if (this.lineError === null && mode !== LINE_START && this.offset + end - this.lineStart > this.maxLineBytes) {
-      this.lineError = {column: this.maxLineBytes + 1, reason: POLICY_MESSAGES.lineTooLong(this.maxLineBytes)}
+      this.lineError = this.tooLong()
       this.mode = BAD
       this.keyTracking = false
     }
@@ -608,6 +608,10 @@ export class JsonlScanner {
     this.mode = this.depth === 0 ? DONE : AFTER_VALUE
   }
 
+  private tooLong(): {column: number; reason: string} {
+    return {column: this.maxLineBytes + 1, reason: POLICY_MESSAGES.lineTooLong(this.maxLineBytes)}
+  }
+
   /** Whether the float that ends before chunk[end] overflows a double (Python reads it as inf). */
   private overflows(chunk: Uint8Array, end: number): boolean {
     const start = Math.max(0, this.numberStart - this.offset)
@@ -640,6 +644,7 @@ export class JsonlScanner {
     const previous = i > 0 ? chunk[i - 1] : this.lastByte
     if (i < chunk.length && previous === 0x0d) stats.crlfLines++
     const utf8Error = this.takeUtf8Error(lineEnd)
+    if (this.lineError === null && this.mode !== LINE_START && lineEnd - this.lineStart > this.maxLineBytes) this.lineError = this.tooLong()
 
     if (this.mode === LINE_START && utf8Error === null && this.lineError === null) {
       stats.blankLines++

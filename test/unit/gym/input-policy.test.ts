@@ -145,6 +145,11 @@ describe('numbers', () => {
 })
 
 describe('the data scanner applies the line limit', () => {
+  it('to a line that ends inside one chunk as well', () => {
+    const stats = scanLines(`{"a":"${'x'.repeat(300)}"}\n{"a":1}\n`, {maxLineBytes: 200})
+    expect(stats.problems).toEqual([{line: 1, column: 201, reason: 'line is longer than the 200 bytes limit'}])
+  })
+
   it('marks an over-long row bad without holding it, and keeps counting', () => {
     const stats = scanLines(`{"a":1}\n{"a":"${'x'.repeat(5000)}"}\n{"a":2}\n`, {maxLineBytes: 1024, chunk: 512})
     expect(stats.rows).toBe(3)

@@ -1,0 +1,213 @@
+/**
+ * The bad-input corpus: every command given inputs a hostile or careless user would give, each
+ * with the exit status and first line it must answer with. `{ws}` is the case's own copy of the
+ * template workspace, `{gym}` the NeMo Gym snapshot, `{recipe}` the generated recipe there
+ * (`{snake}` its id with underscores, as in its raw data file name).
+ * A case may also succeed (exit 0): those pin what the input policy accepts on purpose.
+ */
+
+export interface Mount {
+  /** Folder under {ws} to cover with a private tmpfs. */
+  at: string
+  size: string
+  readOnly?: boolean
+  /** Bytes of padding written into it first (to leave almost no space). */
+  fill?: number
+}
+
+export interface BadInput {
+  id: string
+  args: string[]
+  /** Files written into {ws} first: text, bytes, or a symlink. */
+  files?: Record<string, string | Uint8Array | {link: string}>
+  env?: Record<string, string>
+  exit: number
+  /** The first line of stderr (oclif's " ›   Error: " dropped), or of stdout when stderr is empty. */
+  first: RegExp
+  /** Paths under {ws} the command may create or change; everything else must stay byte-identical. */
+  writes?: string[]
+  /** Character devices the command is pointed at, which must still be devices afterwards. */
+  devices?: string[]
+  mounts?: Mount[]
+}
+
+const R = '{ws}/relax'
+const RECIPE_DIR = 'relax/examples/nemo_gym_agentic/recipes/{recipe}'
+const NEW = (id: string, ...extra: string[]) => ['new', id, '--gym-root', '{gym}', '--gym-config', 'environments/calendar/config.yaml', '--from', 'calendar', '--relax-root', R, ...extra]
+const BUILD = (rows = '{ws}/rows.jsonl', ...extra: string[]) => ['tasks', 'build', rows, '--spec', '{ws}/spec.yaml', '-o', '{ws}/out.jsonl', ...extra]
+const EXPORT = (bundles = '{ws}/bundles.jsonl', ...extra: string[]) => ['tasks', 'export', bundles, '-o', '{ws}/out.jsonl', ...extra]
+const INGEST = (extra: string[] = [], rollouts = '{ws}/rollouts.jsonl', tasks = '{ws}/tasks.jsonl') => ['rollouts', 'ingest', '--tasks', tasks, '--rollouts', rollouts, '-o', '{ws}/out.jsonl', ...extra]
+const CALL = (rows = '{ws}/call-rows.jsonl', config = '{ws}/call.yaml', ...extra: string[]) => ['call', 'resource', rows, '--config', config, '-o', '{ws}/out.jsonl', '-e', '{ws}/evidence', ...extra]
+const DATA = (file: string) => ({NEMO_GYM_SOURCE_DATA: `{ws}/${file}`})
+const VERIFY_DATA = ['verify', '{recipe}', '--level', 'data', '--relax-root', R]
+
+const BOMB = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]', ...'bcdefg'.split('').map((k, i) => `${k}: &${k} [${Array(9).fill(`*${'abcdefg'[i]}`).join(',')}]`), 'x: *g'].join('\n')
+const DEEP = `{"seed_id": 1, "user_query": ${'['.repeat(100_000)}${']'.repeat(100_000)}}`
+const INVALID_UTF8 = Uint8Array.from([...Buffer.from('{"seed_id": 1, "user_query": "caf'), 0xc3, 0x28, ...Buffer.from('"}\n')])
+const CAL_ROW = '{"responses_create_params":{"input":[{"role":"user","content":"plan my day"}]},"exp_cal_state":{"1":{"event_id":1}}}'
+const calRow = (extra: string) => `${CAL_ROW.slice(0, -1)},${extra}}`
+
+const GYM_HOST = {GYM_HOST: '127.0.0.1'}
+const NO_DOCKER = {DOCKER_HOST: 'unix:///nonexistent/docker.sock'}
+
+export const CASES: BadInput[] = [
+  // --- the command line itself
+  {id: 'unknown-command', args: ['frobnicate'], exit: 2, first: /frobnicate is not a gymrecipe command/},
+  {id: 'unknown-flag', args: ['status', '{recipe}', '--relax-root', R, '--bogus'], exit: 2, first: /Nonexistent flag: --bogus/},
+  {id: 'missing-argument', args: ['status'], exit: 2, first: /Missing 1 required arg/},
+  {id: 'flag-without-value', args: ['status', '{recipe}', '--relax-root'], exit: 2, first: /Flag --relax-root expects a value/},
+  {id: 'exclusive-flags', args: ['verify', '{recipe}', '--relax-root', R, '--level', 'static', '--only', 'data'], exit: 2, first: /^The following errors occurred:$/},
+  {id: 'bad-option', args: ['verify', '{recipe}', '--relax-root', R, '--level', 'everything'], exit: 2, first: /Expected --level=everything to be one of/},
+
+  // --- new
+  {id: 'new-ok', args: NEW('fresh'), exit: 0, first: /fresh/, writes: ['relax/examples/nemo_gym_agentic/recipes/fresh']},
+  {id: 'new-dry-run', args: NEW('fresh', '--dry-run'), exit: 0, first: /fresh/},
+  {id: 'new-bad-id', args: NEW('Bad_ID'), exit: 2, first: /recipe id/i},
+  {id: 'new-id-with-slash', args: NEW('../escape'), exit: 2, first: /recipe id/i},
+  {id: 'new-gym-root-missing', args: ['new', 'x', '--gym-root', '{ws}/nope', '--gym-config', 'c.yaml', '--relax-root', R], exit: 2, first: /Gym root .*nope is not a directory/},
+  {id: 'new-gym-config-missing', args: ['new', 'x', '--gym-root', '{gym}', '--gym-config', 'environments/nope/config.yaml', '--relax-root', R], exit: 2, first: /nope\/config\.yaml/},
+  {id: 'new-gym-config-outside', args: ['new', 'x', '--gym-root', '{gym}', '--gym-config', '../../../../etc/passwd', '--relax-root', R], exit: 2, first: /points outside the Gym root/},
+  {id: 'new-relax-root-missing', args: ['new', 'x', '--gym-root', '{gym}', '--gym-config', 'environments/calendar/config.yaml', '--relax-root', '{ws}/nope'], exit: 2, first: /Relax checkout .*nope does not exist/},
+  {id: 'new-unknown-builtin', args: ['new', 'x', '--gym-root', '{gym}', '--gym-config', 'environments/calendar/config.yaml', '--from', 'nope', '--relax-root', R], exit: 2, first: /nope/},
+  {id: 'new-port-out-of-range', args: NEW('x', '--port-base', '70000'), exit: 2, first: /^Parsing --port-base$/},
+  {id: 'new-verifier-missing', args: NEW('x', '--verifier', '{ws}/nope.yaml'), exit: 2, first: /^Error: Parsing --verifier/},
+  {id: 'new-verifier-alias-bomb', args: NEW('x', '--verifier', '{ws}/bomb.yaml'), files: {'bomb.yaml': BOMB}, exit: 2, first: /YAML aliases expand too far/},
+  {id: 'new-verifier-not-yaml', args: NEW('x', '--verifier', '{ws}/v.yaml'), files: {'v.yaml': 'verifier: [unclosed\n'}, exit: 2, first: /v\.yaml/},
+  {id: 'new-verifier-wrong-shape', args: NEW('x', '--verifier', '{ws}/v.yaml'), files: {'v.yaml': 'verifier: 42\n'}, exit: 2, first: /v\.yaml must hold a "verifier:" block/},
+  {id: 'new-verifier-incomplete', args: NEW('x', '--verifier', '{ws}/v.yaml'), files: {'v.yaml': 'verifier: {kind: resource_verify}\n'}, exit: 2, first: /v\.yaml: the --verifier file does not describe a valid verifier:$/},
+  {id: 'new-into-linked-folder', args: NEW('linked'), files: {'elsewhere/.keep': '', 'relax/examples/nemo_gym_agentic/recipes/linked': {link: '../../../../elsewhere'}}, exit: 2, first: /recipe folder .*linked is a symbolic link \(to \.\.\/\.\.\/\.\.\/\.\.\/elsewhere\)/},
+  {id: 'new-over-hand-edits', args: NEW('{recipe}'), files: {[`${RECIPE_DIR}/env.sh`]: 'GYM_HOST=10.0.0.1\n'}, exit: 3, first: /^refusing to overwrite 1 file\(s\) in .*{recipe}:$/},
+  {id: 'new-disk-full', args: ['new', 'x', '--gym-root', '{gym}', '--gym-config', 'environments/calendar/config.yaml', '--from', 'calendar', '--relax-root', '{ws}/full'], mounts: [{at: 'full', size: '16k', fill: 12_000}], exit: 1, first: /^cannot write .*full\/examples\/nemo_gym_agentic\/recipes\/x\/.*: no space left on device \(ENOSPC\)$/, writes: ['full/pad']},
+  {id: 'new-read-only', args: ['new', 'x', '--gym-root', '{gym}', '--gym-config', 'environments/calendar/config.yaml', '--from', 'calendar', '--relax-root', '{ws}/ro'], mounts: [{at: 'ro', size: '1m', readOnly: true}], exit: 1, first: /^cannot create the folder .*ro\/examples: read-only file system \(EROFS\)$/},
+
+  // --- inspect
+  {id: 'inspect-ok', args: ['inspect', '--gym-root', '{gym}', '--gym-config', 'environments/calendar/config.yaml'], exit: 0, first: /^Gym root\s+.*nemo-gym-snapshot$/},
+  {id: 'inspect-gym-root-missing', args: ['inspect', '--gym-root', '{ws}/nope', '--gym-config', 'c.yaml'], exit: 2, first: /Gym root .*nope is not a directory/},
+  {id: 'inspect-config-missing', args: ['inspect', '--gym-root', '{ws}', '--gym-config', 'nope.yaml'], exit: 2, first: /nope\.yaml/},
+  {id: 'inspect-config-is-folder', args: ['inspect', '--gym-root', '{ws}', '--gym-config', 'relax'], exit: 2, first: /relax/},
+  {id: 'inspect-alias-bomb', args: ['inspect', '--gym-root', '{ws}', '--gym-config', 'bomb.yaml'], files: {'bomb.yaml': BOMB}, exit: 2, first: /YAML aliases expand too far/},
+  {id: 'inspect-not-yaml', args: ['inspect', '--gym-root', '{ws}', '--gym-config', 'bad.yaml'], files: {'bad.yaml': 'a: [1, 2\nb: }\n'}, exit: 2, first: /bad\.yaml/},
+  {id: 'inspect-not-a-mapping', args: ['inspect', '--gym-root', '{ws}', '--gym-config', 'list.yaml'], files: {'list.yaml': '- 1\n- 2\n'}, exit: 2, first: /list\.yaml/},
+  {id: 'inspect-config-paths-loop', args: ['inspect', '--gym-root', '{ws}', '--gym-config', 'a.yaml'], files: {'a.yaml': 'config_paths: [b.yaml]\n', 'b.yaml': 'config_paths: [a.yaml]\n'}, exit: 2, first: /a\.yaml|b\.yaml/},
+
+  // --- tasks build
+  {id: 'build-ok', args: BUILD(), exit: 0, first: /^Wrote 1 scenario bundles/, writes: ['out.jsonl']},
+  {id: 'build-dry-run', args: BUILD('{ws}/rows.jsonl', '--dry-run'), exit: 0, first: /1 scenario bundles/},
+  {id: 'build-duplicate-key-last-wins', args: BUILD('{ws}/dup.jsonl'), files: {'dup.jsonl': '{"seed_id": 1, "user_query": "a", "user_query": "b", "system_prompt": "s", "tools_json": "[]", "reference_plan": {"is_valid": true, "tool_calls": []}}\n'}, exit: 0, first: /^Wrote 1 scenario bundles/, writes: ['out.jsonl']},
+  {id: 'build-empty-rows', args: BUILD('{ws}/empty.jsonl'), files: {'empty.jsonl': ''}, exit: 0, first: /^Wrote 0 scenario bundles/, writes: ['out.jsonl']},
+  {id: 'build-rows-missing', args: BUILD('{ws}/nope.jsonl'), exit: 2, first: /JSONL file does not exist: .*nope\.jsonl/},
+  {id: 'build-rows-is-folder', args: BUILD('{ws}/relax'), exit: 2, first: /relax is a directory, not a JSONL file/},
+  {id: 'build-rows-is-device', args: BUILD('/dev/null'), exit: 2, first: /\/dev\/null is a character device, not a JSONL file/},
+  {id: 'build-rows-through-link', args: BUILD('{ws}/rows-link.jsonl'), exit: 0, first: /^Wrote 1 scenario bundles/, writes: ['out.jsonl']},
+  {id: 'build-spec-missing', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/nope.yaml', '-o', '{ws}/out.jsonl'], exit: 2, first: /nope\.yaml/},
+  {id: 'build-spec-is-folder', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/relax', '-o', '{ws}/out.jsonl'], exit: 2, first: /relax/},
+  {id: 'build-spec-alias-bomb', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/bomb.yaml', '-o', '{ws}/out.jsonl'], files: {'bomb.yaml': BOMB}, exit: 2, first: /YAML aliases expand too far/},
+  {id: 'build-spec-unknown-field', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/s.yaml', '-o', '{ws}/out.jsonl'], files: {'s.yaml': 'name: t\nmessages: [{role: user, content_column: q}]\nbogus: 1\n'}, exit: 2, first: /bogus/},
+  {id: 'build-spec-not-yaml', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/s.yaml', '-o', '{ws}/out.jsonl'], files: {'s.yaml': 'name: [\n'}, exit: 2, first: /s\.yaml/},
+  {id: 'build-truncated-row', args: BUILD('{ws}/r.jsonl'), files: {'r.jsonl': '{"seed_id": 1, "user_query": "trunc\n'}, exit: 2, first: /r\.jsonl:1: invalid JSON/},
+  {id: 'build-row-is-array', args: BUILD('{ws}/r.jsonl'), files: {'r.jsonl': '[1, 2]\n'}, exit: 2, first: /r\.jsonl:1: line must contain a JSON object/},
+  {id: 'build-row-nan', args: BUILD('{ws}/r.jsonl'), files: {'r.jsonl': '{"seed_id": NaN}\n'}, exit: 2, first: /r\.jsonl:1: invalid JSON/},
+  {id: 'build-bom', args: BUILD('{ws}/r.jsonl'), files: {'r.jsonl': '\uFEFF{"seed_id": 1}\n'}, exit: 2, first: /r\.jsonl:1: the file starts with a UTF-8 byte order mark/},
+  {id: 'build-invalid-utf8', args: BUILD('{ws}/r.jsonl'), files: {'r.jsonl': INVALID_UTF8}, exit: 2, first: /r\.jsonl:1: line is not valid UTF-8/},
+  {id: 'build-overflowing-float', args: BUILD('{ws}/r.jsonl'), files: {'r.jsonl': '{"seed_id": 1e400, "user_query": "q"}\n'}, exit: 2, first: /r\.jsonl:1: .*must be a finite number/},
+  {id: 'build-deep-nesting', args: BUILD('{ws}/r.jsonl'), files: {'r.jsonl': `${DEEP}\n`}, exit: 2, first: /r\.jsonl:1: nested deeper than 512 levels/},
+  {id: 'build-line-over-limit', args: BUILD('{ws}/r.jsonl'), env: {GYMRECIPE_MAX_LINE_BYTES: '1000'}, files: {'r.jsonl': `{"seed_id": 1}\n{"user_query": "${'q'.repeat(5000)}"}\n`}, exit: 2, first: /r\.jsonl:2: line is longer than the 1000 bytes limit/},
+  {id: 'build-65-mib-line', args: BUILD('{ws}/r.jsonl'), files: {'r.jsonl': `{"user_query": "${'q'.repeat(65 << 20)}"}\n`}, exit: 2, first: /r\.jsonl:1: line is longer than the 64 MiB limit/},
+  {id: 'build-output-is-folder', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/spec.yaml', '-o', '{ws}/relax'], exit: 2, first: /output .*relax is a directory/},
+  {id: 'build-output-is-link', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/spec.yaml', '-o', '{ws}/rows-link.jsonl'], exit: 2, first: /rows-link\.jsonl is a symbolic link/},
+  {id: 'build-output-dev-null', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/spec.yaml', '-o', '/dev/null'], exit: 0, first: /^Wrote 1 scenario bundles to \/dev\/null/, devices: ['/dev/null']},
+  {id: 'build-output-dev-full', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/spec.yaml', '-o', '/dev/full'], exit: 1, first: /^cannot write \/dev\/full: no space left on device \(ENOSPC\)$/, devices: ['/dev/full']},
+  {id: 'build-output-stdout', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/spec.yaml', '-o', '-'], exit: 0, first: /1 scenario bundles/},
+  {id: 'build-output-stdout-json', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/spec.yaml', '-o', '-', '--json'], exit: 2, first: /^E_USAGE: --json and --output - would both write to stdout$/},
+  {id: 'build-output-disk-full', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/spec.yaml', '-o', '{ws}/full/out.jsonl'], mounts: [{at: 'full', size: '16k', fill: 15_500}], exit: 1, first: /^cannot write .*full\/out\.jsonl: no space left on device \(ENOSPC\)$/, writes: ['full/pad']},
+  {id: 'build-output-read-only', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/spec.yaml', '-o', '{ws}/ro/out.jsonl'], mounts: [{at: 'ro', size: '1m', readOnly: true}], exit: 1, first: /^cannot open .*ro\/out\.jsonl: read-only file system \(EROFS\)$/},
+
+  // --- tasks export
+  {id: 'export-ok', args: EXPORT(), exit: 0, first: /^Wrote 1 Gym tasks/, writes: ['out.jsonl']},
+  {id: 'export-missing', args: EXPORT('{ws}/nope.jsonl'), exit: 2, first: /JSONL file does not exist/},
+  {id: 'export-invalid-line', args: EXPORT('{ws}/b.jsonl'), files: {'b.jsonl': '{"scenario_id": \n'}, exit: 2, first: /b\.jsonl:1: invalid JSON/},
+  {id: 'export-not-a-bundle', args: EXPORT('{ws}/b.jsonl'), files: {'b.jsonl': '{"hello": "world"}\n'}, exit: 2, first: /b\.jsonl:1:/},
+  {id: 'export-overflowing-float', args: EXPORT('{ws}/b.jsonl'), files: {'b.jsonl': '{"scenario_id":"s","task":{"responses_create_params":{"input":"hi","temperature":1e400}}}\n'}, exit: 2, first: /b\.jsonl:1: task\.responses_create_params\.temperature: must be a finite number/},
+  {id: 'export-bom', args: EXPORT('{ws}/b.jsonl'), files: {'b.jsonl': '\uFEFF{"scenario_id":"s"}\n'}, exit: 2, first: /b\.jsonl:1: the file starts with a UTF-8 byte order mark/},
+  {id: 'export-deep', args: EXPORT('{ws}/b.jsonl'), files: {'b.jsonl': `{"scenario_id":"s","task":${'['.repeat(3000)}${']'.repeat(3000)}}\n`}, exit: 2, first: /b\.jsonl:1: nested deeper than 512 levels/},
+  {id: 'export-output-is-link', args: ['tasks', 'export', '{ws}/bundles.jsonl', '-o', '{ws}/rows-link.jsonl'], exit: 2, first: /rows-link\.jsonl is a symbolic link/},
+
+  // --- rollouts ingest
+  {id: 'ingest-ok', args: INGEST(), exit: 0, first: /1 record/, writes: ['out.jsonl']},
+  {id: 'ingest-tasks-missing', args: INGEST([], '{ws}/rollouts.jsonl', '{ws}/nope.jsonl'), exit: 2, first: /JSONL file does not exist: .*nope\.jsonl/},
+  {id: 'ingest-rollouts-missing', args: INGEST([], '{ws}/nope.jsonl'), exit: 2, first: /JSONL file does not exist: .*nope\.jsonl/},
+  {id: 'ingest-failures-missing', args: INGEST(['--failures', '{ws}/nope.jsonl']), exit: 2, first: /JSONL file does not exist: .*nope\.jsonl/},
+  {id: 'ingest-unknown-task', args: INGEST([], '{ws}/r.jsonl'), files: {'r.jsonl': '{"_ng_task_index": 424242}\n'}, exit: 2, first: /r\.jsonl:1:/},
+  {id: 'ingest-index-is-string', args: INGEST([], '{ws}/r.jsonl'), files: {'r.jsonl': '{"_ng_task_index": "7"}\n'}, exit: 2, first: /r\.jsonl:1:/},
+  {id: 'ingest-overflowing-float', args: INGEST([], '{ws}/r.jsonl'), files: {'r.jsonl': '{"_ng_task_index": 1, "reward": 1e400}\n'}, exit: 2, first: /r\.jsonl:1: reward: must be a finite number/},
+  {id: 'ingest-invalid-utf8', args: INGEST([], '{ws}/r.jsonl'), files: {'r.jsonl': Uint8Array.from([...Buffer.from('{"_ng_task_index": 1, "x": "'), 0xff, ...Buffer.from('"}\n')])}, exit: 2, first: /r\.jsonl:1: line is not valid UTF-8/},
+  {id: 'ingest-deep', args: INGEST([], '{ws}/r.jsonl'), files: {'r.jsonl': `{"_ng_task_index": 1, "x": ${'{"a":'.repeat(2000)}1${'}'.repeat(2000)}}\n`}, exit: 2, first: /r\.jsonl:1: nested deeper than 512 levels/},
+  {id: 'ingest-tasks-bom', args: INGEST([], '{ws}/rollouts.jsonl', '{ws}/t.jsonl'), files: {'t.jsonl': '\uFEFF{"_ng_task_index": 1}\n'}, exit: 2, first: /t\.jsonl:1: the file starts with a UTF-8 byte order mark/},
+  {id: 'ingest-output-is-folder', args: ['rollouts', 'ingest', '--tasks', '{ws}/tasks.jsonl', '--rollouts', '{ws}/rollouts.jsonl', '-o', '{ws}/relax'], exit: 2, first: /output .*relax is a directory/},
+
+  // --- call
+  {id: 'call-dry-run', args: CALL('{ws}/call-rows.jsonl', '{ws}/call.yaml', '--dry-run'), exit: 0, first: /2/},
+  {id: 'call-config-missing', args: CALL('{ws}/call-rows.jsonl', '{ws}/nope.yaml'), exit: 2, first: /nope\.yaml/},
+  {id: 'call-config-alias-bomb', args: CALL('{ws}/call-rows.jsonl', '{ws}/bomb.yaml'), files: {'bomb.yaml': BOMB}, exit: 2, first: /YAML aliases expand too far/},
+  {id: 'call-config-unknown-field', args: CALL('{ws}/call-rows.jsonl', '{ws}/c.yaml'), files: {'c.yaml': 'name: v\nendpoint: http://127.0.0.1:9\nroute: /verify\nrow_id_column: id\nbogus: 1\n'}, exit: 2, first: /c\.yaml:5: invalid call resource config:$/},
+  {id: 'call-config-not-http', args: CALL('{ws}/call-rows.jsonl', '{ws}/c.yaml'), files: {'c.yaml': 'name: v\nendpoint: file:///etc/passwd\nroute: /verify\nrow_id_column: id\n'}, exit: 2, first: /c\.yaml:2: invalid call resource config:$/},
+  {id: 'call-config-route-relative', args: CALL('{ws}/call-rows.jsonl', '{ws}/c.yaml'), files: {'c.yaml': 'name: v\nendpoint: http://127.0.0.1:9\nroute: verify\nrow_id_column: id\n'}, exit: 2, first: /c\.yaml:3: invalid call resource config:$/},
+  {id: 'call-rows-missing', args: CALL('{ws}/nope.jsonl'), exit: 2, first: /nope\.jsonl/},
+  {id: 'call-rows-invalid', args: CALL('{ws}/r.jsonl'), files: {'r.jsonl': '{"id":"a","q":"x"}\n{"id":\n'}, exit: 2, first: /r\.jsonl:2: not valid JSON/},
+  {id: 'call-rows-bom', args: CALL('{ws}/r.jsonl'), files: {'r.jsonl': '\uFEFF{"id":"a","q":"x"}\n'}, exit: 2, first: /r\.jsonl:1: the file starts with a UTF-8 byte order mark/},
+  {id: 'call-rows-invalid-utf8', args: CALL('{ws}/r.jsonl'), files: {'r.jsonl': Uint8Array.from([...Buffer.from('{"id":"a","q":"'), 0xc0, 0xaf, ...Buffer.from('"}\n')])}, exit: 2, first: /r\.jsonl:1: line is not valid UTF-8/},
+  {id: 'call-rows-overflowing-float', args: CALL('{ws}/r.jsonl'), files: {'r.jsonl': '{"id":"a","q":-1e999}\n'}, exit: 2, first: /r\.jsonl:1: q must be a finite number/},
+  {id: 'call-rows-deep', args: CALL('{ws}/r.jsonl'), files: {'r.jsonl': `{"id":"a","q":${'['.repeat(5000)}${']'.repeat(5000)}}\n`}, exit: 2, first: /r\.jsonl:1: nested deeper than 512 levels/},
+  {id: 'call-rows-line-over-limit', args: CALL('{ws}/r.jsonl'), env: {GYMRECIPE_MAX_LINE_BYTES: '2000'}, files: {'r.jsonl': `{"id":"a","q":"${'x'.repeat(3 << 20)}"}\n`}, exit: 2, first: /r\.jsonl:1: line is longer than the 2000 bytes limit/},
+  {id: 'call-rows-have-output-column', args: CALL('{ws}/r.jsonl'), files: {'r.jsonl': '{"id":"a","q":"x","verdict":1}\n'}, exit: 2, first: /r\.jsonl:1: the row already has a field named verdict/},
+  {id: 'call-rows-not-object', args: CALL('{ws}/r.jsonl'), files: {'r.jsonl': '"just a string"\n'}, exit: 2, first: /r\.jsonl:1: a row must be a JSON object/},
+  {id: 'call-output-is-link', args: ['call', 'resource', '{ws}/call-rows.jsonl', '--config', '{ws}/call.yaml', '-o', '{ws}/rows-link.jsonl', '-e', '{ws}/evidence'], exit: 2, first: /rows-link\.jsonl is a symbolic link/},
+
+  // --- status
+  {id: 'status-ok', args: ['status', '{recipe}', '--relax-root', R], env: NO_DOCKER, exit: 0, first: /{recipe}/},
+  {id: 'status-unknown-recipe', args: ['status', 'nope', '--relax-root', R], exit: 2, first: /nope/},
+  {id: 'status-relax-root-missing', args: ['status', '{recipe}', '--relax-root', '{ws}/nope'], exit: 2, first: /nope/},
+  {id: 'status-env-sh-syntax', args: ['status', '{recipe}', '--relax-root', R], files: {[`${RECIPE_DIR}/env.sh`]: 'GYM_HOST="unclosed\n'}, exit: 2, first: /env\.sh/},
+  {id: 'status-recipe-yaml-bomb', args: ['status', '{recipe}', '--relax-root', R], files: {[`${RECIPE_DIR}/recipe.yaml`]: BOMB}, exit: 2, first: /YAML aliases expand too far/},
+  {id: 'status-recipe-yaml-invalid', args: ['status', '{recipe}', '--relax-root', R], files: {[`${RECIPE_DIR}/recipe.yaml`]: 'id: x\nschema_version: 99\n'}, exit: 2, first: /recipe\.yaml/},
+
+  // --- prepare
+  {id: 'prepare-dry-run', args: ['prepare', '{recipe}', '--relax-root', R, '--dry-run'], exit: 0, first: /^Dry run for {recipe} .*nothing was run\.$/},
+  {id: 'prepare-env-sh-syntax', args: ['prepare', '{recipe}', '--relax-root', R, '--dry-run'], files: {[`${RECIPE_DIR}/env.sh`]: 'if then\n'}, exit: 2, first: /env\.sh/},
+  {id: 'prepare-unknown-recipe', args: ['prepare', 'nope', '--relax-root', R, '--dry-run'], exit: 2, first: /nope/},
+  {id: 'prepare-recipe-yaml-not-yaml', args: ['prepare', '{recipe}', '--relax-root', R, '--dry-run'], files: {[`${RECIPE_DIR}/recipe.yaml`]: 'id: [\n'}, exit: 2, first: /recipe\.yaml/},
+
+  // --- start
+  {id: 'start-gym-host-empty', args: ['start', '{recipe}', '--relax-root', R, '--dry-run'], exit: 2, first: /GYM_HOST is empty/},
+  {id: 'start-env-sh-syntax', args: ['start', '{recipe}', '--relax-root', R, '--dry-run'], env: GYM_HOST, files: {[`${RECIPE_DIR}/env.sh`]: 'GYM_HOST=$((\n'}, exit: 2, first: /env\.sh/},
+  {id: 'start-docker-unreachable', args: ['start', '{recipe}', '--relax-root', R, '--dry-run'], env: {...GYM_HOST, ...NO_DOCKER}, exit: 3, first: /^Dry run for {recipe} .*nothing was changed\.$/},
+  {id: 'start-timeout-negative', args: ['start', '{recipe}', '--relax-root', R, '--timeout', '-5'], env: GYM_HOST, exit: 2, first: /timeout/i},
+
+  // --- train
+  {id: 'train-dashboard-unreachable', args: ['train', '{recipe}', '--relax-root', R, '--dry-run'], env: GYM_HOST, exit: 3, first: /^Pre-flight for {recipe} /, mentions: [/<redacted>@127\.0\.0\.1:9/]},
+  {id: 'train-headers-line-break', args: ['train', '{recipe}', '--relax-root', R, '--dry-run'], env: {...GYM_HOST, RAY_JOB_HEADERS: '{"Authorization":"Bearer rayPlantedBearer5555\\r\\nX-Evil: 1"}'}, exit: 2, first: /RAY_JOB_HEADERS/},
+  {id: 'train-headers-not-json', args: ['train', '{recipe}', '--relax-root', R, '--dry-run'], env: {...GYM_HOST, RAY_JOB_HEADERS: 'Authorization: Bearer rayPlantedBearer5555'}, exit: 2, first: /RAY_JOB_HEADERS/},
+  {id: 'train-unknown-recipe', args: ['train', 'nope', '--relax-root', R, '--dry-run'], exit: 2, first: /nope/},
+  {id: 'train-env-sh-syntax', args: ['train', '{recipe}', '--relax-root', R, '--dry-run'], files: {[`${RECIPE_DIR}/env.sh`]: 'export GYM_HOST=\'\n'}, exit: 2, first: /env\.sh/},
+
+  // --- verify
+  {id: 'verify-static-ok', args: ['verify', '{recipe}', '--relax-root', R, '--gym-root', '{gym}'], exit: 0, first: /^❯ static rung$/, mentions: [/^✔ static: pass$/m]},
+  {id: 'verify-gym-root-missing', args: ['verify', '{recipe}', '--relax-root', R, '--gym-root', '{ws}/nope'], exit: 2, first: /the Gym root .*nope is not a directory/},
+  {id: 'verify-unknown-recipe', args: ['verify', 'nope', '--relax-root', R], exit: 2, first: /nope/},
+  {id: 'verify-recipe-yaml-bomb', args: ['verify', '{recipe}', '--relax-root', R], files: {[`${RECIPE_DIR}/recipe.yaml`]: BOMB}, exit: 2, first: /YAML aliases expand too far/},
+  {id: 'verify-callback-port-zero', args: ['verify', '{recipe}', '--relax-root', R, '--callback-port', '0'], exit: 2, first: /callback-port/},
+  {id: 'verify-env-sh-runs-a-command', args: ['verify', '{recipe}', '--relax-root', R], files: {[`${RECIPE_DIR}/env.sh`]: {append: 'touch "$HOME/pwned"\n'}}, env: {HOME: '{ws}/home'}, exit: 4, first: /^✖ env\.sh holds deployment values only \[FAILED: .*touch/, writes: ['home']},
+  {id: 'verify-data-file-missing', args: VERIFY_DATA, env: DATA('nope/{snake}_train.jsonl'), exit: 4, first: /^✖ NEMO_GYM_SOURCE_DATA is the raw file, absolute, present and non-empty \[FAILED: .*nope\/corpus_\w+_train\.jsonl does not exist/},
+  {id: 'verify-data-overflowing-float', args: VERIFY_DATA, env: DATA('d/{snake}_train.jsonl'), files: {'d/{snake}_train.jsonl': `${calRow('"x":1e400')}\n${CAL_ROW}\n`}, exit: 4, first: /^✖ every non-empty line is a JSON object \[FAILED: 1 of 2 rows are not JSON objects the input policy accepts/, mentions: [/must be a finite number: this float overflows a double/]},
+  {id: 'verify-data-deep', args: VERIFY_DATA, env: DATA('d/{snake}_train.jsonl'), files: {'d/{snake}_train.jsonl': `${calRow(`"x":${'['.repeat(100_000)}${']'.repeat(100_000)}`)}\n${CAL_ROW}\n`}, exit: 4, first: /^✖ every non-empty line is a JSON object \[FAILED: 1 of 2 rows are not JSON objects the input policy accepts/, mentions: [/nested deeper than 512 levels/]},
+  {id: 'verify-data-duplicate-key-null', args: VERIFY_DATA, env: DATA('d/{snake}_train.jsonl'), files: {'d/{snake}_train.jsonl': `${calRow('"exp_cal_state":null')}\n`}, exit: 4, first: /^✖ every row keeps the fields the agent and verifier need \[FAILED: 1 of 1 rows miss exp_cal_state \(absent or null\): line 1/},
+  {id: 'verify-data-bom', args: VERIFY_DATA, env: DATA('d/{snake}_train.jsonl'), files: {'d/{snake}_train.jsonl': `\uFEFF${CAL_ROW}\n`}, exit: 4, first: /^✖ every non-empty line is a JSON object \[FAILED: the file starts with a UTF-8 byte order mark/},
+  {id: 'verify-data-invalid-utf8', args: VERIFY_DATA, env: DATA('d/{snake}_train.jsonl'), files: {'d/{snake}_train.jsonl': INVALID_UTF8}, exit: 4, first: /^✖ every non-empty line is a JSON object \[FAILED: 1 of 1 rows are not JSON objects the input policy accepts/, mentions: [/line 1, byte 34: invalid UTF-8 at byte 34/]},
+  {id: 'verify-data-big-numbers-accepted', args: ['verify', '{recipe}', '--only', 'data', '--relax-root', R], env: DATA('d/{snake}_train.jsonl'), files: {'d/{snake}_train.jsonl': `${calRow('"x":[-0,12345678901234567890123,1e-400]')}\n`}, exit: 4, first: /^❯ data rung$/, mentions: [/^✔ every non-empty line is a JSON object: 1 rows, every one a JSON object$/m, /^✔ the Relax conversion keeps every verifier field/m]},
+  {id: 'verify-data-line-over-limit', args: VERIFY_DATA, env: {...DATA('d/{snake}_train.jsonl'), GYMRECIPE_MAX_LINE_BYTES: '200'}, files: {'d/{snake}_train.jsonl': `${calRow(`"x":"${'y'.repeat(400)}"`)}\n`}, exit: 4, first: /^✖ every non-empty line is a JSON object \[FAILED: 1 of 1 rows are not JSON objects the input policy accepts/, mentions: [/line is longer than the 200 bytes limit/]},
+
+  // --- logs
+  {id: 'logs-unknown-recipe', args: ['logs', 'nope', '--relax-root', R], exit: 2, first: /nope/},
+  {id: 'logs-tail-negative', args: ['logs', '{recipe}', '--relax-root', R, '--tail', '-1'], exit: 2, first: /tail/},
+  {id: 'logs-docker-unreachable', args: ['logs', '{recipe}', '--relax-root', R], env: NO_DOCKER, exit: 3, first: /Docker daemon is not reachable/},
+]

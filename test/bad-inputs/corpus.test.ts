@@ -1,0 +1,155 @@
+/**
+ * Runs the bad-input corpus (cases.ts) against the built CLI. For every case: the exit status
+ * and first line are the expected ones, no stack trace or raw system error reaches the user,
+ * nothing outside the declared outputs changed (files hashed before and after, symlinks and
+ * devices intact), no process or container is left behind, and no planted secret appears in the
+ * output or in any file the command wrote.
+ */
+import {execa} from 'execa'
+import {randomBytes} from 'node:crypto'
+import {appendFile, mkdir, rm, symlink, writeFile} from 'node:fs/promises'
+import path from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {OWNERSHIP_LABEL} from '../../src/runtime/docker.js'
+import {PROBE_LABEL} from '../../src/runtime/storage-probe.js'
+import {repoRoot, snapshotRoot} from '../helpers/cli.js'
+import {docker, dockerUnavailableReason} from '../helpers/docker.js'
+import {type BadInput, CASES, type Mount} from './cases.js'
+import {buildTemplate, copyTemplate, isCharacterDevice, PLANTED, PLANTED_NEEDLES, processesWithMarker, snapshot, type Template, touchedText, undeclaredChanges} from './workspace.js'
+
+const recipe = `corpus-${randomBytes(3).toString('hex')}`
+const dockerHere = (await dockerUnavailableReason()) === undefined
+let template: Template
+
+beforeAll(async () => {
+  template = await buildTemplate(recipe)
+}, 120_000)
+
+afterAll(async () => {
+  await rm(template.dir, {recursive: true, force: true})
+})
+
+const fill = (text: string, ws: string) => text.replaceAll('{ws}', ws).replaceAll('{gym}', snapshotRoot).replaceAll('{recipe}', recipe).replaceAll('{snake}', recipe.replaceAll('-', '_'))
+
+async function plant(ws: string, c: BadInput): Promise<void> {
+  for (const [rel, content] of Object.entries(c.files ?? {})) {
+    const p = path.join(ws, fill(rel, ws))
+    await mkdir(path.dirname(p), {recursive: true})
+    if (!(typeof content === 'object' && 'append' in content)) await rm(p, {force: true, recursive: true})
+    if (typeof content === 'object' && 'link' in content) await symlink(content.link, p)
+    else if (typeof content === 'object' && 'append' in content) await appendFile(p, content.append)
+    else await writeFile(p, content)
+  }
+  for (const m of c.mounts ?? []) await mkdir(path.join(ws, m.at), {recursive: true})
+}
+
+/** A shell line that mounts each tmpfs (inside a private mount namespace) and then runs the CLI. */
+function mountScript(ws: string, mounts: Mount[]): string {
+  const lines = mounts.flatMap((m) => {
+    const at = JSON.stringify(path.join(ws, m.at))
+    return [
+      `mount -t tmpfs -o size=${m.size} tmpfs ${at}`,
+      ...(m.fill ? [`head -c ${m.fill} /dev/zero > ${at}/pad`] : []),
+      ...(m.readOnly ? [`mount -o remount,ro ${at}`] : []),
+    ]
+  })
+  return [...lines, 'exec "$@"'].join(' && ')
+}
+
+async function leftContainers(): Promise<string[]> {
+  if (!dockerHere) return []
+  const ids = await Promise.all(
+    [`${PROBE_LABEL}=${recipe}`, `${OWNERSHIP_LABEL}=${recipe}`].map(async (label) => (await docker(['ps', '-a', '-q', '--filter', `label=${label}`])).stdout.split('\n').filter(Boolean)),
+  )
+  return ids.flat()
+}
+
+/** The error's first line: of stderr (oclif's marker dropped), of a --json error, else of stdout. */
+function firstLine(stdout: string, stderr: string): string {
+  try {
+    const {error} = JSON.parse(stdout)
+    if (error?.code) return `${error.code}: ${String(error.message).split('\n')[0]}`
+  } catch {
+    // not a JSON document
+  }
+  const source = stderr.trim() === '' ? stdout : stderr
+  return (source.split('\n').find((l) => l.trim() !== '') ?? '').replace(/^\s*›\s+Error:\s*/, '').trim()
+}
+
+interface Outcome {
+  exit: number
+  first: string
+  stdout: string
+  stderr: string
+  changes: string[]
+  written: string
+  processes: number[]
+  containers: string[]
+  devices: string[]
+}
+
+async function run(c: BadInput): Promise<Outcome> {
+  const ws = await copyTemplate(template, c.id)
+  try {
+    await plant(ws, c)
+    const before = await snapshot(ws)
+    const marker = `corpus-${c.id}-${randomBytes(4).toString('hex')}`
+    const env = {NO_COLOR: '1', PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: path.join(ws, 'home'), ...(process.env.DOCKER_HOST ? {DOCKER_HOST: process.env.DOCKER_HOST} : {}), ...PLANTED, GYMRECIPE_CORPUS_CASE: marker, XDG_STATE_HOME: path.join(ws, '.state'), ...Object.fromEntries(Object.entries(c.env ?? {}).map(([k, v]) => [k, fill(v, ws)]))}
+    const cli = [process.execPath, path.join(repoRoot, 'bin/run.js'), ...c.args.map((a) => fill(a, ws))]
+    const [file, ...args] = c.mounts ? ['unshare', ...(process.getuid?.() === 0 ? [] : ['-r']), '-m', 'sh', '-c', mountScript(ws, c.mounts), 'sh', ...cli] : cli
+    const result = await execa(file, args, {reject: false, cwd: ws, env, extendEnv: false, timeout: 120_000, stripFinalNewline: false, maxBuffer: 256 << 20, input: ''})
+    const stdout = String(result.stdout)
+    const stderr = String(result.stderr)
+    const first = firstLine(stdout, stderr)
+    let processes = await processesWithMarker(marker)
+    for (let i = 0; i < 20 && processes.length > 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      processes = await processesWithMarker(marker)
+    }
+    const after = await snapshot(ws)
+    const devices = []
+    for (const d of c.devices ?? []) if (!(await isCharacterDevice(d))) devices.push(d)
+    return {
+      exit: result.exitCode ?? -1,
+      first,
+      stdout,
+      stderr,
+      changes: undeclaredChanges(before, after, [...(c.writes ?? []), '.state']),
+      written: await touchedText(ws, before, after),
+      processes,
+      containers: await leftContainers(),
+      devices,
+    }
+  } finally {
+    await rm(ws, {recursive: true, force: true})
+  }
+}
+
+const ids = CASES.map((c) => c.id)
+it('case ids are unique', () => {
+  expect(ids.filter((id, i) => ids.indexOf(id) !== i)).toEqual([])
+})
+
+describe.concurrent('bad-input corpus', () => {
+  it.each(CASES.map((c) => [c.id, c] as const))('%s', async (_id, c) => {
+    const o = await run(c)
+    const expectedFirst = new RegExp(c.first.source.replaceAll('{recipe}', recipe), c.first.flags)
+    expect({exit: o.exit, first: o.first}, `stdout:\n${o.stdout.slice(-3000)}\nstderr:\n${o.stderr.slice(-3000)}`).toEqual({exit: c.exit, first: expect.stringMatching(expectedFirst)})
+    for (const mention of c.mentions ?? []) expect(`${o.stdout}\n${o.stderr}`).toMatch(new RegExp(mention.source.replaceAll('{recipe}', recipe), mention.flags))
+    // Clear: no stack trace, no bare system error.
+    expect(o.stderr).not.toMatch(/^\s+at .+:\d+:\d+\)?$/m)
+    expect(o.stderr).not.toMatch(/^\s*(?:›\s+)?Error: E[A-Z]+: /m)
+    expect(o.stderr).not.toMatch(/check crashed|Maximum call stack|heap out of memory|ReferenceError|TypeError/)
+    // Nothing half-written, clobbered or left behind.
+    expect(o.changes).toEqual([])
+    expect(o.devices).toEqual([])
+    expect(o.processes).toEqual([])
+    expect(o.containers).toEqual([])
+    // Nothing leaked.
+    for (const needle of PLANTED_NEEDLES) {
+      expect(o.stdout.includes(needle) || o.stderr.includes(needle), `${needle} in the output`).toBe(false)
+      expect(o.written.includes(needle), `${needle} in a written file`).toBe(false)
+    }
+  }, 180_000)
+})
