@@ -11,6 +11,8 @@ export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args
 
 /** The EXIT STATUS help line of a command with removesPartialOutputOnInterrupt. */
 export const PARTIAL_OUTPUT_INTERRUPT_STATUS = '130  interrupted (Ctrl+C / SIGTERM); the partial output is removed and the previous file, if any, kept'
+/** Help line for commands that write an output file. */
+export const OUTPUT_WRITE_STATUS = '1  the output could not be written (no space, read-only, permission); the previous file, if any, kept'
 
 /**
  * Shared behaviour of every gymrecipe command: --json, error mapping to stable

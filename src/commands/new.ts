@@ -20,7 +20,8 @@ from a built-in recipe: --from, or the base of --archetype. A free port block is
 
 EXIT STATUS
   0  generated (or, with --dry-run, planned without conflicts)
-  2  bad input: recipe id, Gym config, contract, ports, missing --agent
+  1  a file could not be written (no space, read-only, permission); nothing is left half-made
+  2  bad input: recipe id, Gym config, contract, ports, missing --agent, a recipe folder that is a link
   3  files changed by hand since generation (use --force to overwrite)`
 
   static override examples = [

@@ -130,6 +130,7 @@ export const CASES: BadInput[] = [
   {id: 'export-overflowing-float', args: EXPORT('{ws}/b.jsonl'), files: {'b.jsonl': '{"scenario_id":"s","task":{"responses_create_params":{"input":"hi","temperature":1e400}}}\n'}, exit: 2, first: /b\.jsonl:1: task\.responses_create_params\.temperature: must be a finite number/},
   {id: 'export-bom', args: EXPORT('{ws}/b.jsonl'), files: {'b.jsonl': '\uFEFF{"scenario_id":"s"}\n'}, exit: 2, first: /b\.jsonl:1: the file starts with a UTF-8 byte order mark/},
   {id: 'export-deep', args: EXPORT('{ws}/b.jsonl'), files: {'b.jsonl': `{"scenario_id":"s","task":${'['.repeat(3000)}${']'.repeat(3000)}}\n`}, exit: 2, first: /b\.jsonl:1: nested deeper than 512 levels/},
+  {id: 'export-output-dev-full', args: ['tasks', 'export', '{ws}/bundles.jsonl', '-o', '/dev/full'], exit: 1, first: /^cannot write \/dev\/full: no space left on device \(ENOSPC\)$/, devices: ['/dev/full']},
   {id: 'export-output-is-link', args: ['tasks', 'export', '{ws}/bundles.jsonl', '-o', '{ws}/rows-link.jsonl'], exit: 2, first: /rows-link\.jsonl is a symbolic link/},
 
   // --- rollouts ingest
@@ -143,6 +144,7 @@ export const CASES: BadInput[] = [
   {id: 'ingest-invalid-utf8', args: INGEST([], '{ws}/r.jsonl'), files: {'r.jsonl': Uint8Array.from([...Buffer.from('{"_ng_task_index": 1, "x": "'), 0xff, ...Buffer.from('"}\n')])}, exit: 2, first: /r\.jsonl:1: line is not valid UTF-8/},
   {id: 'ingest-deep', args: INGEST([], '{ws}/r.jsonl'), files: {'r.jsonl': `{"_ng_task_index": 1, "x": ${'{"a":'.repeat(2000)}1${'}'.repeat(2000)}}\n`}, exit: 2, first: /r\.jsonl:1: nested deeper than 512 levels/},
   {id: 'ingest-tasks-bom', args: INGEST([], '{ws}/rollouts.jsonl', '{ws}/t.jsonl'), files: {'t.jsonl': '\uFEFF{"_ng_task_index": 1}\n'}, exit: 2, first: /t\.jsonl:1: the file starts with a UTF-8 byte order mark/},
+  {id: 'ingest-output-dev-full', args: ['rollouts', 'ingest', '--tasks', '{ws}/tasks.jsonl', '--rollouts', '{ws}/rollouts.jsonl', '-o', '/dev/full'], exit: 1, first: /^cannot write \/dev\/full: no space left on device \(ENOSPC\)$/, devices: ['/dev/full']},
   {id: 'ingest-output-is-folder', args: ['rollouts', 'ingest', '--tasks', '{ws}/tasks.jsonl', '--rollouts', '{ws}/rollouts.jsonl', '-o', '{ws}/relax'], exit: 2, first: /output .*relax is a directory/},
 
   // --- call
@@ -161,6 +163,7 @@ export const CASES: BadInput[] = [
   {id: 'call-rows-line-over-limit', args: CALL('{ws}/r.jsonl'), env: {GYMRECIPE_MAX_LINE_BYTES: '2000'}, files: {'r.jsonl': `{"id":"a","q":"${'x'.repeat(3 << 20)}"}\n`}, exit: 2, first: /r\.jsonl:1: line is longer than the 2000 bytes limit/},
   {id: 'call-rows-have-output-column', args: CALL('{ws}/r.jsonl'), files: {'r.jsonl': '{"id":"a","q":"x","verdict":1}\n'}, exit: 2, first: /r\.jsonl:1: the row already has a field named verdict/},
   {id: 'call-rows-not-object', args: CALL('{ws}/r.jsonl'), files: {'r.jsonl': '"just a string"\n'}, exit: 2, first: /r\.jsonl:1: a row must be a JSON object/},
+  {id: 'call-evidence-is-a-file', args: ['call', 'resource', '{ws}/call-rows.jsonl', '--config', '{ws}/call.yaml', '-o', '{ws}/out.jsonl', '-e', '{ws}/rows.jsonl'], exit: 2, first: /rows\.jsonl/},
   {id: 'call-output-is-link', args: ['call', 'resource', '{ws}/call-rows.jsonl', '--config', '{ws}/call.yaml', '-o', '{ws}/rows-link.jsonl', '-e', '{ws}/evidence'], exit: 2, first: /rows-link\.jsonl is a symbolic link/},
 
   // --- status
@@ -210,4 +213,21 @@ export const CASES: BadInput[] = [
   {id: 'logs-unknown-recipe', args: ['logs', 'nope', '--relax-root', R], exit: 2, first: /nope/},
   {id: 'logs-tail-negative', args: ['logs', '{recipe}', '--relax-root', R, '--tail', '-1'], exit: 2, first: /tail/},
   {id: 'logs-docker-unreachable', args: ['logs', '{recipe}', '--relax-root', R], env: NO_DOCKER, exit: 3, first: /Docker daemon is not reachable/},
+
+  // --- --json: the same promises hold for the machine-readable output
+  {id: 'json-new', args: [...NEW('fresh'), '--json'], exit: 0, first: /^\{$/, writes: ['relax/examples/nemo_gym_agentic/recipes/fresh']},
+  {id: 'json-inspect', args: ['inspect', '--gym-root', '{gym}', '--gym-config', 'environments/calendar/config.yaml', '--json'], exit: 0, first: /^\{$/},
+  {id: 'json-build', args: [...BUILD(), '--json'], exit: 0, first: /^\{$/, writes: ['out.jsonl']},
+  {id: 'json-export', args: [...EXPORT(), '--json'], exit: 0, first: /^\{$/, writes: ['out.jsonl']},
+  {id: 'json-ingest', args: INGEST(['--json']), exit: 0, first: /^\{$/, writes: ['out.jsonl']},
+  {id: 'json-call-dry-run', args: CALL('{ws}/call-rows.jsonl', '{ws}/call.yaml', '--dry-run', '--json'), exit: 0, first: /^\{$/},
+  {id: 'json-status', args: ['status', '{recipe}', '--relax-root', R, '--json'], env: NO_DOCKER, exit: 0, first: /^\{$/},
+  {id: 'json-prepare-dry-run', args: ['prepare', '{recipe}', '--relax-root', R, '--dry-run', '--json'], exit: 0, first: /^\{$/},
+  {id: 'json-start-dry-run', args: ['start', '{recipe}', '--relax-root', R, '--dry-run', '--json'], env: {...GYM_HOST, ...NO_DOCKER}, exit: 3, first: /^\{$/},
+  {id: 'json-train-dry-run', args: ['train', '{recipe}', '--relax-root', R, '--dry-run', '--json'], env: GYM_HOST, exit: 3, first: /^\{$/, mentions: [/<redacted>@127\.0\.0\.1:9/]},
+  {id: 'json-train-headers-line-break', args: ['train', '{recipe}', '--relax-root', R, '--dry-run', '--json'], env: {...GYM_HOST, RAY_JOB_HEADERS: '{"Authorization":"Bearer rayPlantedBearer5555\\r\\nX-Evil: 1"}'}, exit: 2, first: /^E_RAY_HEADERS: /},
+  {id: 'json-verify-static', args: ['verify', '{recipe}', '--relax-root', R, '--json'], exit: 0, first: /^\{$/},
+  {id: 'json-verify-data', args: [...VERIFY_DATA, '--json'], env: DATA('d/{snake}_train.jsonl'), files: {'d/{snake}_train.jsonl': `${calRow('"x":1e400')}\n`}, exit: 4, first: /^\{$/, mentions: [/"id": "data\.rows",\s+"title": "[^"]+",\s+"status": "fail"/]},
+  {id: 'json-logs-docker-unreachable', args: ['logs', '{recipe}', '--relax-root', R, '--json'], env: NO_DOCKER, exit: 3, first: /^E_DOCKER_UNREACHABLE: Docker daemon is not reachable/},
+  {id: 'json-doctor', args: ['doctor', '--json'], exit: 0, first: /^\{$/},
 ]

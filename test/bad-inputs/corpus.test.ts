@@ -7,7 +7,7 @@
  */
 import {execa} from 'execa'
 import {randomBytes} from 'node:crypto'
-import {appendFile, mkdir, rm, symlink, writeFile} from 'node:fs/promises'
+import {appendFile, mkdir, readFile, rm, symlink, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
@@ -152,4 +152,31 @@ describe.concurrent('bad-input corpus', () => {
       expect(o.written.includes(needle), `${needle} in a written file`).toBe(false)
     }
   }, 180_000)
+})
+
+/** The command a case runs (`tasks build`, `verify`), read from its arguments. */
+function commandOf(c: BadInput): string | undefined {
+  const [first, second] = c.args
+  if (['tasks', 'rollouts', 'call'].includes(first)) return `${first} ${second}`
+  return ['new', 'inspect', 'status', 'prepare', 'start', 'train', 'verify', 'logs', 'doctor'].includes(first) ? first : undefined
+}
+
+describe('exit statuses', () => {
+  it('every status the corpus expects is in the README table, which matches the code', async () => {
+    const {ExitCode} = await import('../../src/errors.js')
+    const readme = await readFile(path.join(repoRoot, 'README.md'), 'utf8')
+    const section = readme.slice(readme.indexOf('## Exit statuses'), readme.indexOf('\n## ', readme.indexOf('## Exit statuses') + 1))
+    const table = [...section.matchAll(/^\| `(\d+)` \| /gm)].map((m) => Number(m[1]))
+    expect(table).toEqual(Object.values(ExitCode))
+    for (const c of CASES) expect(table, c.id).toContain(c.exit)
+  })
+
+  const commands = [...new Set(CASES.map(commandOf).filter((c): c is string => c !== undefined))]
+  it.each(commands)('%s --help lists every exit status the corpus sees it use', async (command) => {
+    const help = await execa(process.execPath, [path.join(repoRoot, 'bin/run.js'), ...command.split(' '), '--help'], {env: {NO_COLOR: '1'}})
+    const block = String(help.stdout).split('EXIT STATUS')[1]?.split(/\n\S/)[0] ?? ''
+    const listed = [...block.matchAll(/^\s+(\d+)\s/gm)].map((m) => Number(m[1]))
+    const used = [...new Set(CASES.filter((c) => commandOf(c) === command && !c.first.source.startsWith('^Parsing') && !/Nonexistent flag|Missing 1 required|expects a value|following errors|Expected --/.test(c.first.source)).map((c) => c.exit))]
+    expect(listed, `EXIT STATUS of ${command}:\n${block}`).toEqual(expect.arrayContaining(used))
+  })
 })

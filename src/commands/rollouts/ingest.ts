@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-import {BaseCommand, PARTIAL_OUTPUT_INTERRUPT_STATUS} from '../../cli/base-command.js'
+import {BaseCommand, OUTPUT_WRITE_STATUS, PARTIAL_OUTPUT_INTERRUPT_STATUS} from '../../cli/base-command.js'
 import {type IngestSummary, ingestRollouts} from '../../gym/rollouts/ingest.js'
 
 export default class RolloutsIngest extends BaseCommand<typeof RolloutsIngest> {
@@ -12,6 +12,7 @@ Completed rollouts come first (status "completed"), then the failure sidecar (st
 
 EXIT STATUS
   0  records written (or, with --dry-run, validated)
+  ${OUTPUT_WRITE_STATUS}
   2  bad input: unknown task index, conflicting tasks, missing file (file, line and field named)
   ${PARTIAL_OUTPUT_INTERRUPT_STATUS}`
 

@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {BaseCommand, PARTIAL_OUTPUT_INTERRUPT_STATUS} from '../../cli/base-command.js'
+import {BaseCommand, OUTPUT_WRITE_STATUS, PARTIAL_OUTPUT_INTERRUPT_STATUS} from '../../cli/base-command.js'
 import {type BuildSummary, buildScenarios} from '../../gym/tasks/build.js'
 import {loadTaskSpec} from '../../gym/tasks/spec.js'
 
@@ -23,6 +23,7 @@ Example spec (declarative):
 
 EXIT STATUS
   0  bundles written (or, with --dry-run, validated)
+  ${OUTPUT_WRITE_STATUS}
   2  bad spec or bad row (the message names the file, line and field)
   ${PARTIAL_OUTPUT_INTERRUPT_STATUS}`
 

@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {BaseCommand, PARTIAL_OUTPUT_INTERRUPT_STATUS} from '../../cli/base-command.js'
+import {BaseCommand, OUTPUT_WRITE_STATUS, PARTIAL_OUTPUT_INTERRUPT_STATUS} from '../../cli/base-command.js'
 import {type ExportSummary, exportTasks} from '../../gym/tasks/export.js'
 
 export default class TasksExport extends BaseCommand<typeof TasksExport> {
@@ -10,6 +10,7 @@ export default class TasksExport extends BaseCommand<typeof TasksExport> {
 
 EXIT STATUS
   0  tasks written (or, with --dry-run, validated)
+  ${OUTPUT_WRITE_STATUS}
   2  bad bundle (the message names the file, line and field)
   ${PARTIAL_OUTPUT_INTERRUPT_STATUS}`
 
