@@ -12,7 +12,7 @@ export function summarizeLadder(report: LadderReport): string[] {
     lines.push(`${rung.status === 'pass' ? '✔' : '✖'} ${rung.rung}: ${rung.status}`)
     for (const check of rung.checks.filter((c) => c.status !== 'pass')) {
       const where = check.file ? ` (${check.file}${check.line ? `:${check.line}` : ''})` : ''
-      lines.push(`    ${check.status === 'fail' ? '✖' : '↓ not checked:'} ${check.title}: ${check.message}${where}`)
+      lines.push(`    ${check.status === 'fail' ? '✖' : '↓ not checked:'} ${check.title}: ${check.status === 'fail' ? check.message : check.message.replace(/^not checked: /, '')}${where}`)
       if (check.hint) lines.push(`      hint: ${check.hint}`)
     }
   }

@@ -3,6 +3,9 @@ import {Listr, type ListrTask} from 'listr2'
 import type {Check, CheckContext, CheckResult, LadderReport, Rung, RungDefinition, RungReport} from './types.js'
 import {RUNGS} from './types.js'
 
+/** Skip messages start with this; the renderers say it once. */
+const NOT_CHECKED = /^not checked: /
+
 export interface RunLadderOptions {
   /** Render progress for people (listr2); false under --json. */
   render: boolean
@@ -61,7 +64,7 @@ export async function runLadder(definitions: RungDefinition[], ctx: CheckContext
         const failed = outcome.filter((r) => r.status === 'fail')
         const skipped = outcome.filter((r) => r.status === 'skip')
         if (failed.length > 0) throw new Error(failed.map(describe).join('\n'))
-        if (skipped.length > 0) task.skip(`not checked: ${skipped.map(describe).join('; ')}`)
+        if (skipped.length > 0) task.skip(`not checked: ${skipped.map((r) => describe(r).replace(NOT_CHECKED, '')).join('; ')}`)
         else if (outcome.length === 1) task.title = `${check.title}: ${outcome[0].message}`
       },
     }))
