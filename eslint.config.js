@@ -14,4 +14,27 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'off',
     },
   },
+  ...layerRules(),
 )
+
+/**
+ * The layers of src/, top to bottom; folders that share a layer are independent of each other.
+ * A file may import from its own folder and the layers below it, never from one above; the
+ * outside world (processes, Docker, HTTP) is reached only from src/runtime. `npm run lint`
+ * (part of `npm test`) fails on a violation.
+ */
+function layerRules() {
+  const layers = [['commands'], ['cli'], ['steps', 'doctor'], ['ladder'], ['scaffold'], ['contract', 'gym'], ['runtime']]
+  const outsideWorld = ['execa', 'dockerode', 'node:child_process', 'node:http', 'node:https', 'node:dgram', 'node:tls']
+  return layers.flatMap((layer, rank) =>
+    layer.map((folder) => {
+      const forbidden = [...layers.slice(0, rank).flat(), ...layer.filter((other) => other !== folder)]
+      const patterns = []
+      if (forbidden.length > 0) {
+        patterns.push({regex: `^(\\.\\./)+(${forbidden.join('|')})/`, message: `src/${folder} may not import from src/${forbidden.join(', src/')} (layers: ${layers.map((l) => l.join('+')).join(' → ')}); move the shared code down instead.`})
+      }
+      if (folder !== 'runtime') patterns.push({group: outsideWorld, allowTypeImports: true, message: 'Processes, Docker and HTTP are reached through src/runtime.'})
+      return {files: [`src/${folder}/**/*.ts`], rules: {'@typescript-eslint/no-restricted-imports': ['error', {patterns}]}}
+    }),
+  )
+}

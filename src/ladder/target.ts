@@ -5,7 +5,7 @@ import {loadContractFile} from '../contract/load.js'
 import {assertRecipeId} from '../contract/recipe-id.js'
 import {recipeFileNames, type RecipeFileNames} from '../contract/types.js'
 import {ExitCode, GymError} from '../errors.js'
-import {recipeDir} from '../scaffold/checkout.js'
+import {recipeDir} from '../contract/checkout.js'
 import type {RecipeLayout, RecipeTarget} from './types.js'
 
 const TRAINING = /^run-.+\.sh$/

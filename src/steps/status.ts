@@ -12,8 +12,8 @@ import {readyz} from '../runtime/http.js'
 import {rayJobHeadersFromEnv, rayJobsClient, redactUrl} from '../runtime/ray-jobs.js'
 import {recipeEnvironment} from '../runtime/recipe-env.js'
 import {resolveRecipe} from '../ladder/target.js'
-import {trainingGateway} from './endpoints.js'
-import {readRunState} from './run-state.js'
+import {trainingGateway} from '../contract/endpoints.js'
+import {readRunState} from '../runtime/run-state.js'
 
 export interface JobStatusView {
   submissionId: string

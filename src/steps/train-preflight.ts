@@ -16,7 +16,7 @@ import {gatewayRegisters} from '../runtime/gateway-trials.js'
 import {readyz} from '../runtime/http.js'
 import {which} from '../runtime/process.js'
 import {dashboardAddressFromEnv, dashboardResolveProblem, rayJobHeadersFromEnv, rayJobsClient, redactUrl} from '../runtime/ray-jobs.js'
-import {trainingGateway} from './endpoints.js'
+import {trainingGateway} from '../contract/endpoints.js'
 
 export type PreflightStatus = 'pass' | 'fail'
 

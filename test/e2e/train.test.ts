@@ -15,7 +15,7 @@ import os from 'node:os'
 import path from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {runStatePath} from '../../src/steps/run-state.js'
+import {runStatePath} from '../../src/runtime/run-state.js'
 import {newRecipe} from '../../src/scaffold/new-recipe.js'
 import {repoRoot, runCli, snapshotRoot} from '../helpers/cli.js'
 import {BASE_IMAGE, dockerOk, dockerUnavailableReason, removeByLabel, uniqueTestLabel} from '../helpers/docker.js'

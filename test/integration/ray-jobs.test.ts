@@ -18,7 +18,7 @@ import {
   type RayJobsClient,
   redactUrl,
 } from '../../src/runtime/ray-jobs.js'
-import {readRunState, runStatePath, writeRunState} from '../../src/steps/run-state.js'
+import {readRunState, runStatePath, writeRunState} from '../../src/runtime/run-state.js'
 import {FAKE_RAY_BIN_DIR, type FakeRay, startFakeRay, waitFor} from '../helpers/ray-fixture.js'
 
 let ray: FakeRay

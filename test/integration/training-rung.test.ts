@@ -12,7 +12,7 @@ import path from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {trainingRung} from '../../src/ladder/training/index.js'
-import {writeRunState} from '../../src/steps/run-state.js'
+import {writeRunState} from '../../src/runtime/run-state.js'
 import {type FakeRay, startFakeRay} from '../helpers/ray-fixture.js'
 import {CALENDAR_GRAPH, type GymLayout, type HostGym, type RelaxCheckout, SNAPSHOT_DIR, makeRelaxCheckout, startHostGym, waitForReadyz} from '../helpers/relax-fixture.js'
 import {runCli} from '../helpers/cli.js'

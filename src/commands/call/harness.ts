@@ -1,5 +1,4 @@
-import {CallCommand} from '../../cli/call-command.js'
-import {callDescription, callExamples} from '../../gym/call/cli.js'
+import {callDescription, callExamples, CallCommand} from '../../cli/call-command.js'
 
 export default class CallHarness extends CallCommand {
   static override summary = 'Call a Gym agent harness once per row; keep the final answer and the evidence'

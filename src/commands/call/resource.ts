@@ -1,5 +1,4 @@
-import {CallCommand} from '../../cli/call-command.js'
-import {callDescription, callExamples} from '../../gym/call/cli.js'
+import {callDescription, callExamples, CallCommand} from '../../cli/call-command.js'
 
 export default class CallResource extends CallCommand {
   static override summary = 'Call a Gym resource route once per row and keep the evidence'

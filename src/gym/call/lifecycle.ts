@@ -10,7 +10,7 @@ import type {Admission, Limiter} from './limiter.js'
 import {PathError, projectFields, resolvePath} from './paths.js'
 import {buildRowPlan, type RowPlan, type RowPlanResult} from './request.js'
 import {RowSession} from './session.js'
-import {AbortedError, Cancel, type HttpResponse, type HttpTransport, TransportError} from './transport.js'
+import {AbortedError, Cancel, type HttpResponse, type HttpTransport, TransportError} from '../../runtime/call-transport.js'
 import type {CallConfig, CallEnvelope, EpisodeFields, FailureKind, FailureStage, HarnessEvidence, ResourceEnvelope, RowColumns} from './types.js'
 
 /** Writes one attempt artifact; returns its path relative to the evidence directory. */

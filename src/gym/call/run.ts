@@ -14,7 +14,7 @@ import {parseFast, parseLossless, stringifyLossless} from './json.js'
 import {type PreparedRow, prepareRow, type RowCallContext, runPreparedRow, type RowOutcome} from './lifecycle.js'
 import {type Admission, Limiter} from './limiter.js'
 import {buildRowPlan} from './request.js'
-import {type HttpTransport, nodeHttpTransport} from './transport.js'
+import {type HttpTransport, nodeHttpTransport} from '../../runtime/call-transport.js'
 import type {CallConfig, FailureKind} from './types.js'
 
 export interface CallProgress {

@@ -1,4 +1,4 @@
-import {Cancel, type HttpRequest, type HttpResponse, type RowHttpClient} from './transport.js'
+import {Cancel, type HttpRequest, type HttpResponse, type RowHttpClient} from '../../runtime/call-transport.js'
 
 const REDACTED = '[redacted]'
 const REDACTED_JSON = JSON.stringify(REDACTED)

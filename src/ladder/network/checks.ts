@@ -17,7 +17,7 @@ import {
   type RayJobsClient,
   redactUrl,
 } from '../../runtime/ray-jobs.js'
-import {callbackResource, callbackUpstream} from '../../steps/endpoints.js'
+import {callbackResource, callbackUpstream} from '../../contract/endpoints.js'
 import type {Check, CheckContext, CheckResult} from '../types.js'
 import {allowlistCovers, noProxyCovers} from './allowlist.js'
 import {sourcedEnv} from '../scratch.js'

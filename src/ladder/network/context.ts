@@ -7,7 +7,7 @@ import type Docker from 'dockerode'
 import {isGymError} from '../../errors.js'
 import {type ContainerState, inspectContainer} from '../../runtime/container.js'
 import {dockerTarget, requireDocker} from '../../runtime/docker.js'
-import {type GatewayEndpoint, relaxEndpoint, type RelaxEndpoint, trainingGateway} from '../../steps/endpoints.js'
+import {type GatewayEndpoint, relaxEndpoint, type RelaxEndpoint, trainingGateway} from '../../contract/endpoints.js'
 import {once, sourcedEnv} from '../scratch.js'
 import type {CheckContext} from '../types.js'
 

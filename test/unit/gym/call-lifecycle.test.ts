@@ -4,7 +4,7 @@ import {parseCallConfig} from '../../../src/gym/call/config.js'
 import {parseLossless} from '../../../src/gym/call/json.js'
 import {callRow, type RowCallContext} from '../../../src/gym/call/lifecycle.js'
 import {Limiter} from '../../../src/gym/call/limiter.js'
-import {type HttpRequest, type HttpResponse, type HttpTransport, TransportError} from '../../../src/gym/call/transport.js'
+import {type HttpRequest, type HttpResponse, type HttpTransport, TransportError} from '../../../src/runtime/call-transport.js'
 
 /** A transport without a network: answers from a function and records what was sent. */
 function fakeTransport(answer: (req: HttpRequest) => HttpResponse | Error): HttpTransport & {sent: HttpRequest[]; clients: number; closed: number} {

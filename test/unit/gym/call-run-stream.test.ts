@@ -5,7 +5,7 @@ import {describe, expect, it} from 'vitest'
 
 import {parseCallConfig} from '../../../src/gym/call/config.js'
 import {runCall, type RunCallOptions, runWindow} from '../../../src/gym/call/run.js'
-import type {HttpRequest, HttpResponse, HttpTransport} from '../../../src/gym/call/transport.js'
+import type {HttpRequest, HttpResponse, HttpTransport} from '../../../src/runtime/call-transport.js'
 
 /** A transport without a network: answers from a function and counts requests per row marker. */
 function fakeTransport(answer: (req: HttpRequest) => Promise<HttpResponse> | HttpResponse = () => ok()): HttpTransport & {calls: string[]} {

@@ -3,7 +3,7 @@ import type {AddressInfo, Socket} from 'node:net'
 import {afterEach, describe, expect, it} from 'vitest'
 
 import {RowSession} from '../../../src/gym/call/session.js'
-import {AbortedError, Cancel, type HttpRequest, nodeHttpTransport, TransportError} from '../../../src/gym/call/transport.js'
+import {AbortedError, Cancel, type HttpRequest, nodeHttpTransport, TransportError} from '../../../src/runtime/call-transport.js'
 
 interface Seen {
   port: number

@@ -1,9 +1,9 @@
 import http from 'node:http'
 import https from 'node:https'
+import {urlToHttpOptions} from 'node:url'
 
 /** How long an idle pooled socket is kept (see the agent options below). */
 const IDLE_SOCKET_MS = 2000
-import {urlToHttpOptions} from 'node:url'
 
 /**
  * The only network code of the call library.

@@ -2,9 +2,9 @@ import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 import {parse as parseYaml} from 'yaml'
 
-import {contractProblems} from '../contract/load.js'
-import {type OccupiedRecipe, type PortRange, recipePortRanges} from '../contract/ports.js'
-import {RECIPES_DIR, type RecipeContract} from '../contract/types.js'
+import {contractProblems} from './load.js'
+import {type OccupiedRecipe, type PortRange, recipePortRanges} from './ports.js'
+import {RECIPES_DIR, type RecipeContract} from './types.js'
 
 export function recipeDir(relaxRoot: string, id: string): string {
   return path.join(relaxRoot, RECIPES_DIR, id)

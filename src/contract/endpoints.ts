@@ -5,7 +5,7 @@
  */
 import net from 'node:net'
 
-import type {RecipeContract} from '../contract/types.js'
+import type {RecipeContract} from './types.js'
 
 export interface GatewayEndpoint {
   host: string

@@ -6,8 +6,8 @@
  */
 import path from 'node:path'
 
-import {readTextIfExists, writeFileAtomic} from '../runtime/fs.js'
-import {recipeStatePath} from '../runtime/state-paths.js'
+import {readTextIfExists, writeFileAtomic} from './fs.js'
+import {recipeStatePath} from './state-paths.js'
 
 export interface RecipeRunState {
   recipe: string
