@@ -26,15 +26,52 @@ async function runCheck(check: Check, rung: Rung, ctx: CheckContext): Promise<Ch
   }
 }
 
+/** Only a rung whose every check passed passes: a skipped check, or no check at all, proves nothing. */
 function rungStatus(checks: CheckResult[]): RungReport['status'] {
   if (checks.some((c) => c.status === 'fail')) return 'fail'
-  if (checks.some((c) => c.status === 'skip')) return 'incomplete'
+  if (checks.length === 0 || checks.some((c) => c.status === 'skip')) return 'incomplete'
   return 'pass'
 }
 
 function describe(result: CheckResult): string {
   const where = result.file ? ` [${result.file}${result.line ? `:${result.line}` : ''}]` : ''
   return `${result.message}${where}`
+}
+
+export interface RunRungOptions {
+  /** Render progress for people (listr2); false under --json. */
+  render: boolean
+  /** Told each result as its check finishes (e.g. to print it). */
+  onCheck?: (result: CheckResult) => void
+}
+
+/** Run the checks of one rung, in order, and judge it. The ladder and `train` both run rungs here. */
+export async function runRung(definition: RungDefinition, ctx: CheckContext, options: RunRungOptions): Promise<RungReport> {
+  const {rung} = definition
+  const results: CheckResult[] = []
+  const tasks: ListrTask[] = definition.checks(ctx).map((check) => ({
+    title: check.title,
+    task: async (_c, task) => {
+      const outcome = await runCheck(check, rung, ctx)
+      results.push(...outcome)
+      for (const result of outcome) options.onCheck?.(result)
+      const failed = outcome.filter((r) => r.status === 'fail')
+      const skipped = outcome.filter((r) => r.status === 'skip')
+      if (failed.length > 0) throw new Error(failed.map(describe).join('\n'))
+      if (skipped.length > 0) task.skip(`not checked: ${skipped.map((r) => describe(r).replace(NOT_CHECKED, '')).join('; ')}`)
+      else if (outcome.length === 1) task.title = `${check.title}: ${outcome[0].message}`
+    },
+  }))
+  const listr = new Listr([{title: `${rung} rung`, task: (_c, task) => task.newListr(tasks, {concurrent: false, exitOnError: false})}], {
+    renderer: options.render ? 'default' : 'silent',
+    fallbackRenderer: 'simple',
+    exitOnError: false,
+    collectErrors: false,
+    rendererOptions: {collapseSubtasks: false, showErrorMessage: true},
+    registerSignalListeners: false,
+  } as any)
+  await listr.run().catch(() => undefined)
+  return {rung, status: rungStatus(results), checks: results}
 }
 
 /**
@@ -54,33 +91,7 @@ export async function runLadder(definitions: RungDefinition[], ctx: CheckContext
       stopped = true
       continue
     }
-    const checks = definition.checks(ctx)
-    const results: CheckResult[] = []
-    const tasks: ListrTask[] = checks.map((check) => ({
-      title: check.title,
-      task: async (_c, task) => {
-        const outcome = await runCheck(check, rung, ctx)
-        results.push(...outcome)
-        const failed = outcome.filter((r) => r.status === 'fail')
-        const skipped = outcome.filter((r) => r.status === 'skip')
-        if (failed.length > 0) throw new Error(failed.map(describe).join('\n'))
-        if (skipped.length > 0) task.skip(`not checked: ${skipped.map((r) => describe(r).replace(NOT_CHECKED, '')).join('; ')}`)
-        else if (outcome.length === 1) task.title = `${check.title}: ${outcome[0].message}`
-      },
-    }))
-    const listr = new Listr(
-      [{title: `${rung} rung`, task: (_c, task) => task.newListr(tasks, {concurrent: false, exitOnError: false})}],
-      {
-        renderer: options.render ? 'default' : 'silent',
-        fallbackRenderer: 'simple',
-        exitOnError: false,
-        collectErrors: false,
-        rendererOptions: {collapseSubtasks: false, showErrorMessage: true},
-        registerSignalListeners: false,
-      } as any,
-    )
-    await listr.run().catch(() => undefined)
-    const report: RungReport = {rung, status: rungStatus(results), checks: results}
+    const report = await runRung(definition, ctx, {render: options.render})
     reports.push(report)
     if (report.status !== 'pass') stopped = true
   }

@@ -6,7 +6,7 @@ import {parse as parseYaml, stringify as stringifyYaml} from 'yaml'
 import {dataRung} from '../../src/ladder/data/index.js'
 import {runLadder} from '../../src/ladder/runner.js'
 import {resolveRecipe} from '../../src/ladder/target.js'
-import type {CheckResult, LadderReport, RungDefinition} from '../../src/ladder/types.js'
+import type {CheckResult, LadderReport} from '../../src/ladder/types.js'
 import {repoRoot, snapshotRoot} from './cli.js'
 import {generatedRecipe} from './recipes.js'
 
@@ -19,8 +19,6 @@ export const SNAPSHOT_ROWS = {
 export const FIXTURE_CONVERTER = path.join(repoRoot, 'test/fixtures/relax-checkout/examples/nemo_gym_agentic/scripts/convert_dataset.py')
 export const CONVERTER_IN_CHECKOUT = 'examples/nemo_gym_agentic/scripts/convert_dataset.py'
 
-/** The static rung is tested elsewhere; an empty one lets the data rung run on its own. */
-const NO_STATIC: RungDefinition = {rung: 'static', checks: () => []}
 
 export interface DataCase {
   relaxRoot: string
@@ -75,7 +73,8 @@ export async function dataReport(c: DataCase, source: string | undefined, option
   const target = await resolveRecipe(c.relaxRoot, c.recipe)
   const env: NodeJS.ProcessEnv = {...process.env, NEMO_GYM_SOURCE_DATA: source, NEMO_GYM_IMAGE: 'gymrecipe-test-absent:none', GYMRECIPE_PROBE_IMAGE: undefined, ...NO_DOCKER, ...options.env}
   for (const [key, value] of Object.entries(env)) if (value === undefined) delete env[key]
-  return runLadder([NO_STATIC, dataRung], {target, options: {env, smoke: options.smoke ?? false}, scratch: new Map()}, {render: false, level: 'data'})
+  // The static rung is tested elsewhere: the data rung runs on its own.
+  return runLadder([dataRung], {target, options: {env, smoke: options.smoke ?? false}, scratch: new Map()}, {render: false, level: 'data', only: true})
 }
 
 export function checksOf(report: LadderReport): CheckResult[] {

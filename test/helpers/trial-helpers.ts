@@ -1,24 +1,16 @@
 /**
- * Helpers for the trial and training rung tests: run one rung's checks the way the ladder
- * runner does (without climbing the rungs below), and start the host Gym emulator for a
+ * Helpers for the trial and training rung tests: run one rung's checks with the ladder's own
+ * runner (without climbing the rungs below), and start the host Gym emulator for a
  * generated recipe.
  */
-import type {Check, CheckContext, CheckResult, RungDefinition} from '../../src/ladder/types.js'
+import {runRung} from '../../src/ladder/runner.js'
+import type {CheckContext, CheckResult, RungDefinition} from '../../src/ladder/types.js'
 import {resolveRecipe} from '../../src/ladder/target.js'
 import {type GymLayout, freePortBlock} from './relax-fixture.js'
 
+/** One rung's results, run by the product's own runner (without climbing the rungs below). */
 export async function runRungChecks(definition: RungDefinition, ctx: CheckContext): Promise<CheckResult[]> {
-  const results: CheckResult[] = []
-  for (const check of definition.checks(ctx) as Check[]) {
-    try {
-      const outcome = await check.run(ctx)
-      if (Array.isArray(outcome)) results.push(...outcome.map((r) => ({...r, rung: definition.rung})))
-      else results.push({id: check.id, rung: definition.rung, title: check.title, ...outcome})
-    } catch (error: any) {
-      results.push({id: check.id, rung: definition.rung, title: check.title, status: 'fail', message: `check crashed: ${error?.message ?? error}`})
-    }
-  }
-  return results
+  return (await runRung(definition, ctx, {render: false})).checks
 }
 
 export async function rungContext(relaxRoot: string, id: string, options: Partial<CheckContext['options']> & Record<string, unknown> = {}): Promise<CheckContext> {

@@ -18,7 +18,7 @@ import {networkRung} from '../../src/ladder/network/index.js'
 import {allowlistCovers, noProxyCovers, parseStrictCidr} from '../../src/ladder/network/allowlist.js'
 import {resolveRecipe} from '../../src/ladder/target.js'
 import type {CheckResult, RungReport} from '../../src/ladder/types.js'
-import {runSingleRung} from '../../src/steps/rung.js'
+import {runRung} from '../../src/ladder/runner.js'
 import {BASE_IMAGE, dockerOk, dockerUnavailableReason, removeByLabel, uniqueTestLabel} from '../helpers/docker.js'
 import {type FakeRay, randomNodeId, startFakeRay} from '../helpers/ray-fixture.js'
 import {generatedRecipe} from '../helpers/recipes.js'
@@ -128,7 +128,7 @@ const goodContainerEnv = () => ({
 
 async function climbNetwork(env: NodeJS.ProcessEnv): Promise<RungReport> {
   const target = await resolveRecipe(relaxRoot, recipeId)
-  return runSingleRung(networkRung, {target, options: {env, smoke: false}, scratch: new Map()})
+  return runRung(networkRung, {target, options: {env, smoke: false}, scratch: new Map()}, {render: false})
 }
 
 function byId(report: RungReport, id: string): CheckResult[] {

@@ -189,11 +189,12 @@ describe('readJsonlLines', () => {
     await expect(collect(file)).rejects.toMatchObject({code: 'E_JSONL_INVALID', exit: 2, location: {file, line: 2}, message: 'line is not valid UTF-8'})
   })
 
-  it('reports a missing file or a directory as "JSONL file does not exist" (exit 2)', async () => {
+  it('reports a missing file, a directory and a device each as what it is (exit 2)', async () => {
     const dir = await tempDir()
-    for (const file of [path.join(dir, 'nope.jsonl'), dir]) {
-      await expect(collect(file)).rejects.toMatchObject({code: 'E_JSONL_MISSING', exit: 2, message: `JSONL file does not exist: ${file}`})
-    }
+    const missing = path.join(dir, 'nope.jsonl')
+    await expect(collect(missing)).rejects.toMatchObject({code: 'E_JSONL_MISSING', exit: 2, message: `JSONL file does not exist: ${missing}`})
+    await expect(collect(dir)).rejects.toMatchObject({code: 'E_JSONL_NOT_FILE', exit: 2, message: `${dir} is a directory, not a JSONL file`})
+    await expect(collect('/dev/null')).rejects.toMatchObject({code: 'E_JSONL_NOT_FILE', exit: 2, message: '/dev/null is a character device, not a JSONL file'})
   })
 })
 
