@@ -11,5 +11,7 @@ export default defineConfig({
     // Docker-backed suites share one daemon; files run in parallel, tests inside a file in order.
     fileParallelism: true,
     maxWorkers: 2,
+    // The bad-input corpus runs its cases two at a time: more would starve the other file's CLIs.
+    maxConcurrency: 2,
   },
 })

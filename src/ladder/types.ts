@@ -1,4 +1,7 @@
 import type {RecipeContract, RecipeFileNames} from '../contract/types.js'
+import type {JobDetails} from '../runtime/ray-jobs.js'
+import type {RecipeRunState} from '../runtime/run-state.js'
+import type {Scratch} from './scratch-store.js'
 
 export const RUNGS = ['static', 'data', 'service', 'network', 'trial', 'training'] as const
 export type Rung = (typeof RUNGS)[number]
@@ -59,11 +62,20 @@ export interface LadderOptions {
   signal?: AbortSignal
 }
 
+/** What the step that ran just before the ladder learned, handed to its rungs. */
+export interface StepHandoff {
+  /** `start`: the image it just built, so the service rung can tell a stale container. */
+  start?: {builtImageId: string}
+  /** `train`: the submission it followed, the job's final details and the driver logs it fetched. */
+  train?: {runState?: RecipeRunState; job: JobDetails; jobLogs: string}
+}
+
 export interface CheckContext {
   target: RecipeTarget
   options: LadderOptions
-  /** Shared between the checks of one run (e.g. parsed scripts, the image id just built). */
-  scratch: Map<string, unknown>
+  /** Shared between the checks of one run (e.g. parsed scripts, the data scan). */
+  scratch: Scratch
+  handoff?: StepHandoff
 }
 
 export interface Check {

@@ -6,6 +6,7 @@ import {RUNG_DEFINITIONS} from './rungs.js'
 import {runLadder} from './runner.js'
 import {resolveRecipe} from './target.js'
 import type {LadderOptions, LadderReport, Rung} from './types.js'
+import {Scratch} from './scratch-store.js'
 
 export interface VerifyOptions extends LadderOptions {
   relaxRoot: string
@@ -27,5 +28,5 @@ export async function verifyRecipe(o: VerifyOptions): Promise<LadderReport> {
     })
   }
   const target = await resolveRecipe(o.relaxRoot, o.recipe)
-  return runLadder(RUNG_DEFINITIONS, {target, options: o, scratch: new Map()}, {render: o.render, level: o.level, only: o.only})
+  return runLadder(RUNG_DEFINITIONS, {target, options: o, scratch: new Scratch()}, {render: o.render, level: o.level, only: o.only})
 }

@@ -11,6 +11,7 @@ import type {LadderReport, RecipeTarget, Rung} from '../ladder/types.js'
 import {which} from '../runtime/process.js'
 import {recipeEnvironment} from '../runtime/recipe-env.js'
 import {runScript, type ScriptRun} from '../runtime/script.js'
+import {Scratch} from '../ladder/scratch-store.js'
 
 /** Step 1 of 3: run the recipe's prepare script, then prove the result on the static and data rungs. */
 export const PREPARE_LEVEL: Rung = 'data'
@@ -93,7 +94,7 @@ export async function prepareRecipe(o: PrepareOptions): Promise<PrepareResult> {
   if (exit.exitCode !== 0) return {...result, status: 'script-failed', hint: scriptFailureHint([...stdoutTail, ...stderrTail], target)}
   o.note?.(`✔ ${path.basename(script)} finished in ${(result.script.durationMs / 1000).toFixed(1)}s; climbing static → ${PREPARE_LEVEL}`)
 
-  const ladder = await runLadder(RUNG_DEFINITIONS, {target, options: {env: o.env, smoke: o.smoke, gymRoot: o.gymRoot, signal: o.signal}, scratch: new Map()}, {render: o.render, level: PREPARE_LEVEL})
+  const ladder = await runLadder(RUNG_DEFINITIONS, {target, options: {env: o.env, smoke: o.smoke, gymRoot: o.gymRoot, signal: o.signal}, scratch: new Scratch()}, {render: o.render, level: PREPARE_LEVEL})
   return {...result, status: ladder.status, smoke: ladder.smoke, ladder}
 }
 

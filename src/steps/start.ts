@@ -10,7 +10,6 @@ import path from 'node:path'
 
 import {ExitCode, GymError, usageError} from '../errors.js'
 import {describeService, type ServiceDescription} from '../ladder/service/describe.js'
-import {SCRATCH_BUILT_IMAGE, SCRATCH_STARTED_CONTAINER} from '../ladder/service/context.js'
 import {RUNG_DEFINITIONS} from '../ladder/rungs.js'
 import {runLadder} from '../ladder/runner.js'
 import {resolveRecipe} from '../ladder/target.js'
@@ -23,6 +22,7 @@ import {type HttpAnswer, readyz} from '../runtime/http.js'
 import {portAcceptsConnections} from '../runtime/net.js'
 import {recipeEnvironment} from '../runtime/recipe-env.js'
 import {runScript, type ScriptRun} from '../runtime/script.js'
+import {Scratch} from '../ladder/scratch-store.js'
 
 export interface StartIO {
   /** Live output of the start script, as it arrives. */
@@ -117,7 +117,7 @@ function stateText(c: ContainerState | undefined): string {
 }
 
 /** Resolve the recipe and what its service should look like. */
-async function prepare(o: StartOptions): Promise<{target: RecipeTarget; desc: ServiceDescription; scriptPath: string; recipeEnv: Record<string, string>}> {
+async function readStartInputs(o: StartOptions): Promise<{target: RecipeTarget; desc: ServiceDescription; scriptPath: string; recipeEnv: Record<string, string>}> {
   const target = await resolveRecipe(o.relaxRoot, o.recipe)
   if (!target.files.start) {
     throw new GymError(`no start_<recipe>_gym.sh in ${target.dir}`, {code: 'E_NO_START_SCRIPT', exit: ExitCode.usage, hint: `Generate the recipe with \`gymrecipe new ${o.recipe}\`.`})
@@ -397,7 +397,7 @@ function scriptFailure(script: ScriptRun, exit: {exitCode: number | undefined; s
 
 /** Run the start script, watch the container natively, then climb the ladder up to service. */
 export async function startRecipe(o: StartOptions): Promise<StartReport> {
-  const {target, desc, scriptPath, recipeEnv} = await prepare(o)
+  const {target, desc, scriptPath} = await readStartInputs(o)
   const name = desc.container!
   const gatewayUrl = `http://${desc.gymHost}:${desc.gatewayPort}`
   const timeoutS = o.timeoutS ?? desc.startTimeoutS
@@ -523,11 +523,7 @@ export async function startRecipe(o: StartOptions): Promise<StartReport> {
   }
   if (o.climb === false) return report
 
-  const scratch = new Map<string, unknown>([
-    [SCRATCH_BUILT_IMAGE, builtImageId],
-    [SCRATCH_STARTED_CONTAINER, tracker.createdId],
-    ['service.env', Promise.resolve(recipeEnv)],
-  ])
-  report.ladder = await runLadder(RUNG_DEFINITIONS, {target, options: {gymRoot: o.gymRoot, env: o.env, smoke: o.smoke, signal: o.signal}, scratch}, {render: o.render, level: 'service'})
+  const handoff = builtImageId ? {start: {builtImageId}} : undefined
+  report.ladder = await runLadder(RUNG_DEFINITIONS, {target, options: {gymRoot: o.gymRoot, env: o.env, smoke: o.smoke, signal: o.signal}, scratch: new Scratch(), handoff}, {render: o.render, level: 'service'})
   return report
 }

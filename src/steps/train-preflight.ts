@@ -17,6 +17,7 @@ import {readyz} from '../runtime/http.js'
 import {which} from '../runtime/process.js'
 import {dashboardAddressFromEnv, dashboardResolveProblem, rayJobHeadersFromEnv, rayJobsClient, redactUrl} from '../runtime/ray-jobs.js'
 import {trainingGateway} from '../contract/endpoints.js'
+import {Scratch} from '../ladder/scratch-store.js'
 
 export type PreflightStatus = 'pass' | 'fail'
 
@@ -104,7 +105,7 @@ export async function checkDataRung(input: PreflightInput): Promise<PreflightIte
   }
   const report = await runLadder(
     RUNG_DEFINITIONS,
-    {target: input.target, options: {env: input.scriptEnv, smoke: input.smoke, gymRoot: input.gymRoot, signal: input.signal}, scratch: new Map()},
+    {target: input.target, options: {env: input.scriptEnv, smoke: input.smoke, gymRoot: input.gymRoot, signal: input.signal}, scratch: new Scratch()},
     {render: false, level: 'data'},
   )
   const problems = report.rungs

@@ -37,6 +37,7 @@ import {submissionIdFor, trainingGateway, trainingLogName} from '../contract/end
 import {type RecipeRunState, writeRunState} from '../runtime/run-state.js'
 import {runRung} from '../ladder/runner.js'
 import {type PreflightItem, runPreflight} from './train-preflight.js'
+import {Scratch} from '../ladder/scratch-store.js'
 
 export type TrainOutcome =
   | 'dry-run'
@@ -426,14 +427,10 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
   // ---------------------------------------------------------------- prove it: the training rung
   options.say(`gymrecipe: job ${submissionId} SUCCEEDED; a job state is not proof — running the training rung`)
   await recordTrainingTrials(target.dir, trainingGateway(contract, scriptEnv), submissionId, options.env)
-  const scratch = new Map<string, unknown>([
-    ['train.runState', state],
-    ['train.job', job],
-    ['train.jobLogs', logs],
-  ])
+  const handoff = {train: {runState: state, job, jobLogs: logs}}
   // env.sh was already sourced over the caller's environment for the script; the rung sees the same.
   const rungOptions = {env: scriptEnv, smoke: options.smoke, gymRoot: options.gymRoot, signal: options.interrupt, workerLogs: options.workerLogs}
-  report.trainingRung = await runRung(trainingRung, {target, options: rungOptions, scratch}, {render: false, onCheck: (check) => {
+  report.trainingRung = await runRung(trainingRung, {target, options: rungOptions, scratch: new Scratch(), handoff}, {render: false, onCheck: (check) => {
     options.say(`  ${check.status === 'pass' ? '✔' : check.status === 'skip' ? '↓ not checked:' : '✖'} ${check.title}: ${check.status === 'skip' ? check.message.replace(/^not checked: /, '') : check.message}`)
     if (check.status !== 'pass' && check.hint) options.say(`      hint: ${check.hint}`)
   }})

@@ -223,7 +223,7 @@ describe('train: pre-flight (nothing is submitted unless every check passes)', (
         }
       }
     }
-  })
+ }, 240_000)
 
   it('a RUNTIME_ENV_JSON of the caller (it may carry tokens) is inherited, never printed', async () => {
     const secret = 'hf_secret_token_in_runtime_env'
@@ -234,7 +234,7 @@ describe('train: pre-flight (nothing is submitted unless every check passes)', (
       expect(r.stdout + r.stderr).not.toContain(secret)
       expect(r.stdout).toContain('RELAX_ENTRYPOINT_MODE=gymrecipe')
     }
-  })
+ }, 180_000)
 
   it('a missing model directory fails the pre-flight (exit 3)', async () => {
     const before = await submissions()

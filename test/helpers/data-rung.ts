@@ -9,6 +9,7 @@ import {resolveRecipe} from '../../src/ladder/target.js'
 import type {CheckResult, LadderReport} from '../../src/ladder/types.js'
 import {repoRoot, snapshotRoot} from './cli.js'
 import {generatedRecipe} from './recipes.js'
+import {Scratch} from '../../src/ladder/scratch-store.js'
 
 export const SNAPSHOT_ROWS = {
   calendar: path.join(snapshotRoot, 'environments/calendar/data/example.jsonl'),
@@ -74,7 +75,7 @@ export async function dataReport(c: DataCase, source: string | undefined, option
   const env: NodeJS.ProcessEnv = {...process.env, NEMO_GYM_SOURCE_DATA: source, NEMO_GYM_IMAGE: 'gymrecipe-test-absent:none', GYMRECIPE_PROBE_IMAGE: undefined, ...NO_DOCKER, ...options.env}
   for (const [key, value] of Object.entries(env)) if (value === undefined) delete env[key]
   // The static rung is tested elsewhere: the data rung runs on its own.
-  return runLadder([dataRung], {target, options: {env, smoke: options.smoke ?? false}, scratch: new Map()}, {render: false, level: 'data', only: true})
+  return runLadder([dataRung], {target, options: {env, smoke: options.smoke ?? false}, scratch: new Scratch()}, {render: false, level: 'data', only: true})
 }
 
 export function checksOf(report: LadderReport): CheckResult[] {

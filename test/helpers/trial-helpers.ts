@@ -7,6 +7,7 @@ import {runRung} from '../../src/ladder/runner.js'
 import type {CheckContext, CheckResult, RungDefinition} from '../../src/ladder/types.js'
 import {resolveRecipe} from '../../src/ladder/target.js'
 import {type GymLayout, freePortBlock} from './relax-fixture.js'
+import {Scratch} from '../../src/ladder/scratch-store.js'
 
 /** One rung's results, run by the product's own runner (without climbing the rungs below). */
 export async function runRungChecks(definition: RungDefinition, ctx: CheckContext): Promise<CheckResult[]> {
@@ -15,7 +16,7 @@ export async function runRungChecks(definition: RungDefinition, ctx: CheckContex
 
 export async function rungContext(relaxRoot: string, id: string, options: Partial<CheckContext['options']> & Record<string, unknown> = {}): Promise<CheckContext> {
   const target = await resolveRecipe(relaxRoot, id)
-  return {target, options: {env: {}, smoke: false, ...options} as CheckContext['options'], scratch: new Map()}
+  return {target, options: {env: {}, smoke: false, ...options} as CheckContext['options'], scratch: new Scratch()}
 }
 
 export function byId(results: CheckResult[]): Record<string, CheckResult> {

@@ -23,6 +23,7 @@ import {BASE_IMAGE, dockerOk, dockerUnavailableReason, removeByLabel, uniqueTest
 import {type FakeRay, randomNodeId, startFakeRay} from '../helpers/ray-fixture.js'
 import {generatedRecipe} from '../helpers/recipes.js'
 import {CALENDAR_GRAPH, freePortBlock, type HostGym, makeRelaxCheckout, startHostGym, waitForReadyz} from '../helpers/relax-fixture.js'
+import {Scratch} from '../../src/ladder/scratch-store.js'
 
 const HOST = '127.0.0.1'
 const dockerReason = await dockerUnavailableReason()
@@ -128,7 +129,7 @@ const goodContainerEnv = () => ({
 
 async function climbNetwork(env: NodeJS.ProcessEnv): Promise<RungReport> {
   const target = await resolveRecipe(relaxRoot, recipeId)
-  return runRung(networkRung, {target, options: {env, smoke: false}, scratch: new Map()}, {render: false})
+  return runRung(networkRung, {target, options: {env, smoke: false}, scratch: new Scratch()}, {render: false})
 }
 
 function byId(report: RungReport, id: string): CheckResult[] {

@@ -16,6 +16,7 @@ import {runCli} from '../helpers/cli.js'
 import {dockerOk, dockerUnavailableReason, ensureBaseImage} from '../helpers/docker.js'
 import {editFile} from '../helpers/recipes.js'
 import {type StartFixture, startFixture} from '../helpers/start-env.js'
+import {Scratch} from '../../src/ladder/scratch-store.js'
 
 const unavailable = await dockerUnavailableReason()
 if (unavailable) console.error(`\n!! SKIPPING service rung tests: ${unavailable}\n`)
@@ -24,7 +25,7 @@ const OTHER_COMMIT = '0123456789abcdef0123456789abcdef01234567'
 
 async function serviceChecks(fx: StartFixture): Promise<Map<string, CheckResult>> {
   const target = await resolveRecipe(fx.relaxRoot, fx.id)
-  const ctx = {target, options: {env: {...process.env, ...fx.env}, smoke: false}, scratch: new Map<string, unknown>()}
+  const ctx = {target, options: {env: {...process.env, ...fx.env}, smoke: false}, scratch: new Scratch()}
   const out = new Map<string, CheckResult>()
   for (const check of serviceRung.checks(ctx)) {
     const outcome = await check.run(ctx)

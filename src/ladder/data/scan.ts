@@ -1,4 +1,4 @@
-import {once} from '../scratch.js'
+import {once, ScratchKey} from '../scratch.js'
 import type {CheckContext} from '../types.js'
 import type {JsonlStats} from './jsonl-scan.js'
 import {scanWithSample} from './parallel-scan.js'
@@ -15,7 +15,7 @@ export interface DataScan {
   error?: string
 }
 
-const SCAN_KEY = 'data.scan'
+const SCAN_KEY = new ScratchKey<Promise<DataScan>>('data.scan')
 /** Bad lines and rows missing a field listed by name; the totals are always complete. */
 export const LISTED = 20
 

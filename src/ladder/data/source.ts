@@ -3,7 +3,7 @@ import path from 'node:path'
 
 import {type RecipeContract, SPLITS, type Split} from '../../contract/types.js'
 import {maxLineBytes, nestsDeeperThan} from '../../gym/input-policy.js'
-import {once, sourcedEnv} from '../scratch.js'
+import {once, ScratchKey, sourcedEnv} from '../scratch.js'
 import type {CheckContext} from '../types.js'
 import {fieldsFromRow} from './fields.js'
 
@@ -39,7 +39,7 @@ export interface DataPlan {
   env: Record<string, string>
 }
 
-const PLAN_KEY = 'data.plan'
+const PLAN_KEY = new ScratchKey<Promise<DataPlan>>('data.plan')
 
 /** The data plan of this ladder run, computed once. */
 export function dataPlan(ctx: CheckContext): Promise<DataPlan> {

@@ -8,7 +8,7 @@ import {isGymError} from '../../errors.js'
 import {type ContainerState, inspectContainer} from '../../runtime/container.js'
 import {dockerTarget, requireDocker} from '../../runtime/docker.js'
 import {type GatewayEndpoint, relaxEndpoint, type RelaxEndpoint, trainingGateway} from '../../contract/endpoints.js'
-import {once, sourcedEnv} from '../scratch.js'
+import {once, ScratchKey, sourcedEnv} from '../scratch.js'
 import type {CheckContext} from '../types.js'
 
 export async function gatewayFor(ctx: CheckContext): Promise<GatewayEndpoint | {problem: string}> {
@@ -24,9 +24,11 @@ export type ContainerLookup =
   | {ok: true; docker: Docker; container: ContainerState}
   | {ok: false; status: 'fail' | 'skip'; message: string; hint?: string}
 
+const CONTAINER = new ScratchKey<Promise<ContainerLookup>>('network.container')
+
 /** The recipe's running Gym container, owned by this recipe; or why it cannot be used. */
 export function gymContainer(ctx: CheckContext): Promise<ContainerLookup> {
-  return once(ctx, 'network.container', async (): Promise<ContainerLookup> => {
+  return once(ctx, CONTAINER, async (): Promise<ContainerLookup> => {
     const contract = ctx.target.contract
     if (!contract) return {ok: false, status: 'fail', message: 'recipe.yaml is missing: the container name is unknown'}
     let docker: Docker

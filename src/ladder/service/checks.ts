@@ -13,7 +13,7 @@ import {OWNERSHIP_LABEL} from '../../runtime/docker.js'
 import {lastGatewayUse} from '../../runtime/gateway-ledger.js'
 import {httpRequest, readyz} from '../../runtime/http.js'
 import type {Check, CheckResult} from '../types.js'
-import {dockerFor, runningService, SCRATCH_BUILT_IMAGE, service} from './context.js'
+import {dockerFor, runningService, service} from './context.js'
 
 type Result = Omit<CheckResult, 'rung'>
 type Outcome = Omit<CheckResult, 'id' | 'rung' | 'title'>
@@ -78,7 +78,7 @@ export const containerCheck: Check = {
       return out
     }
     const current = await imageIdOf(docker, tag)
-    const built = ctx.scratch.get(SCRATCH_BUILT_IMAGE) as string | undefined
+    const built = ctx.handoff?.start?.builtImageId
     const fresh: Outcome = !current
       ? {status: 'fail', message: `image ${tag} does not exist any more; the container runs ${short(c.imageId)}`, hint: `gymrecipe start ${desc.recipe} rebuilds it and recreates the container.`}
       : c.imageRef !== tag

@@ -7,22 +7,26 @@ import type Docker from 'dockerode'
 import {isGymError} from '../../errors.js'
 import {type ContainerState, inspectContainer} from '../../runtime/container.js'
 import {dockerTarget, requireDocker} from '../../runtime/docker.js'
-import {once, sourcedEnv} from '../scratch.js'
+import {once, ScratchKey, sourcedEnv} from '../scratch.js'
 import type {CheckContext} from '../types.js'
 import {describeService, type ServiceDescription, serviceUrls, type ServiceUrls} from './describe.js'
 
-/** Scratch keys `gymrecipe start` fills so the rung can compare against what it just did. */
-export const SCRATCH_BUILT_IMAGE = 'start.builtImageId'
-export const SCRATCH_STARTED_CONTAINER = 'start.containerId'
+const DESCRIPTION = new ScratchKey<Promise<ServiceDescription>>('service.description')
+const DOCKER = new ScratchKey<Promise<DockerAccess>>('service.docker')
+
+/** The Docker client, or the reason it cannot be used (message + hint). */
+export interface DockerAccess {
+  docker?: Docker
+  problem?: {message: string; hint?: string}
+}
 
 
 export function service(ctx: CheckContext): Promise<ServiceDescription> {
-  return once(ctx, 'service.description', async () => describeService(ctx.target, await sourcedEnv(ctx)))
+  return once(ctx, DESCRIPTION, async () => describeService(ctx.target, await sourcedEnv(ctx)))
 }
 
-/** The Docker client, or the reason it cannot be used (message + hint). */
-export function dockerFor(ctx: CheckContext): Promise<{docker?: Docker; problem?: {message: string; hint?: string}}> {
-  return once(ctx, 'service.docker', async () => {
+export function dockerFor(ctx: CheckContext): Promise<DockerAccess> {
+  return once(ctx, DOCKER, async () => {
     try {
       return {docker: await requireDocker(dockerTarget(ctx.options.env))}
     } catch (error) {

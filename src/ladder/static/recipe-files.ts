@@ -2,7 +2,7 @@ import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
 import type {RecipeFileNames} from '../../contract/types.js'
-import {once} from '../scratch.js'
+import {once, ScratchKey} from '../scratch.js'
 import type {CheckContext, RecipeLayout} from '../types.js'
 import {type LogicalLine, logicalLines} from './shell.js'
 
@@ -25,9 +25,11 @@ export interface RecipeFiles {
   shell: LoadedFile[]
 }
 
+const FILES = new ScratchKey<Promise<RecipeFiles>>('static.files')
+
 /** Read the recipe's files once per run; missing ones are simply absent. */
 export function recipeFiles(ctx: CheckContext): Promise<RecipeFiles> {
-  return once(ctx, 'static.files', () => readRecipeFiles(ctx))
+  return once(ctx, FILES, () => readRecipeFiles(ctx))
 }
 
 async function readRecipeFiles(ctx: CheckContext): Promise<RecipeFiles> {

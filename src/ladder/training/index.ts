@@ -16,9 +16,9 @@ import path from 'node:path'
 
 import type {RecipeContract} from '../../contract/types.js'
 import {gatewayClient} from '../../runtime/gateway-trials.js'
-import {type JobDetails, normalizeDashboardAddress, rayJobHeadersFromEnv, rayJobsClient} from '../../runtime/ray-jobs.js'
+import {normalizeDashboardAddress, rayJobHeadersFromEnv, rayJobsClient} from '../../runtime/ray-jobs.js'
 import {type RecipeRunState, readRunState} from '../../runtime/run-state.js'
-import {recipeEnv} from '../scratch.js'
+import {recipeEnv, ScratchKey} from '../scratch.js'
 import {serviceAddress} from '../trial/context.js'
 import type {Check, CheckContext, CheckResult, LadderOptions, RungDefinition} from '../types.js'
 import {
@@ -57,7 +57,7 @@ interface Facts {
   runState?: RecipeRunState
 }
 
-const FACTS = 'training.facts'
+const FACTS = new ScratchKey<Facts>('training.facts')
 
 function trainingOptions(options: LadderOptions): TrainingRungOptions {
   return options as LadderOptions & TrainingRungOptions
@@ -90,7 +90,7 @@ async function newestLog(dirs: string[], prefix: string): Promise<string | undef
 }
 
 async function facts(ctx: CheckContext): Promise<Facts> {
-  const existing = ctx.scratch.get(FACTS) as Facts | undefined
+  const existing = ctx.scratch.get(FACTS)
   if (existing) return existing
   const env = await recipeEnv(ctx)
   const {saveDir} = saveDirOf(ctx.target.contract!, env, ctx.target.relaxRoot)
@@ -196,10 +196,10 @@ async function loadJobLog(ctx: CheckContext, f: Facts): Promise<{log?: JobLog; p
   }
   const env = await recipeEnv(ctx)
   // `gymrecipe train` hands over the submission it followed and the logs it fetched.
-  const handed = ctx.scratch.get('train.runState') as RecipeRunState | undefined
+  const handed = ctx.handoff?.train?.runState
   const state = handed ?? (await readRunState(ctx.target.dir, {...process.env, ...ctx.options.env}).catch(() => undefined))
   f.runState = state
-  const handedLogs = ctx.scratch.get('train.jobLogs')
+  const handedLogs = ctx.handoff?.train?.jobLogs
   if (state && typeof handedLogs === 'string' && handedLogs.trim()) {
     return {log: {text: handedLogs, source: `Ray job ${state.submissionId} on ${normalizeDashboardAddress(state.dashboardAddress)}`}, tried}
   }
@@ -369,7 +369,7 @@ const jobState = needsContract('training.job-state', 'Ray job state (never proof
   if (!state) return []
   const env = await recipeEnv(ctx)
   try {
-    const handed = ctx.scratch.get('train.job') as JobDetails | undefined
+    const handed = ctx.handoff?.train?.job
     const details = handed?.submission_id === state.submissionId ? handed : await rayJobsClient(state.dashboardAddress, {headers: rayJobHeadersFromEnv(env), timeoutMs: 20_000}).status(state.submissionId)
     const ev = {submission_id: state.submissionId, status: details.status, message: details.message, driver_exit_code: details.driver_exit_code}
     if (details.status === 'SUCCEEDED') {

@@ -11,7 +11,7 @@ import {readContainerFile} from '../../runtime/container-file.js'
 import {gatewayClient} from '../../runtime/gateway-trials.js'
 import {PROTOCOL_PATHS, startScriptedModel} from '../../runtime/scripted-model.js'
 import type {Check, CheckContext, CheckResult, RungDefinition} from '../types.js'
-import {recipeEnv} from '../scratch.js'
+import {recipeEnv, ScratchKey} from '../scratch.js'
 import {serviceAddress, trialOptions, type ServiceAddress} from './context.js'
 import {type AbortRun, type TrialPlan, type TrialRun, runAbortedTrial, runTrial} from './engine.js'
 import {
@@ -40,8 +40,8 @@ interface Prepared {
   activeBefore: number | null
 }
 
-const PREPARED = 'trial.prepared'
-const MAIN_RUN = 'trial.main-run'
+const PREPARED = new ScratchKey<Prepared>('trial.prepared')
+const MAIN_RUN = new ScratchKey<TrialRun>('trial.main-run')
 
 function skip(id: string, title: string, why: string): Result {
   return {id, title, status: 'skip', message: `not checked: ${why}`}
@@ -158,7 +158,7 @@ const runMain: Check = {
   id: 'trial.run',
   title: 'Deterministic trial through the Gateway',
   async run(ctx) {
-    const prepared = ctx.scratch.get(PREPARED) as Prepared | undefined
+    const prepared = ctx.scratch.get(PREPARED)
     if (!prepared) return MAIN_IDS.map(([id, title]) => skip(id, title, 'the trial set-up did not pass'))
     const contract = ctx.target.contract!
     const trial = contract.trial!
@@ -202,9 +202,9 @@ const runCleanup: Check = {
   id: 'trial.cleanup',
   title: 'Cleanup of an aborted trial',
   async run(ctx) {
-    const prepared = ctx.scratch.get(PREPARED) as Prepared | undefined
+    const prepared = ctx.scratch.get(PREPARED)
     if (!prepared) return [skip('trial.cleanup-abort', 'Aborted trial cleaned up', 'the trial set-up did not pass')]
-    const main = ctx.scratch.get(MAIN_RUN) as TrialRun | undefined
+    const main = ctx.scratch.get(MAIN_RUN)
     if (main && main.create.status !== 202) return [skip('trial.cleanup-abort', 'Aborted trial cleaned up', 'the Gateway refused the first trial (see trial.created)')]
     const contract = ctx.target.contract!
     const cleanup = contract.gateway.cleanup!
@@ -231,9 +231,9 @@ const gatewayClean: Check = {
   id: 'trial.gateway-clean',
   title: 'Gateway clean afterwards (active_trials back to 0)',
   async run(ctx) {
-    const prepared = ctx.scratch.get(PREPARED) as Prepared | undefined
+    const prepared = ctx.scratch.get(PREPARED)
     if (!prepared) return [skip('trial.gateway-clean', 'Gateway clean afterwards', 'the trial set-up did not pass')]
-    const main = ctx.scratch.get(MAIN_RUN) as TrialRun | undefined
+    const main = ctx.scratch.get(MAIN_RUN)
     const results = await evaluateGatewayClean(gatewayClient(prepared.address.gatewayUrl), prepared.activeBefore, main)
     // The trials this rung created are expected on this epoch from now on (see the service rung).
     const after = (results[0]?.evidence as any)?.readyz
