@@ -128,3 +128,31 @@ export function fromSystemError(error: SystemError): GymError {
     cause: error,
   })
 }
+
+/** The message of anything thrown. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
+
+/** The `code` of a thrown error (an errno such as ENOENT, a GymError code), if it has one. */
+export function codeOf(error: unknown): string | undefined {
+  const code = error instanceof Error || (typeof error === 'object' && error !== null) ? (error as {code?: unknown}).code : undefined
+  return typeof code === 'string' ? code : undefined
+}
+
+/** The hint of a thrown GymError, if it has one. */
+export function hintOf(error: unknown): string | undefined {
+  return isGymError(error) ? error.hint : undefined
+}
+
+/** A numeric field of a thrown error (dockerode's `statusCode`, execa's `exitCode`), if it has one. */
+export function numberField(error: unknown, field: string): number | undefined {
+  const value = typeof error === 'object' && error !== null ? (error as Record<string, unknown>)[field] : undefined
+  return typeof value === 'number' ? value : undefined
+}
+
+/** Why a network call failed: the code or message of its cause (fetch wraps the socket error), else its name. */
+export function causeOf(error: unknown): string | undefined {
+  const cause = error instanceof Error ? error.cause : undefined
+  return codeOf(cause) ?? (cause instanceof Error ? cause.message : undefined) ?? (error instanceof Error ? error.name : undefined)
+}

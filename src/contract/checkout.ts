@@ -5,6 +5,7 @@ import {parse as parseYaml} from 'yaml'
 import {contractProblems} from './load.js'
 import {type OccupiedRecipe, type PortRange, recipePortRanges} from './ports.js'
 import {RECIPES_DIR, type RecipeContract} from './types.js'
+import {codeOf} from '../errors.js'
 
 export function recipeDir(relaxRoot: string, id: string): string {
   return path.join(relaxRoot, RECIPES_DIR, id)
@@ -14,8 +15,8 @@ async function listDirs(dir: string): Promise<string[]> {
   try {
     const entries = await fsp.readdir(dir, {withFileTypes: true})
     return entries.filter((e) => e.isDirectory()).map((e) => e.name).sort()
-  } catch (error: any) {
-    if (error?.code === 'ENOENT') return []
+  } catch (error) {
+    if (codeOf(error) === 'ENOENT') return []
     throw error
   }
 }

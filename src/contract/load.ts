@@ -2,7 +2,7 @@ import {Ajv, type ErrorObject} from 'ajv'
 import {promises as fsp} from 'node:fs'
 import {isMap, isScalar, isSeq, LineCounter, parseDocument, type Document} from 'yaml'
 
-import {ExitCode, GymError} from '../errors.js'
+import {codeOf, GymError, messageOf, ExitCode} from '../errors.js'
 import {checkContractInvariants} from './invariants.js'
 import {recipeSchema} from './schema.js'
 import type {RecipeContract} from './types.js'
@@ -177,8 +177,8 @@ export async function loadContractFile(file: string): Promise<RecipeContract> {
   let text: string
   try {
     text = await fsp.readFile(file, 'utf8')
-  } catch (error: any) {
-    throw new GymError(`cannot read recipe contract ${file}: ${error?.code ?? error?.message}`, {
+  } catch (error) {
+    throw new GymError(`cannot read recipe contract ${file}: ${codeOf(error) ?? messageOf(error)}`, {
       code: 'E_CONTRACT_MISSING',
       exit: ExitCode.usage,
       hint: 'Create the recipe with `gymrecipe new <recipe>`, or pass --relax-root pointing at the Relax checkout that holds it.',

@@ -2,6 +2,7 @@ import {Listr, type ListrTask} from 'listr2'
 
 import type {Check, CheckContext, CheckResult, LadderReport, Rung, RungDefinition, RungReport} from './types.js'
 import {RUNGS} from './types.js'
+import {hintOf, messageOf} from '../errors.js'
 
 /** Skip messages start with this; the renderers say it once. */
 const NOT_CHECKED = /^not checked: /
@@ -20,9 +21,9 @@ async function runCheck(check: Check, rung: Rung, ctx: CheckContext): Promise<Ch
     const outcome = await check.run(ctx)
     if (Array.isArray(outcome)) return outcome.map((r) => ({...r, rung}))
     return [{id: check.id, rung, title: check.title, ...outcome}]
-  } catch (error: any) {
+  } catch (error) {
     // A check that crashes has proven nothing either way: not checked, with the reason.
-    return [{id: check.id, rung, title: check.title, status: 'skip', message: `not checked: the check could not run: ${error?.message ?? String(error)}`, hint: error?.hint}]
+    return [{id: check.id, rung, title: check.title, status: 'skip', message: `not checked: the check could not run: ${messageOf(error)}`, hint: hintOf(error)}]
   }
 }
 

@@ -4,7 +4,7 @@ import path from 'node:path'
 import {loadContractFile} from '../contract/load.js'
 import {assertRecipeId} from '../contract/recipe-id.js'
 import {recipeFileNames, type RecipeFileNames} from '../contract/types.js'
-import {ExitCode, GymError} from '../errors.js'
+import {codeOf, GymError, messageOf, ExitCode} from '../errors.js'
 import {recipeDir} from '../contract/checkout.js'
 import type {RecipeLayout, RecipeTarget} from './types.js'
 
@@ -45,8 +45,8 @@ export async function resolveRecipe(relaxRoot: string, id: string): Promise<Reci
   assertRecipeId(id)
   const root = path.resolve(relaxRoot)
   const dir = recipeDir(root, id)
-  const entries = await fsp.readdir(dir).catch((error: any) => {
-    throw new GymError(`recipe folder ${dir} not found (${error?.code ?? error?.message})`, {
+  const entries = await fsp.readdir(dir).catch((error: unknown) => {
+    throw new GymError(`recipe folder ${dir} not found (${codeOf(error) ?? messageOf(error)})`, {
       code: 'E_RECIPE_NOT_FOUND',
       exit: ExitCode.usage,
       hint: `Create it with \`gymrecipe new ${id}\`, or pass --relax-root pointing at the Relax checkout that holds it.`,

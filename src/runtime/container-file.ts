@@ -4,7 +4,7 @@
  */
 import {PassThrough} from 'node:stream'
 
-import {ExitCode, GymError} from '../errors.js'
+import {ExitCode, GymError, messageOf, numberField} from '../errors.js'
 import {type DockerTarget, OWNERSHIP_LABEL, dockerTarget, requireDocker} from './docker.js'
 
 const MAX_BYTES = 256 * 1024 * 1024
@@ -19,8 +19,8 @@ export async function readContainerFile(
   let info: any
   try {
     info = await container.inspect()
-  } catch (error: any) {
-    throw new GymError(`container ${containerName} not found (${error?.statusCode ?? error?.message})`, {
+  } catch (error) {
+    throw new GymError(`container ${containerName} not found (${numberField(error, 'statusCode') ?? messageOf(error)})`, {
       code: 'E_CONTAINER_MISSING',
       exit: ExitCode.precondition,
       hint: 'Start the Gym service first (gymrecipe start), or pass --gym-root pointing at the pinned Gym checkout.',

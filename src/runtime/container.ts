@@ -7,6 +7,7 @@ import type Docker from 'dockerode'
 import {PassThrough, type Readable} from 'node:stream'
 
 import {OWNERSHIP_LABEL} from './docker.js'
+import {numberField} from '../errors.js'
 
 export interface ContainerState {
   id: string
@@ -66,8 +67,8 @@ function stateOf(info: Docker.ContainerInspectInfo): ContainerState {
 export async function inspectContainer(docker: Docker, nameOrId: string): Promise<ContainerState | undefined> {
   try {
     return stateOf(await docker.getContainer(nameOrId).inspect())
-  } catch (error: any) {
-    if (error?.statusCode === 404) return undefined
+  } catch (error) {
+    if (numberField(error, 'statusCode') === 404) return undefined
     throw error
   }
 }
@@ -76,8 +77,8 @@ export async function inspectContainer(docker: Docker, nameOrId: string): Promis
 export async function imageIdOf(docker: Docker, ref: string): Promise<string | undefined> {
   try {
     return (await docker.getImage(ref).inspect()).Id
-  } catch (error: any) {
-    if (error?.statusCode === 404) return undefined
+  } catch (error) {
+    if (numberField(error, 'statusCode') === 404) return undefined
     throw error
   }
 }
@@ -87,10 +88,10 @@ export async function removeContainer(docker: Docker, id: string): Promise<boole
   try {
     await docker.getContainer(id).remove({force: true})
     return true
-  } catch (error: any) {
-    if (error?.statusCode === 404) return false
+  } catch (error) {
+    if (numberField(error, 'statusCode') === 404) return false
     // 409: removal already in progress (e.g. the start script's own trap): it will be gone.
-    if (error?.statusCode === 409) return true
+    if (numberField(error, 'statusCode') === 409) return true
     throw error
   }
 }

@@ -1,6 +1,6 @@
 import Docker from 'dockerode'
 
-import {ExitCode, GymError} from '../errors.js'
+import {codeOf, GymError, messageOf, ExitCode} from '../errors.js'
 
 /** The label every gymrecipe-managed Gym container carries; the value is the recipe id. */
 export const OWNERSHIP_LABEL = 'ai.relax.recipe'
@@ -28,8 +28,8 @@ export async function requireDocker(target: DockerTarget = dockerTarget()): Prom
   const docker = dockerClient(target)
   try {
     await docker.ping()
-  } catch (error: any) {
-    throw new GymError(`Docker daemon is not reachable at ${target.socketPath} (${error?.code ?? error?.message ?? 'no answer'})`, {
+  } catch (error) {
+    throw new GymError(`Docker daemon is not reachable at ${target.socketPath} (${codeOf(error) ?? messageOf(error) ?? 'no answer'})`, {
       code: 'E_DOCKER_UNREACHABLE',
       exit: ExitCode.precondition,
       hint: dockerUnreachableHint,

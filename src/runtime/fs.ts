@@ -3,7 +3,7 @@ import {constants, createWriteStream, promises as fsp, rmSync} from 'node:fs'
 import path from 'node:path'
 import {Writable} from 'node:stream'
 
-import {ExitCode, GymError} from '../errors.js'
+import {codeOf, GymError, ExitCode} from '../errors.js'
 
 /**
  * How an output path is written. Regular files (and new paths) are replaced atomically by a
@@ -14,8 +14,8 @@ import {ExitCode, GymError} from '../errors.js'
 export async function outputKind(target: string): Promise<{kind: 'atomic' | 'direct' | 'stdout'; path: string}> {
   // stdout may be a socket, which cannot be opened by path: it is written as the process's stream.
   if (target === '-' || target === '/dev/stdout') return {kind: 'stdout', path: '-'}
-  const link = await fsp.lstat(target).catch((error: any) => {
-    if (error?.code === 'ENOENT') return undefined
+  const link = await fsp.lstat(target).catch((error: unknown) => {
+    if (codeOf(error) === 'ENOENT') return undefined
     throw error
   })
   if (!link) return {kind: 'atomic', path: target}
@@ -166,8 +166,8 @@ export async function pathExists(p: string): Promise<boolean> {
 export async function readTextIfExists(p: string): Promise<string | undefined> {
   try {
     return await fsp.readFile(p, 'utf8')
-  } catch (error: any) {
-    if (error?.code === 'ENOENT') return undefined
+  } catch (error) {
+    if (codeOf(error) === 'ENOENT') return undefined
     throw error
   }
 }

@@ -5,6 +5,7 @@
  * `trust_env=False` clients. Transport failures are returned, never thrown.
  */
 import {httpRequest} from './http.js'
+import {causeOf, messageOf} from '../errors.js'
 
 export interface GatewayAnswer {
   /** HTTP status, or 0 when the request never got an answer. */
@@ -43,9 +44,9 @@ export async function httpJson(method: 'GET' | 'POST', url: string, body?: unkno
     const answer = await httpRequest(method, url, {body: body === undefined ? undefined : JSON.stringify(body), timeoutMs})
     // Keep a non-JSON body as text: error pages say what went wrong.
     return {status: answer.status, body: answer.json ?? (answer.text || undefined)}
-  } catch (error: any) {
-    const cause = error?.cause?.code ?? error?.cause?.message ?? error?.name
-    return {status: 0, body: undefined, error: `${error?.message ?? String(error)}${cause ? ` (${cause})` : ''}`}
+  } catch (error) {
+    const cause = causeOf(error)
+    return {status: 0, body: undefined, error: `${messageOf(error)}${cause ? ` (${cause})` : ''}`}
   }
 }
 

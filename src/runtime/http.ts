@@ -3,6 +3,8 @@
  * fetch never reads HTTP(S)_PROXY, so the Gym host is always reached directly, as NO_PROXY
  * requires for the scripts.
  */
+import {causeOf, messageOf} from '../errors.js'
+
 export interface HttpAnswer {
   status: number
   /** Parsed JSON body, or undefined when the body is not JSON. */
@@ -35,8 +37,8 @@ export async function httpRequest(
 export async function readyz(gatewayUrl: string, timeoutMs = 2000): Promise<{answer?: HttpAnswer; error?: string}> {
   try {
     return {answer: await httpRequest('GET', `${gatewayUrl.replace(/\/$/, '')}/readyz`, {timeoutMs})}
-  } catch (error: any) {
-    const cause = error?.cause?.code ?? error?.cause?.message ?? error?.name ?? error?.message
+  } catch (error) {
+    const cause = causeOf(error) ?? messageOf(error)
     return {error: String(cause ?? error)}
   }
 }

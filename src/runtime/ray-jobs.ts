@@ -10,7 +10,7 @@
 import dns from 'node:dns/promises'
 import net from 'node:net'
 
-import {ExitCode, GymError} from '../errors.js'
+import {codeOf, ExitCode, GymError, messageOf} from '../errors.js'
 
 export type JobStatus = 'PENDING' | 'RUNNING' | 'STOPPED' | 'SUCCEEDED' | 'FAILED'
 
@@ -128,8 +128,8 @@ export async function dashboardResolveProblem(address: string): Promise<string |
   try {
     await dns.lookup(host)
     return undefined
-  } catch (error: any) {
-    return `host ${host} does not resolve (${error?.code ?? error?.message ?? 'lookup failed'})`
+  } catch (error) {
+    return `host ${host} does not resolve (${codeOf(error) ?? messageOf(error) ?? 'lookup failed'})`
   }
 }
 
@@ -145,10 +145,10 @@ function firstLines(text: string, count = 3): string {
 
 function describeFetchError(error: any): string {
   const cause = error?.cause
-  const code = cause?.code ?? error?.code
+  const code = cause?.code ?? codeOf(error)
   if (error?.name === 'TimeoutError') return 'timed out'
   if (error?.name === 'AbortError') return 'aborted'
-  return [code, cause?.message ?? error?.message].filter(Boolean).join(': ') || 'request failed'
+  return [code, cause?.message ?? messageOf(error)].filter(Boolean).join(': ') || 'request failed'
 }
 
 /** A Ray Jobs REST client bound to one dashboard address. */
@@ -169,7 +169,7 @@ export function rayJobsClient(dashboardAddress: string, options: RayJobsClientOp
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.any(signals),
       })
-    } catch (error: any) {
+    } catch (error) {
       if (options.signal?.aborted) throw error
       throw new GymError(`Ray dashboard ${shown} did not answer ${method} ${route}: ${describeFetchError(error)}`, {
         code: 'E_RAY_UNREACHABLE',
@@ -354,9 +354,9 @@ export async function followJob(client: RayJobsClient, id: string, options: Foll
       job = await client.status(id)
       await readLogs()
       failures = 0
-    } catch (error: any) {
+    } catch (error) {
       // A missing job or an abort is final; a dashboard hiccup is retried a few times.
-      if (options.signal?.aborted || error?.code === 'E_RAY_JOB_NOT_FOUND' || ++failures > tolerated) throw error
+      if (options.signal?.aborted || codeOf(error) === 'E_RAY_JOB_NOT_FOUND' || ++failures > tolerated) throw error
       await sleep(interval, options.signal)
       continue
     }

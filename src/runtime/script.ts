@@ -4,6 +4,7 @@
  * script is spawned detached (`bash <script>` leads a new group) and signals go to the group.
  */
 import {execa} from 'execa'
+import {numberField} from '../errors.js'
 
 export interface ScriptExit {
   exitCode: number | undefined
@@ -59,9 +60,9 @@ export function runScript(
       done = true
       return {exitCode: result.exitCode, signal: result.signal}
     },
-    (error: any) => {
+    (error: unknown) => {
       done = true
-      return {exitCode: error?.exitCode, signal: error?.signal}
+      return {exitCode: numberField(error, 'exitCode'), signal: typeof error === 'object' && error !== null && 'signal' in error ? (error.signal as NodeJS.Signals | undefined) : undefined}
     },
   )
   const pid = child.pid ?? -1

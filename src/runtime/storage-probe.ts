@@ -3,6 +3,7 @@ import {randomBytes} from 'node:crypto'
 
 import {OWNERSHIP_LABEL} from './docker.js'
 import {removeOnInterrupt} from './interrupt.js'
+import {messageOf} from '../errors.js'
 
 /** Label of the short-lived probe containers (value: the recipe id); never the ownership label. */
 export const PROBE_LABEL = 'io.gymrecipe.probe'
@@ -91,7 +92,7 @@ async function runProbe(docker: Docker, o: ProbeOptions, name: string, progress:
       NetworkDisabled: true,
       HostConfig: {NetworkMode: 'none', AutoRemove: false, Mounts: [{Type: 'bind', Source: o.dir, Target: o.dir, ReadOnly: true}]},
     }))
-  } catch (error: any) {
+  } catch (error) {
     return {status: 'not-seen', reason: `the daemon refused the bind mount: ${dockerMessage(error)}`, output: ''}
   }
   try {
@@ -104,7 +105,7 @@ async function runProbe(docker: Docker, o: ProbeOptions, name: string, progress:
       return {status: 'not-seen', reason: `wc -c exited ${exit}: ${output.stderr.trim() || output.stdout.trim() || 'no output'}`, containerId: container.id, output: output.stdout + output.stderr}
     }
     return {status: 'seen', size, containerId: container.id, output: output.stdout.trim()}
-  } catch (error: any) {
+  } catch (error) {
     return {status: 'not-seen', reason: `the probe container failed: ${dockerMessage(error)}`, containerId: container.id, output: ''}
   } finally {
     await container.remove({force: true, v: true}).catch(() => undefined)
@@ -141,6 +142,6 @@ async function logsOf(container: Docker.Container): Promise<{stdout: string; std
 }
 
 function dockerMessage(error: any): string {
-  const body = error?.json?.message ?? error?.reason ?? error?.message ?? String(error)
+  const body = error?.json?.message ?? error?.reason ?? messageOf(error)
   return String(body).trim()
 }

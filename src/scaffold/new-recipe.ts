@@ -9,7 +9,7 @@ import {assertValidContract, contractError, type ContractProblem, contractProble
 import {allocatePorts, collisions, type OccupiedRecipe} from '../contract/ports.js'
 import {assertRecipeId} from '../contract/recipe-id.js'
 import {ARCHETYPES, type Archetype, type RecipeContract} from '../contract/types.js'
-import {ExitCode, GymError, usageError} from '../errors.js'
+import {codeOf, ExitCode, GymError, messageOf, usageError} from '../errors.js'
 import {isInside} from '../runtime/fs.js'
 import {occupiedRecipes, recipeDir} from '../contract/checkout.js'
 import {applyPlan, planRecipe, type RecipePlan} from './plan.js'
@@ -89,8 +89,8 @@ function verifierFileError(file: string, problems: ContractProblem[]): GymError 
 }
 
 async function readVerifierOverride(file: string): Promise<VerifierOverride> {
-  const text = await fsp.readFile(file, 'utf8').catch((error: any) => {
-    throw usageError(`cannot read --verifier file ${file}: ${error?.code ?? error?.message}`)
+  const text = await fsp.readFile(file, 'utf8').catch((error: unknown) => {
+    throw usageError(`cannot read --verifier file ${file}: ${codeOf(error) ?? messageOf(error)}`)
   })
   const doc = parseDocument(text)
   if (doc.errors.length > 0) throw usageError(`${file}: invalid YAML: ${doc.errors[0].message.split('\n')[0]}`)

@@ -4,7 +4,7 @@ import path from 'node:path'
 import {parse as parseYaml, stringify as stringifyYaml} from 'yaml'
 
 import type {RecipeContract} from '../contract/types.js'
-import {ExitCode, GymError} from '../errors.js'
+import {codeOf, ExitCode, GymError} from '../errors.js'
 import {attributeTo, openAtomicTarget} from '../runtime/fs.js'
 import {type RenderedFile, sha256} from './render.js'
 
@@ -44,8 +44,8 @@ function withoutGenerated(value: any): any {
 }
 
 async function readIfExists(file: string): Promise<string | undefined> {
-  return fsp.readFile(file, 'utf8').catch((error: any) => {
-    if (error?.code === 'ENOENT') return undefined
+  return fsp.readFile(file, 'utf8').catch((error: unknown) => {
+    if (codeOf(error) === 'ENOENT') return undefined
     throw error
   })
 }

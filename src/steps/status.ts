@@ -14,6 +14,7 @@ import {recipeEnvironment} from '../runtime/recipe-env.js'
 import {resolveRecipe} from '../ladder/target.js'
 import {trainingGateway} from '../contract/endpoints.js'
 import {readRunState} from '../runtime/run-state.js'
+import {messageOf} from '../errors.js'
 
 export interface JobStatusView {
   submissionId: string
@@ -102,8 +103,8 @@ export async function recipeStatus(options: {relaxRoot: string; recipe: string; 
         startTime: details.start_time,
         endTime: details.end_time,
       })
-    } catch (error: any) {
-      job.problem = error?.message ?? String(error)
+    } catch (error) {
+      job.problem = messageOf(error)
     }
   }
 

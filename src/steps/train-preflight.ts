@@ -5,7 +5,7 @@
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
-import {ExitCode, isGymError} from '../errors.js'
+import {codeOf, ExitCode, hintOf, isGymError, messageOf} from '../errors.js'
 import type {RecipeContract} from '../contract/types.js'
 import {RUNG_DEFINITIONS} from '../ladder/rungs.js'
 import {runLadder} from '../ladder/runner.js'
@@ -223,7 +223,7 @@ export async function checkDashboard(input: PreflightInput): Promise<PreflightIt
     const version = await client.version()
     if (input.submissionId) {
       const existing = await client.status(input.submissionId).catch((error) => {
-        if (error?.code === 'E_RAY_JOB_NOT_FOUND') return undefined
+        if (codeOf(error) === 'E_RAY_JOB_NOT_FOUND') return undefined
         throw error
       })
       if (existing) {
@@ -231,8 +231,8 @@ export async function checkDashboard(input: PreflightInput): Promise<PreflightIt
       }
     }
     return pass('ray-dashboard', title, `${shown} (${source}), Ray ${String(version.ray_version ?? '?')}`, {...evidence, ray_version: version.ray_version ?? null})
-  } catch (error: any) {
-    return fail('ray-dashboard', title, `${shown} (${source}): ${error?.message ?? error}`, error?.hint ?? 'Set RAY_DASHBOARD_ADDRESS when the dashboard is not on <RAY_ADDRESS host>:8265.', evidence)
+  } catch (error) {
+    return fail('ray-dashboard', title, `${shown} (${source}): ${messageOf(error)}`, hintOf(error) ?? 'Set RAY_DASHBOARD_ADDRESS when the dashboard is not on <RAY_ADDRESS host>:8265.', evidence)
   }
 }
 
@@ -256,10 +256,10 @@ export async function runPreflight(input: PreflightInput): Promise<PreflightItem
   for (const check of checks) {
     try {
       items.push(await check(input))
-    } catch (error: any) {
+    } catch (error) {
       // Bad input (e.g. malformed RAY_JOB_HEADERS) stops the command with exit 2, like any usage error.
       if (isGymError(error) && error.exit === ExitCode.usage) throw error
-      items.push(fail(check.name, check.name, `check crashed: ${error?.message ?? error}`, error?.hint))
+      items.push(fail(check.name, check.name, `check crashed: ${messageOf(error)}`, hintOf(error)))
     }
   }
   return items

@@ -14,7 +14,7 @@ import {randomBytes} from 'node:crypto'
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
-import {ExitCode, GymError} from '../errors.js'
+import {codeOf, ExitCode, GymError, messageOf} from '../errors.js'
 import {resolveRecipe} from '../ladder/target.js'
 import {trainingRung} from '../ladder/training/index.js'
 import type {RecipeTarget, RungReport} from '../ladder/types.js'
@@ -269,8 +269,8 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
   const poll = async () => {
     try {
       job = await client.status(submissionId)
-    } catch (error: any) {
-      if (error?.code !== 'E_RAY_JOB_NOT_FOUND') lastPollError = error?.message ?? String(error)
+    } catch (error) {
+      if (codeOf(error) !== 'E_RAY_JOB_NOT_FOUND') lastPollError = messageOf(error)
       return
     }
     lastPollError = undefined
@@ -346,9 +346,9 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
     options.say(`gymrecipe: stopping ${submissionId} (only this submission, by id)`)
     try {
       await client.stop(submissionId)
-    } catch (error: any) {
+    } catch (error) {
       report.stopCommand = stopCommand
-      return finish('interrupted', ExitCode.interrupted, `interrupted; stopping ${submissionId} failed: ${error?.message ?? error}. Stop it with: ${stopCommand}`)
+      return finish('interrupted', ExitCode.interrupted, `interrupted; stopping ${submissionId} failed: ${messageOf(error)}. Stop it with: ${stopCommand}`)
     }
     const deadline = Date.now() + 60_000
     while (Date.now() < deadline) {
@@ -398,12 +398,12 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
       })
       job = followed.job
       logs = followed.logs
-    } catch (error: any) {
+    } catch (error) {
       if (options.interrupt.aborted) return interrupted()
       report.job = publicJob(job)
       report.logTail = logTail(logs)
       report.stopCommand = stopCommand
-      return finish('follow-lost', ExitCode.failure, `lost track of ${submissionId} (${error?.message ?? error}); it may still be running: check with gymrecipe status ${target.id}, stop it with ${stopCommand}`)
+      return finish('follow-lost', ExitCode.failure, `lost track of ${submissionId} (${messageOf(error)}); it may still be running: check with gymrecipe status ${target.id}, stop it with ${stopCommand}`)
     }
   }
   if (!report.logFile) report.logFile = await findScriptLog(command.cwd, logName, startedAt)

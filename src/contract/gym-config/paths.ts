@@ -3,6 +3,7 @@ import path from 'node:path'
 
 import {isInside, readTextIfExists} from '../../runtime/fs.js'
 import {gymConfigError, type SourceLocation} from './errors.js'
+import {codeOf} from '../../errors.js'
 
 /** The few filesystem calls the reader needs, injectable so callers and tests control them. */
 export interface GymConfigFs {
@@ -16,8 +17,8 @@ export const nodeGymConfigFs: GymConfigFs = {
   readText: async (absPath) => {
     try {
       return await readTextIfExists(absPath)
-    } catch (error: any) {
-      if (error?.code === 'ENOTDIR' || error?.code === 'EISDIR') return undefined
+    } catch (error) {
+      if (codeOf(error) === 'ENOTDIR' || codeOf(error) === 'EISDIR') return undefined
       throw error
     }
   },

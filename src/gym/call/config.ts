@@ -4,7 +4,7 @@ import {LosslessNumber} from 'lossless-json'
 import {promises as fsp} from 'node:fs'
 import {isMap, isScalar, isSeq, LineCounter, parseDocument} from 'yaml'
 
-import {ExitCode, GymError} from '../../errors.js'
+import {codeOf, GymError, messageOf, ExitCode} from '../../errors.js'
 import {isDotPath} from './paths.js'
 import type {CallConfig, CallKind, SessionConfig, SessionStepConfig} from './types.js'
 import {yamlValue} from '../../yaml-value.js'
@@ -187,8 +187,8 @@ export async function loadCallConfig(file: string, kind: CallKind): Promise<Call
   let text: string
   try {
     text = await fsp.readFile(file, 'utf8')
-  } catch (error: any) {
-    throw new GymError(`cannot read config ${file}: ${error?.code ?? error?.message}`, {
+  } catch (error) {
+    throw new GymError(`cannot read config ${file}: ${codeOf(error) ?? messageOf(error)}`, {
       code: 'E_CALL_CONFIG_UNREADABLE',
       exit: ExitCode.usage,
       hint: 'pass --config with the path of a YAML file',

@@ -1,7 +1,7 @@
 import {constants, promises as fsp} from 'node:fs'
 import path from 'node:path'
 
-import {ExitCode, GymError} from '../../errors.js'
+import {codeOf, GymError, messageOf, ExitCode} from '../../errors.js'
 import {writeFileAtomic} from '../../runtime/fs.js'
 import {LineReader} from '../jsonl-reader.js'
 import type {AttemptWriter} from './lifecycle.js'
@@ -82,8 +82,8 @@ export class EvidenceDir implements AttemptWriter {
     try {
       await fsp.mkdir(dir, {recursive: true})
       await fsp.access(dir, constants.W_OK)
-    } catch (error: any) {
-      throw new GymError(`evidence directory ${dir} cannot be created or written (${error?.code ?? error?.message})`, {
+    } catch (error) {
+      throw new GymError(`evidence directory ${dir} cannot be created or written (${codeOf(error) ?? messageOf(error)})`, {
         code: 'E_CALL_EVIDENCE_UNWRITABLE',
         exit: ExitCode.usage,
         hint: 'pass an --evidence-dir on a writable filesystem',
@@ -94,8 +94,8 @@ export class EvidenceDir implements AttemptWriter {
     let size = 0
     try {
       size = (await fsp.stat(journalPath)).size
-    } catch (error: any) {
-      if (error?.code !== 'ENOENT') throw journalError(journalPath, error)
+    } catch (error) {
+      if (codeOf(error) !== 'ENOENT') throw journalError(journalPath, error)
     }
     let previous: RecordedRows = NO_ROWS
     let resumedFromJournal = false
@@ -303,7 +303,7 @@ class Batch {
 }
 
 function journalError(file: string, error: any): GymError {
-  return new GymError(`cannot write the call journal ${file} (${error?.code ?? error?.message})`, {
+  return new GymError(`cannot write the call journal ${file} (${codeOf(error) ?? messageOf(error)})`, {
     code: 'E_CALL_EVIDENCE_UNWRITABLE',
     exit: ExitCode.failure,
     hint: 'check free space and permissions of the evidence directory; finished rows recorded so far are kept for --resume',

@@ -1,4 +1,4 @@
-import {ExitCode, GymError} from '../../errors.js'
+import {codeOf, GymError, messageOf, ExitCode} from '../../errors.js'
 import {mayHoldNonFinite, nestsDeeperThan, POLICY_MESSAGES} from '../input-policy.js'
 import {nonFiniteField} from '../json.js'
 import {JsonlPolicyError, LineReader} from '../jsonl-reader.js'
@@ -13,7 +13,7 @@ export function isEmptyObjectText(text: string): boolean {
 }
 
 export function inputUnreadable(file: string, error: any): GymError {
-  return new GymError(`cannot read rows file ${file} (${error?.code ?? error?.message})`, {
+  return new GymError(`cannot read rows file ${file} (${codeOf(error) ?? messageOf(error)})`, {
     code: 'E_CALL_INPUT_UNREADABLE',
     exit: ExitCode.usage,
     hint: 'pass the path of a JSONL file with one JSON object per line',
@@ -33,12 +33,12 @@ export function checkRowText(text: string, line: number, file: string, outputCol
   let row: unknown
   try {
     row = JSON.parse(text)
-  } catch (error: any) {
-    let message = error?.message ?? String(error)
+  } catch (error) {
+    let message = messageOf(error)
     try {
       parseLossless(text)
-    } catch (lossless: any) {
-      message = lossless?.message ?? message
+    } catch (lossless) {
+      message = messageOf(lossless) ?? message
     }
     throw new GymError(`not valid JSON (${message})`, {
       code: 'E_CALL_INPUT_INVALID',

@@ -3,6 +3,7 @@ import {isLosslessNumber} from 'lossless-json'
 import {isPlainObject, parseLossless, stringifyLossless} from './json.js'
 import {PathError, resolveParts} from './paths.js'
 import type {CallConfig} from './types.js'
+import {messageOf} from '../../errors.js'
 
 /** Everything a row needs before any network call; built without I/O. */
 export interface RowPlan {
@@ -105,8 +106,8 @@ function stepBodies(row: Record<string, unknown>, steps: {route: string; column?
   for (const step of steps) {
     try {
       out.push(step.column ? stringifyLossless(objectFrom(row, step.column)) : '{}')
-    } catch (error: any) {
-      return {route: step.route, reason: error.message}
+    } catch (error) {
+      return {route: step.route, reason: messageOf(error)}
     }
   }
   return out
@@ -135,8 +136,8 @@ export function buildRowPlan(config: CallConfig, row: Record<string, unknown>, l
         provenanceCount++
       }
     }
-  } catch (error: any) {
-    return fail(null, `provenance: ${error.message}`)
+  } catch (error) {
+    return fail(null, `provenance: ${messageOf(error)}`)
   }
   let body: string
   try {
@@ -156,8 +157,8 @@ export function buildRowPlan(config: CallConfig, row: Record<string, unknown>, l
       if (compiled.requestValuesText !== '') body += `${body.length > 1 ? ',' : ''}${compiled.requestValuesText}`
       body += '}'
     }
-  } catch (error: any) {
-    return fail(config.route, error.message)
+  } catch (error) {
+    return fail(config.route, messageOf(error))
   }
   const initializeBodies = compiled.constantInitialize ?? stepBodies(row, compiled.initialize)
   if (!Array.isArray(initializeBodies)) return fail(initializeBodies.route, initializeBodies.reason)

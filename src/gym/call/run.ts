@@ -3,7 +3,7 @@ import {promises as fsp} from 'node:fs'
 import type {Writable} from 'node:stream'
 import path from 'node:path'
 
-import {ExitCode, GymError} from '../../errors.js'
+import {codeOf, GymError, messageOf, ExitCode} from '../../errors.js'
 import {openAtomicTarget} from '../../runtime/fs.js'
 import {onAbort} from './abort.js'
 import {readBearerTokens} from './config.js'
@@ -428,9 +428,9 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
       await handle.close()
     }
     await target.commit()
-  } catch (error: any) {
+  } catch (error) {
     await target.abort()
-    throw new GymError(`cannot write output ${options.output} (${error?.code ?? error?.message})`, {
+    throw new GymError(`cannot write output ${options.output} (${codeOf(error) ?? messageOf(error)})`, {
       code: 'E_CALL_OUTPUT_UNWRITABLE',
       exit: ExitCode.failure,
       hint: 'every finished row is in the evidence journal: fix the output location and re-run with --resume',

@@ -4,6 +4,7 @@ import type {JsonlStats} from './jsonl-scan.js'
 import {scanWithSample} from './parallel-scan.js'
 import type {SampledRow} from './sample.js'
 import {type DataPlan, dataPlan} from './source.js'
+import {messageOf} from '../../errors.js'
 
 export interface DataScan {
   plan: DataPlan
@@ -30,8 +31,8 @@ async function runScan(ctx: CheckContext): Promise<DataScan> {
   try {
     const {stats, sample, threads} = await scanWithSample(plan.file, {fields: plan.fields, maxProblems: LISTED, maxMissingLines: LISTED, signal: ctx.options.signal})
     return {plan, stats, sample, threads}
-  } catch (error: any) {
-    return {plan, stats: null, sample: [], error: `reading ${plan.file} failed: ${error?.message ?? error}`}
+  } catch (error) {
+    return {plan, stats: null, sample: [], error: `reading ${plan.file} failed: ${messageOf(error)}`}
   }
 }
 

@@ -6,6 +6,7 @@ import {maxLineBytes, nestsDeeperThan} from '../../gym/input-policy.js'
 import {once, ScratchKey, sourcedEnv} from '../scratch.js'
 import type {CheckContext} from '../types.js'
 import {fieldsFromRow} from './fields.js'
+import {codeOf, messageOf} from '../../errors.js'
 
 /**
  * Everything the data checks need to know before reading a row: where NEMO_GYM_SOURCE_DATA
@@ -104,8 +105,8 @@ async function scriptEnvironment(ctx: CheckContext): Promise<{env: Record<string
   }
   try {
     return {env: await sourcedEnv(ctx)}
-  } catch (error: any) {
-    return {env: plain, envError: error?.message ?? String(error)}
+  } catch (error) {
+    return {env: plain, envError: messageOf(error)}
   }
 }
 
@@ -113,8 +114,8 @@ async function statFile(file: string): Promise<{stat: DataPlan['stat']; statErro
   try {
     const s = await fsp.stat(file)
     return {stat: {size: s.size, isFile: s.isFile(), dev: s.dev, ino: s.ino}}
-  } catch (error: any) {
-    return {stat: null, statError: error?.code === 'ENOENT' ? 'does not exist' : (error?.code ?? error?.message)}
+  } catch (error) {
+    return {stat: null, statError: codeOf(error) === 'ENOENT' ? 'does not exist' : (codeOf(error) ?? messageOf(error))}
   }
 }
 

@@ -23,6 +23,7 @@ import {allowlistCovers, noProxyCovers} from './allowlist.js'
 import {sourcedEnv} from '../scratch.js'
 import {gatewayFor, gymContainer, relaxFor} from './context.js'
 import {markedLines, NODE_PROBE_DONE, NODE_PROBE_MARKER, NODE_PROBE_PY, pythonInline, RELAX_PROBE_MARKER, RELAX_PROBE_PY} from './probe-script.js'
+import {hintOf, messageOf} from '../../errors.js'
 
 type Outcome = Omit<CheckResult, 'id' | 'rung' | 'title'>
 const PROTOCOL = 'relax-nemo-gym/v1'
@@ -42,8 +43,8 @@ async function stopOwnProbe(client: RayJobsClient, id: string): Promise<string> 
     if (isTerminal(job.status)) return `probe job ${id} already ${job.status}`
     await client.stop(id)
     return `stopped probe job ${id}`
-  } catch (error: any) {
-    return `could not stop probe job ${id}: ${error?.message ?? error}`
+  } catch (error) {
+    return `could not stop probe job ${id}: ${messageOf(error)}`
   }
 }
 
@@ -65,11 +66,11 @@ export const nodesReachGateway: Check = {
     try {
       client = rayJobsClient(dashboard.address, {headers: rayJobHeadersFromEnv(env), signal: ctx.options.signal, timeoutMs: 15_000})
       await client.version()
-    } catch (error: any) {
+    } catch (error) {
       return {
         status: 'fail',
-        message: `cannot submit the probe job: ${error?.message ?? error}`,
-        hint: error?.hint ?? 'Set RAY_ADDRESS or RAY_DASHBOARD_ADDRESS to the Relax cluster (dashboard http://<head>:8265).',
+        message: `cannot submit the probe job: ${messageOf(error)}`,
+        hint: hintOf(error) ?? 'Set RAY_ADDRESS or RAY_DASHBOARD_ADDRESS to the Relax cluster (dashboard http://<head>:8265).',
         evidence: {dashboard: redactUrl(dashboard.address), dashboardSource: dashboard.source},
       }
     }
@@ -81,15 +82,15 @@ export const nodesReachGateway: Check = {
     const entrypoint = `${pythonInline(NODE_PROBE_PY, python)} ${shQuote(gateway.url)} ${timeoutS}`
     try {
       await client.submit({entrypoint, submission_id: submissionId, metadata: {'gymrecipe.recipe': recipe, 'gymrecipe.purpose': 'network-probe'}})
-    } catch (error: any) {
-      return {status: 'fail', message: `the probe job was refused: ${error?.message ?? error}`, hint: error?.hint, evidence: {dashboard: redactUrl(dashboard.address)}}
+    } catch (error) {
+      return {status: 'fail', message: `the probe job was refused: ${messageOf(error)}`, hint: hintOf(error), evidence: {dashboard: redactUrl(dashboard.address)}}
     }
     let result
     try {
       result = await followJob(client, submissionId, {intervalMs: 500, timeoutMs: jobTimeoutMs, signal: ctx.options.signal})
-    } catch (error: any) {
+    } catch (error) {
       const stopped = await stopOwnProbe(rayJobsClient(dashboard.address, {headers: rayJobHeadersFromEnv(env)}), submissionId)
-      return {status: 'fail', message: `following the probe job failed: ${error?.message ?? error}; ${stopped}`, evidence: {submissionId}}
+      return {status: 'fail', message: `following the probe job failed: ${messageOf(error)}; ${stopped}`, evidence: {submissionId}}
     }
     const evidence = {submissionId, dashboard: redactUrl(dashboard.address), gateway: gateway.url, jobStatus: result.job.status}
     if (result.timedOut) {

@@ -14,6 +14,7 @@ import {lastGatewayUse} from '../../runtime/gateway-ledger.js'
 import {httpRequest, readyz} from '../../runtime/http.js'
 import type {Check, CheckResult} from '../types.js'
 import {dockerFor, runningService, service} from './context.js'
+import {codeOf, messageOf} from '../../errors.js'
 
 type Result = Omit<CheckResult, 'rung'>
 type Outcome = Omit<CheckResult, 'id' | 'rung' | 'title'>
@@ -295,8 +296,8 @@ export const tracebackCheck: Check = {
     let answer: {status: number; text: string}
     try {
       answer = await httpRequest('POST', target, {body: probe.body, headers: {'content-type': probe.content_type}, timeoutMs: 30_000})
-    } catch (error: any) {
-      return {status: 'fail', message: `${request} failed: ${error?.cause?.code ?? error?.message}`, hint: `gymrecipe logs ${desc.recipe}`}
+    } catch (error) {
+      return {status: 'fail', message: `${request} failed: ${codeOf(error instanceof Error ? error.cause : undefined) ?? messageOf(error)}`, hint: `gymrecipe logs ${desc.recipe}`}
     }
     if (answer.status === 422) {
       return {

@@ -32,6 +32,7 @@ import {
   workerLogFiles,
 } from './outputs.js'
 import {VERDICT_TEXT, triage} from './triage.js'
+import {messageOf} from '../../errors.js'
 
 type Result = Omit<CheckResult, 'rung'>
 
@@ -376,8 +377,8 @@ const jobState = needsContract('training.job-state', 'Ray job state (never proof
       return [{id, title, status: 'pass', message: `job ${state.submissionId} SUCCEEDED (not proof by itself: the other checks are)`, evidence: ev}]
     }
     return [{id, title, status: 'fail', message: `job ${state.submissionId} is ${details.status}${details.message ? `: ${String(details.message).slice(0, 300)}` : ''}`, evidence: ev}]
-  } catch (error: any) {
-    return [skip(id, title, `the Ray dashboard did not report job ${state.submissionId} (${error?.message ?? error})`)]
+  } catch (error) {
+    return [skip(id, title, `the Ray dashboard did not report job ${state.submissionId} (${messageOf(error)})`)]
   }
 })
 

@@ -5,6 +5,7 @@
  */
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
+import {messageOf} from '../../errors.js'
 
 export const DUMP_FIELDS = [
   'rollout_id', 'sample_index', 'prompt', 'response', 'reward', 'prompt_length', 'response_length', 'total_length',
@@ -58,8 +59,8 @@ export async function readRolloutDumps(saveDir: string): Promise<Dumps> {
       let record: any
       try {
         record = JSON.parse(lines[i])
-      } catch (error: any) {
-        problems.push({file, line: i + 1, message: `not JSON (${error?.message})`})
+      } catch (error) {
+        problems.push({file, line: i + 1, message: `not JSON (${messageOf(error)})`})
         continue
       }
       if (!record || typeof record !== 'object' || Array.isArray(record)) {

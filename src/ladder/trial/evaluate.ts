@@ -12,6 +12,7 @@ import type {CallbackRecord} from '../../runtime/scripted-model.js'
 import type {CheckResult} from '../types.js'
 import {allowlistCovers} from './context.js'
 import {type AbortRun, type TrialRun, scalarReward} from './engine.js'
+import {messageOf} from '../../errors.js'
 
 type Result = Omit<CheckResult, 'rung'>
 
@@ -191,8 +192,8 @@ export async function evaluateArtifact(run: TrialRun, artifactRoot: string | und
     try {
       text = await readContainerFile(contract.service.container, ref, {recipeId: contract.id})
       where = `${contract.service.container}:${ref}`
-    } catch (error: any) {
-      return {id, title, status: 'fail', message: `artifact ${ref} is not readable on this host or in ${contract.service.container}: ${error?.message}`, evidence: evidence(run)}
+    } catch (error) {
+      return {id, title, status: 'fail', message: `artifact ${ref} is not readable on this host or in ${contract.service.container}: ${messageOf(error)}`, evidence: evidence(run)}
     }
   }
   let doc: any

@@ -28,6 +28,7 @@ import {
 } from './evaluate.js'
 import {type RelaxTask, pickRow, readTaskFromGymRoot, toRelaxTask} from './task.js'
 import {recordGatewayUse} from '../../runtime/gateway-ledger.js'
+import {codeOf, hintOf, messageOf} from '../../errors.js'
 
 type Result = Omit<CheckResult, 'rung'>
 
@@ -97,8 +98,8 @@ const prepare: Check = {
     try {
       task = await loadTask(ctx)
       results.push({id: 'trial.task', title: 'Trial task row', status: 'pass', message: `task from ${task.source} (${task.task.messages.length} message(s))`, evidence: {source: task.source}})
-    } catch (error: any) {
-      results.push({id: 'trial.task', title: 'Trial task row', status: 'fail', message: error?.message ?? String(error), hint: error?.hint})
+    } catch (error) {
+      results.push({id: 'trial.task', title: 'Trial task row', status: 'fail', message: messageOf(error), hint: hintOf(error)})
       return results
     }
     const gateway = gatewayClient(address.gatewayUrl)
@@ -166,10 +167,10 @@ const runMain: Check = {
     let model
     try {
       model = await startScriptedModel({host: prepared.callbackHost, port: prepared.callbackPort, protocol})
-    } catch (error: any) {
+    } catch (error) {
       return [{
         id: 'trial.created', title: 'Trial created', status: 'fail',
-        message: `cannot serve the scripted model on ${prepared.callbackHost}:${prepared.callbackPort ?? 0} (${error?.code ?? error?.message})`,
+        message: `cannot serve the scripted model on ${prepared.callbackHost}:${prepared.callbackPort ?? 0} (${codeOf(error) ?? messageOf(error)})`,
         hint: 'The callback host must be an address of this machine that the Gym container can reach; pass --callback-host/--callback-port.',
       }]
     }
@@ -211,8 +212,8 @@ const runCleanup: Check = {
     let model
     try {
       model = await startScriptedModel({host: prepared.callbackHost, port: prepared.callbackPort, protocol: contract.gateway.callback_protocol})
-    } catch (error: any) {
-      return [{id: 'trial.cleanup-abort', title: 'Aborted trial cleaned up', status: 'fail', message: `cannot serve the scripted model (${error?.code ?? error?.message})`}]
+    } catch (error) {
+      return [{id: 'trial.cleanup-abort', title: 'Aborted trial cleaned up', status: 'fail', message: `cannot serve the scripted model (${codeOf(error) ?? messageOf(error)})`}]
     }
     let run: AbortRun
     try {

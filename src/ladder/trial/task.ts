@@ -7,7 +7,7 @@
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
-import {ExitCode, GymError} from '../../errors.js'
+import {codeOf, GymError, messageOf, ExitCode} from '../../errors.js'
 
 const GSM8K_PROMPT = 'Solve the following math problem. Make sure to put the answer (and only answer) inside \\boxed{}.\n\n'
 const LIFTED_KEYS = new Set(['input', 'tools', 'parallel_tool_calls', 'instructions'])
@@ -59,8 +59,8 @@ export function pickRow(text: string, row: number, where: string): Record<string
   let value: unknown
   try {
     value = JSON.parse(lines[row])
-  } catch (error: any) {
-    throw new GymError(`${where} row ${row} is not valid JSON: ${error?.message}`, {code: 'E_TRIAL_TASK', exit: ExitCode.failure})
+  } catch (error) {
+    throw new GymError(`${where} row ${row} is not valid JSON: ${messageOf(error)}`, {code: 'E_TRIAL_TASK', exit: ExitCode.failure})
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new GymError(`${where} row ${row} is not a JSON object`, {code: 'E_TRIAL_TASK', exit: ExitCode.failure})
@@ -71,8 +71,8 @@ export function pickRow(text: string, row: number, where: string): Record<string
 /** Read a task file from a Gym checkout on this machine (path relative to the Gym root). */
 export async function readTaskFromGymRoot(gymRoot: string, file: string): Promise<{text: string; where: string}> {
   const where = path.resolve(gymRoot, file)
-  const text = await fsp.readFile(where, 'utf8').catch((error: any) => {
-    throw new GymError(`cannot read the trial task ${where} (${error?.code ?? error?.message})`, {
+  const text = await fsp.readFile(where, 'utf8').catch((error: unknown) => {
+    throw new GymError(`cannot read the trial task ${where} (${codeOf(error) ?? messageOf(error)})`, {
       code: 'E_TRIAL_TASK',
       exit: ExitCode.failure,
       hint: 'trial.task.file is relative to the Gym root; check --gym-root or recipe.yaml.',
