@@ -1,21 +1,15 @@
+import {checkLines} from '../ladder/render.js'
 import type {LadderReport} from '../ladder/types.js'
 
-/** A plain summary after the live listr2 output: what failed, where, and what to do. */
+/** The summary after a climb: each rung's verdict, then what did not pass, where, and what to do. */
 export function summarizeLadder(report: LadderReport): string[] {
   const lines: string[] = []
   if (report.smoke) lines.push('SMOKE RUN: the data is not a training split; nothing here proves a real training run.')
-  for (const rung of report.rungs) {
-    if (rung.status === 'not-run') {
-      lines.push(`- ${rung.rung}: not run (a lower rung did not pass)`)
-      continue
-    }
-    lines.push(`${rung.status === 'pass' ? '✔' : '✖'} ${rung.rung}: ${rung.status}`)
-    for (const check of rung.checks.filter((c) => c.status !== 'pass')) {
-      const where = check.file ? ` (${check.file}${check.line ? `:${check.line}` : ''})` : ''
-      lines.push(`    ${check.status === 'fail' ? '✖' : '↓ not checked:'} ${check.title}: ${check.status === 'fail' ? check.message : check.message.replace(/^not checked: /, '')}${where}`)
-      if (check.hint) lines.push(`      hint: ${check.hint}`)
-    }
-  }
+  // Each rung's verdict was shown as it finished; the summary gathers what needs attention.
+  const attention = report.rungs.flatMap((rung) => rung.checks.filter((c) => c.status !== 'pass'))
+  if (attention.length > 0) lines.push('', 'what did not pass:', ...attention.flatMap((check) => checkLines(check, '  ')))
+  const notRun = report.rungs.filter((rung) => rung.status === 'not-run').map((rung) => rung.rung)
+  if (notRun.length > 0) lines.push(`not run, because a lower rung did not pass: ${notRun.join(', ')}`)
   if (!report.climbed) {
     lines.push(
       report.status === 'pass'

@@ -1,11 +1,10 @@
 import {Listr, type ListrTask} from 'listr2'
 
+import {checkLines, checkText, rungLine} from './render.js'
 import type {Check, CheckContext, CheckResult, LadderReport, Rung, RungDefinition, RungReport} from './types.js'
 import {RUNGS} from './types.js'
 import {hintOf, messageOf} from '../errors.js'
 
-/** Skip messages start with this; the renderers say it once. */
-const NOT_CHECKED = /^not checked: /
 
 export interface RunLadderOptions {
   /** Render progress for people (listr2); false under --json. */
@@ -34,13 +33,8 @@ function rungStatus(checks: CheckResult[]): RungReport['status'] {
   return 'pass'
 }
 
-function describe(result: CheckResult): string {
-  const where = result.file ? ` [${result.file}${result.line ? `:${result.line}` : ''}]` : ''
-  return `${result.message}${where}`
-}
-
 export interface RunRungOptions {
-  /** Render progress for people (listr2); false under --json. */
+  /** Show progress for people: live on a terminal, one plain line per check otherwise; false under --json. */
   render: boolean
   /** Told each result as its check finishes (e.g. to print it). */
   onCheck?: (result: CheckResult) => void
@@ -48,6 +42,24 @@ export interface RunRungOptions {
 
 /** Run the checks of one rung, in order, and judge it. The ladder and `train` both run rungs here. */
 export async function runRung(definition: RungDefinition, ctx: CheckContext, options: RunRungOptions): Promise<RungReport> {
+  if (options.render && process.stdout.isTTY) return runLive(definition, ctx, options)
+  const say = options.render ? (line: string) => process.stdout.write(`${line}\n`) : undefined
+  say?.(`${definition.rung} rung`)
+  const results: CheckResult[] = []
+  for (const check of definition.checks(ctx)) {
+    for (const result of await runCheck(check, definition.rung, ctx)) {
+      results.push(result)
+      options.onCheck?.(result)
+      for (const line of checkLines(result, '  ')) say?.(line)
+    }
+  }
+  const report: RungReport = {rung: definition.rung, status: rungStatus(results), checks: results}
+  say?.(rungLine(report.rung, report.status))
+  return report
+}
+
+/** On a terminal: listr2 shows each check running, then its mark and message in its place; the rung's verdict follows. */
+async function runLive(definition: RungDefinition, ctx: CheckContext, options: RunRungOptions): Promise<RungReport> {
   const {rung} = definition
   const results: CheckResult[] = []
   const tasks: ListrTask[] = definition.checks(ctx).map((check) => ({
@@ -58,21 +70,24 @@ export async function runRung(definition: RungDefinition, ctx: CheckContext, opt
       for (const result of outcome) options.onCheck?.(result)
       const failed = outcome.filter((r) => r.status === 'fail')
       const skipped = outcome.filter((r) => r.status === 'skip')
-      if (failed.length > 0) throw new Error(failed.map(describe).join('\n'))
-      if (skipped.length > 0) task.skip(`not checked: ${skipped.map((r) => describe(r).replace(NOT_CHECKED, '')).join('; ')}`)
-      else if (outcome.length === 1) task.title = `${check.title}: ${outcome[0].message}`
+      if (failed.length > 0) throw new Error(failed.map(checkText).join('\n'))
+      if (skipped.length > 0) task.skip(skipped.map(checkText).join('\n'))
+      else task.title = outcome.map(checkText).join('\n')
     },
   }))
-  const listr = new Listr([{title: `${rung} rung`, task: (_c, task) => task.newListr(tasks, {concurrent: false, exitOnError: false})}], {
-    renderer: options.render ? 'default' : 'silent',
-    fallbackRenderer: 'simple',
+  process.stdout.write(`${rung} rung\n`)
+  const listr = new Listr(tasks, {
+    renderer: 'default',
+    concurrent: false,
     exitOnError: false,
     collectErrors: false,
-    rendererOptions: {collapseSubtasks: false, showErrorMessage: true},
+    rendererOptions: {collapseSubtasks: false, collapseSkips: true, suffixSkips: false, showSkipMessage: true, collapseErrors: true, showErrorMessage: true},
     registerSignalListeners: false,
-  } as any)
+  } as ConstructorParameters<typeof Listr>[1])
   await listr.run().catch(() => undefined)
-  return {rung, status: rungStatus(results), checks: results}
+  const report: RungReport = {rung, status: rungStatus(results), checks: results}
+  process.stdout.write(`${rungLine(rung, report.status)}\n`)
+  return report
 }
 
 /**

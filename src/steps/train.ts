@@ -35,6 +35,7 @@ import {runScript, type ScriptRun} from '../runtime/script.js'
 import type {RecipeContract} from '../contract/types.js'
 import {submissionIdFor, trainingGateway, trainingLogName} from '../contract/endpoints.js'
 import {type RecipeRunState, writeRunState} from '../runtime/run-state.js'
+import {checkLines} from '../ladder/render.js'
 import {runRung} from '../ladder/runner.js'
 import {type PreflightItem, runPreflight} from './train-preflight.js'
 import {Scratch} from '../ladder/scratch-store.js'
@@ -431,8 +432,7 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
   // env.sh was already sourced over the caller's environment for the script; the rung sees the same.
   const rungOptions = {env: scriptEnv, smoke: options.smoke, gymRoot: options.gymRoot, signal: options.interrupt, workerLogs: options.workerLogs}
   report.trainingRung = await runRung(trainingRung, {target, options: rungOptions, scratch: new Scratch(), handoff}, {render: false, onCheck: (check) => {
-    options.say(`  ${check.status === 'pass' ? '✔' : check.status === 'skip' ? '↓ not checked:' : '✖'} ${check.title}: ${check.status === 'skip' ? check.message.replace(/^not checked: /, '') : check.message}`)
-    if (check.status !== 'pass' && check.hint) options.say(`      hint: ${check.hint}`)
+    for (const line of checkLines(check, '  ')) options.say(line)
   }})
   if (report.trainingRung.status !== 'pass') {
     return finish('training-rung-failed', ExitCode.rungFailed, `job ${submissionId} SUCCEEDED but the training rung ${report.trainingRung.status === 'fail' ? 'failed' : 'could not be fully checked'}: the run is not proven`)
