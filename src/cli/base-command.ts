@@ -2,7 +2,8 @@ import {Command, Interfaces} from '@oclif/core'
 import {Writable} from 'node:stream'
 import {format} from 'node:util'
 
-import {ExitCode, fromSystemError, GymError, isGymError, isSystemError, usageError} from '../errors.js'
+import {codeOf, ExitCode, fromSystemError, GymError, isGymError, isSystemError, messageOf, numberField, usageError} from '../errors.js'
+import {envelope, type EnvelopeError} from './envelope.js'
 import {removeOpenTemporariesSync} from '../runtime/fs.js'
 import {Redactor} from './redact.js'
 
@@ -72,9 +73,23 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     super.logJson(this.redactor.value(json))
   }
 
+  /** Under --json every command prints one envelope (README: "--json"); the result is its own document. */
   protected override toSuccessJson(result: unknown): unknown {
-    return super.toSuccessJson(this.redactor.value(result))
+    const exitCode = typeof process.exitCode === 'number' ? process.exitCode : ExitCode.ok
+    return this.redactor.value(envelope(exitCode, result ?? null, this.warnings, null))
   }
+
+  protected override toErrorJson(error: unknown): unknown {
+    const gym = isGymError(error) ? error : undefined
+    const exitCode = exitOf(error)
+    const body: EnvelopeError = gym
+      ? {code: gym.code, message: gym.message, hint: gym.hint ?? null, location: gym.location ?? null, details: gym.details ?? null}
+      : {code: codeOf(error) ?? (exitCode === ExitCode.usage ? 'E_USAGE' : 'E_FAILED'), message: messageOf(error), hint: null, location: null, details: null}
+    return this.redactor.value(envelope(exitCode, null, this.warnings, body))
+  }
+
+  /** Warning lines of this run: printed to stderr for people, gathered into the envelope under --json. */
+  private readonly warnings: string[] = []
 
   /** A stream that redacts what passes through it, for script and log output streamed as it comes. */
   protected redacting(target: NodeJS.WritableStream): Writable {
@@ -108,7 +123,8 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   /** Print a line to stderr for people; silent under --json. */
   protected warnLine(message: string): void {
-    if (!this.jsonEnabled()) this.logToStderr(message)
+    if (this.jsonEnabled()) this.warnings.push(message.trim())
+    else this.logToStderr(message)
   }
 
   /**
@@ -124,6 +140,11 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     if (isGymError(error)) return this.failWith(error)
     if (isSystemError(error)) return this.failWith(fromSystemError(error))
     error.message = this.redactor.text(error.message)
+    if (this.jsonEnabled()) {
+      this.logJson(this.toErrorJson(error))
+      process.exitCode = exitOf(error)
+      return
+    }
     return super.catch(error)
   }
 
@@ -131,19 +152,16 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     const hint = error.hint === undefined ? undefined : this.redactor.text(error.hint)
     const suggestions = hint ? [hint] : undefined
     if (this.jsonEnabled()) {
-      this.logJson({
-        error: {
-          code: error.code,
-          exit: error.exit,
-          message: error.message,
-          hint: error.hint ?? null,
-          location: error.location ?? null,
-          details: error.details ?? null,
-        },
-      })
+      this.logJson(this.toErrorJson(error))
       process.exitCode = error.exit
       return
     }
     this.error(this.redactor.text(error.located), {code: error.code, exit: error.exit, suggestions})
   }
+}
+
+/** The exit status an error ends the command with: a GymError's own, oclif's for its parse errors, else 1. */
+function exitOf(error: unknown): number {
+  if (isGymError(error)) return error.exit
+  return numberField((error as {oclif?: unknown} | undefined)?.oclif, 'exit') ?? ExitCode.failure
 }

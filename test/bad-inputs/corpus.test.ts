@@ -16,6 +16,7 @@ import {PROBE_LABEL} from '../../src/runtime/storage-probe.js'
 import {repoRoot, snapshotRoot} from '../helpers/cli.js'
 import {docker, dockerUnavailableReason} from '../helpers/docker.js'
 import {type BadInput, CASES, type Mount} from './cases.js'
+import {schemaProblems} from './schemas.js'
 import {buildTemplate, copyTemplate, isCharacterDevice, PLANTED, PLANTED_NEEDLES, processesWithMarker, snapshot, type Template, touchedText, undeclaredChanges} from './workspace.js'
 
 const recipe = `corpus-${randomBytes(3).toString('hex')}`
@@ -136,6 +137,11 @@ describe.concurrent('bad-input corpus', () => {
     const o = await run(c)
     const expectedFirst = new RegExp(c.first.source.replaceAll('{recipe}', recipe), c.first.flags)
     expect({exit: o.exit, first: o.first}, `stdout:\n${o.stdout.slice(-3000)}\nstderr:\n${o.stderr.slice(-3000)}`).toEqual({exit: c.exit, first: expect.stringMatching(expectedFirst)})
+    if (c.args.includes('--json')) {
+      const command = commandOf(c)
+      expect(command, 'a --json case names a command').toBeDefined()
+      expect(await schemaProblems(command!, JSON.parse(o.stdout))).toEqual([])
+    }
     for (const mention of c.mentions ?? []) expect(`${o.stdout}\n${o.stderr}`).toMatch(new RegExp(mention.source.replaceAll('{recipe}', recipe), mention.flags))
     // Clear: no stack trace, no bare system error.
     expect(o.stderr).not.toMatch(/^\s+at .+:\d+:\d+\)?$/m)

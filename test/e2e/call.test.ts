@@ -169,7 +169,7 @@ describe('gymrecipe call (CLI)', () => {
     child.kill('SIGTERM')
     const result = await child
     expect(result.exitCode).toBe(130)
-    expect(JSON.parse(String(result.stdout))).toMatchObject({interrupted: true, finished: 0, cancelled: 1, not_started: 1})
+    expect(JSON.parse(String(result.stdout)).result).toMatchObject({interrupted: true, finished: 0, cancelled: 1, not_started: 1})
     expect(gym.liveSessions()).toBe(0)
   })
 

@@ -444,7 +444,7 @@ describe('train: submit, follow, prove', () => {
       child.kill('SIGINT')
       const result = await child
       expect(result.exitCode).toBe(130)
-      const report = JSON.parse(String(result.stdout))
+      const report = JSON.parse(String(result.stdout)).result
       expect(report.outcome).toBe('interrupted')
       expect(report.submissionId).toBe(own.submission_id)
       expect(report.job.status).toBe('STOPPED')
@@ -529,7 +529,7 @@ describe('train: submit, follow, prove', () => {
       await doomed.stop()
       const result = await child
       expect(result.exitCode, String(result.stderr)).toBe(1)
-      const report = JSON.parse(String(result.stdout))
+      const report = JSON.parse(String(result.stdout)).result
       expect(report.outcome).toBe('follow-lost')
       expect(report.message).toContain(`stop it with ray job stop --address=${doomed.url} ${report.submissionId}`)
       expect(report.trainingRung).toBeNull()

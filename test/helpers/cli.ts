@@ -11,8 +11,13 @@ export interface CliResult {
   exitCode: number
   stdout: string
   stderr: string
-  /** stdout parsed as JSON when possible. */
+  /**
+   * Under --json: the command's own document (the envelope's `result`), with the envelope's
+   * `error` (and its exit status as `error.exit`) when it failed. Undefined when stdout is not JSON.
+   */
   json: any
+  /** The whole --json envelope: {status, exit_code, result, warnings, error}. */
+  envelope: any
 }
 
 /** Run the built CLI (dist/) as a real process, the way a user does. */
@@ -27,11 +32,17 @@ export async function runCli(
     input: options.input,
     timeout: options.timeout ?? 120_000,
   })
-  let json: any
+  let envelope: any
   try {
-    json = JSON.parse(String(result.stdout))
+    envelope = JSON.parse(String(result.stdout))
   } catch {
-    json = undefined
+    envelope = undefined
   }
-  return {exitCode: result.exitCode ?? -1, stdout: String(result.stdout), stderr: String(result.stderr), json}
+  return {exitCode: result.exitCode ?? -1, stdout: String(result.stdout), stderr: String(result.stderr), json: unwrap(envelope), envelope}
+}
+
+function unwrap(envelope: any): any {
+  if (!envelope || typeof envelope !== 'object' || !('exit_code' in envelope)) return envelope
+  if (envelope.error) return {...(envelope.result ?? {}), error: {...envelope.error, exit: envelope.exit_code}}
+  return envelope.result
 }

@@ -436,7 +436,7 @@ describe('shared storage', () => {
         env: {NEMO_GYM_SOURCE_DATA: file, NEMO_GYM_IMAGE: image, NO_COLOR: '1'},
         timeout: 120_000,
       })
-      const report = JSON.parse(String(result.stdout))
+      const report = JSON.parse(String(result.stdout)).result
       const storage = report.rungs.find((r: any) => r.rung === 'data').checks.find((ch: any) => ch.id === 'data.shared-storage')
       expect(storage.status).toBe('fail')
       expect(storage.message).toContain(`${file} is not visible inside a container at the same path: wc -c exited 1`)
