@@ -2,8 +2,9 @@ import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand} from '../cli/base-command.js'
 import {dryRunFlag, gymRootFlag, relaxRootFlag} from '../cli/flags.js'
+import {relaxRootWord} from '../cli/next-step.js'
 import {ARCHETYPES, type Archetype} from '../contract/types.js'
-import {ExitCode} from '../errors.js'
+import {ExitCode, usageError} from '../errors.js'
 import {newRecipe, type NewRecipeResult} from '../scaffold/new-recipe.js'
 
 export default class New extends BaseCommand<typeof New> {
@@ -56,6 +57,7 @@ EXIT STATUS
 
   public async run(): Promise<NewRecipeResult> {
     const f = this.flags
+    if (f.diff && !f['dry-run']) throw usageError('--diff only works with --dry-run', 'Run `gymrecipe new … --dry-run --diff` to see the changes, then again without both to write them.')
     const model = f.model ? {name: f.model, slug: f['model-slug'] ?? f.model.toLowerCase(), configScript: f['model-config'] ?? `${f.model.toLowerCase()}.sh`} : undefined
     const result = await newRecipe({
       id: this.args.recipe,
@@ -87,6 +89,6 @@ EXIT STATUS
     for (const note of result.notes) this.say(`note: ${note}`)
     const ports = result.contract.service.gateway_port
     this.say(`ports: Gateway ${ports}, agent ${ports + 1}, resources ${ports + 2}, head ${ports + 3}; private Ray GCS ${result.contract.ray.gcs_port}`)
-    if (!result.dryRun) this.say(`next: gymrecipe verify ${result.recipe} --level static --relax-root <relax-root>`)
+    if (!result.dryRun) this.say(`next: gymrecipe verify ${result.recipe} --level static --relax-root ${relaxRootWord(this.flags['relax-root'])}`)
   }
 }

@@ -4,6 +4,7 @@ import path from 'node:path'
 import {BaseCommand} from '../cli/base-command.js'
 import {dryRunFlag, recipeArg, relaxRootFlag, smokeFlag} from '../cli/flags.js'
 import {summarizeLadder} from '../cli/ladder-output.js'
+import {nextAfterLadder} from '../cli/next-step.js'
 import {ExitCode} from '../errors.js'
 import {prepareRecipe, type PrepareResult} from '../steps/prepare.js'
 
@@ -110,6 +111,10 @@ EXIT STATUS
       if (r.hint) this.say(`  hint: ${r.hint}`)
       return
     }
-    if (r.ladder) for (const line of summarizeLadder(r.ladder)) this.say(line)
+    if (r.ladder) {
+      for (const line of summarizeLadder(r.ladder)) this.say(line)
+      const next = nextAfterLadder(r.ladder, this.flags['relax-root'])
+      if (next) this.say(next)
+    }
   }
 }

@@ -3,6 +3,7 @@ import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base-command.js'
 import {dryRunFlag, recipeArg, relaxRootFlag, smokeFlag} from '../cli/flags.js'
 import {summarizeLadder} from '../cli/ladder-output.js'
+import {nextAfterLadder} from '../cli/next-step.js'
 import {ExitCode} from '../errors.js'
 import {startRecipe, type StartReport} from '../steps/start.js'
 
@@ -92,6 +93,8 @@ EXIT STATUS
     }
     if (!report.ladder) return report
     for (const line of summarizeLadder(report.ladder)) this.say(line)
+    const next = nextAfterLadder(report.ladder, this.flags['relax-root'])
+    if (next) this.say(next)
     return this.withExitCode(report, report.ladder.status === 'pass' ? ExitCode.ok : ExitCode.rungFailed)
   }
 }

@@ -3,6 +3,7 @@ import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base-command.js'
 import {recipeArg, relaxRootFlag, smokeFlag} from '../cli/flags.js'
 import {summarizeLadder} from '../cli/ladder-output.js'
+import {nextAfterLadder} from '../cli/next-step.js'
 import {ExitCode} from '../errors.js'
 import type {TrainingRungOptions} from '../ladder/training/index.js'
 import type {TrialRungOptions} from '../ladder/trial/context.js'
@@ -70,6 +71,8 @@ EXIT STATUS
     }
     const report = await verifyRecipe(options)
     for (const line of summarizeLadder(report)) this.say(line)
+    const next = nextAfterLadder(report, options.relaxRoot)
+    if (next) this.say(next)
     return this.withExitCode(report, report.status === 'pass' ? ExitCode.ok : ExitCode.rungFailed)
   }
 }

@@ -2,6 +2,7 @@
  * Read a file from inside a running, recipe-owned container through the Docker exec API
  * (`cat -- <path>`), e.g. a Gym task row that only exists in the image.
  */
+import {setTimeout as sleep} from 'node:timers/promises'
 import {PassThrough} from 'node:stream'
 
 import {ExitCode, GymError, messageOf, numberField} from '../errors.js'
@@ -74,7 +75,7 @@ export async function readContainerFile(
   })
   let result = await exec.inspect()
   for (let i = 0; i < 40 && result.Running; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    await sleep(50)
     result = await exec.inspect()
   }
   if (result.ExitCode !== 0) {

@@ -7,6 +7,7 @@
  * Request headers (e.g. `x-ray-authorization: Bearer ...` from RAY_JOB_HEADERS) are sent
  * with every request and never appear in an error message.
  */
+import {setTimeout as delay} from 'node:timers/promises'
 import dns from 'node:dns/promises'
 import net from 'node:net'
 
@@ -292,19 +293,13 @@ export function rayJobsClient(dashboardAddress: string, options: RayJobsClientOp
   }
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason)
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort)
-      resolve()
-    }, ms)
-    const onAbort = () => {
-      clearTimeout(timer)
-      reject(signal?.reason)
-    }
-    signal?.addEventListener('abort', onAbort, {once: true})
-  })
+/** Wait, or reject with the signal's reason when it aborts first. */
+async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  try {
+    await delay(ms, undefined, {signal})
+  } catch (error) {
+    throw signal?.aborted ? signal.reason : error
+  }
 }
 
 export interface FollowOptions {

@@ -31,10 +31,9 @@ export interface RenderedFile {
   sha256: string
 }
 
-/** Single-quote a value for bash; the only character needing care inside '' is ' itself. */
-export function shellQuote(value: unknown): string {
-  return `'${String(value).replaceAll("'", `'\\''`)}'`
-}
+import {shellQuote} from '../shell-words.js'
+
+export {shellQuote}
 
 /** A JSON document as a Python string literal (JSON string escapes are valid Python escapes). */
 export function pythonJsonLiteral(value: unknown): string {

@@ -4,6 +4,7 @@
  * events for create/start/die, fast /readyz polling — instead of trusting the script's 2-second
  * loop. Then climb static → data → service.
  */
+import {setTimeout as sleep} from 'node:timers/promises'
 import type Docker from 'dockerode'
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
@@ -97,7 +98,6 @@ const NO_WAIT_ENV = 'NEMO_GYM_START_NO_WAIT'
 const LOG_LINES = 200
 
 const short = (id: string | null | undefined) => (id ?? '').replace(/^sha256:/, '').slice(0, 12)
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** The promise's value, or undefined after ms; the timer never outlives the race (it would keep the CLI alive). */
 async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {

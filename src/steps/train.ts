@@ -10,6 +10,7 @@
  * user's RAY_NO_WAIT=1 makes it return after submission, and gymrecipe then follows the job itself.
  * Ctrl+C never stops anything broadly: at most this run's own submission, by id.
  */
+import {setTimeout as sleep} from 'node:timers/promises'
 import {randomBytes} from 'node:crypto'
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
@@ -36,6 +37,7 @@ import type {RecipeContract} from '../contract/types.js'
 import {submissionIdFor, trainingGateway, trainingLogName} from '../contract/endpoints.js'
 import {type RecipeRunState, writeRunState} from '../runtime/run-state.js'
 import {checkLines} from '../ladder/render.js'
+import {shellWord} from '../shell-words.js'
 import {runRung} from '../ladder/runner.js'
 import {type PreflightItem, runPreflight} from './train-preflight.js'
 import {Scratch} from '../ladder/scratch-store.js'
@@ -105,14 +107,6 @@ export interface TrainReport {
   stopCommand: string | null
 }
 
-function shQuote(word: string): string {
-  return /^[A-Za-z0-9_./:=+,@%-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
-}
-
 function aborted(signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) resolve()
@@ -173,11 +167,6 @@ export function submitOnlyEntrypoint(relaxRoot: string, scriptEnv: Record<string
   return added
 }
 
-/** Quote a value for a copy-pasteable command line only when the shell needs it. */
-function shellWord(value: string): string {
-  return /^[A-Za-z0-9_./:@%+=,-]*$/.test(value) ? value : shQuote(value)
-}
-
 /** The Gateway's trials after this job are gymrecipe's own from now on (see the service rung). */
 async function recordTrainingTrials(recipeDir: string, gateway: ReturnType<typeof trainingGateway>, submissionId: string, env: NodeJS.ProcessEnv): Promise<void> {
   if ('problem' in gateway) return
@@ -206,9 +195,9 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
     cwd: target.relaxRoot,
     argv: ['bash', relScript],
     env: shownEnv,
-    shell: `cd ${shQuote(target.relaxRoot)} && ${Object.entries(shownEnv)
-      .map(([k, v]) => `${k}=${shQuote(v)}`)
-      .join(' ')} bash ${shQuote(relScript)}`,
+    shell: `cd ${shellWord(target.relaxRoot)} && ${Object.entries(shownEnv)
+      .map(([k, v]) => `${k}=${shellWord(v)}`)
+      .join(' ')} bash ${shellWord(relScript)}`,
   }
   const stopCommand = `ray job stop --address=${shownDashboard} ${submissionId}`
   const report: TrainReport = {

@@ -60,7 +60,8 @@ export const CASES: BadInput[] = [
   {id: 'bad-option', args: ['verify', '{recipe}', '--relax-root', R, '--level', 'everything'], exit: 2, first: /Expected --level=everything to be one of/},
 
   // --- new
-  {id: 'new-ok', args: NEW('fresh'), exit: 0, first: /fresh/, writes: ['relax/examples/nemo_gym_agentic/recipes/fresh']},
+  {id: 'new-ok', args: NEW('fresh'), exit: 0, first: /fresh/, mentions: [/^next: gymrecipe verify fresh --level static --relax-root \/\S+\/relax$/m], writes: ['relax/examples/nemo_gym_agentic/recipes/fresh']},
+  {id: 'new-diff-without-dry-run', args: NEW('fresh', '--diff'), exit: 2, first: /^--diff only works with --dry-run$/},
   {id: 'new-dry-run', args: NEW('fresh', '--dry-run'), exit: 0, first: /fresh/},
   {id: 'new-bad-id', args: NEW('Bad_ID'), exit: 2, first: /recipe id/i},
   {id: 'new-id-with-slash', args: NEW('../escape'), exit: 2, first: /recipe id/i},

@@ -20,6 +20,7 @@ import {
 import {callbackResource, callbackUpstream} from '../../contract/endpoints.js'
 import type {Check, CheckContext, CheckResult} from '../types.js'
 import {allowlistCovers, noProxyCovers} from './allowlist.js'
+import {shellWord} from '../../shell-words.js'
 import {sourcedEnv} from '../scratch.js'
 import {gatewayFor, gymContainer, relaxFor} from './context.js'
 import {markedLines, NODE_PROBE_DONE, NODE_PROBE_MARKER, NODE_PROBE_PY, pythonInline, RELAX_PROBE_MARKER, RELAX_PROBE_PY} from './probe-script.js'
@@ -27,10 +28,6 @@ import {hintOf, messageOf} from '../../errors.js'
 
 type Outcome = Omit<CheckResult, 'id' | 'rung' | 'title'>
 const PROTOCOL = 'relax-nemo-gym/v1'
-
-function shQuote(word: string): string {
-  return /^[A-Za-z0-9_./:=+,@%-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`
-}
 
 function seconds(env: Record<string, string | undefined>, key: string, fallback: number): number {
   const value = Number(env[key])
@@ -79,7 +76,7 @@ export const nodesReachGateway: Check = {
     const python = env.GYMRECIPE_PROBE_PYTHON || 'python3'
     const recipe = ctx.target.id
     const submissionId = `gymrecipe-network-probe-${recipe}-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`
-    const entrypoint = `${pythonInline(NODE_PROBE_PY, python)} ${shQuote(gateway.url)} ${timeoutS}`
+    const entrypoint = `${pythonInline(NODE_PROBE_PY, python)} ${shellWord(gateway.url)} ${timeoutS}`
     try {
       await client.submit({entrypoint, submission_id: submissionId, metadata: {'gymrecipe.recipe': recipe, 'gymrecipe.purpose': 'network-probe'}})
     } catch (error) {

@@ -4,6 +4,7 @@
  * verifier tells right from wrong against the real resources server; a Gym HTTP 500 leaves a
  * traceback in the container's logs.
  */
+import {setTimeout as sleep} from 'node:timers/promises'
 import {createHash} from 'node:crypto'
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
@@ -319,7 +320,7 @@ export const tracebackCheck: Check = {
       logs = (await containerLogChunks(docker, container.id, {sinceSeconds: since})).map((c) => c.text).join('')
       found500 = serverErrorTraceback(logs)
       if (found500 || Date.now() > deadline) break
-      await new Promise((resolve) => setTimeout(resolve, 200))
+      await sleep(200)
     }
     if (!found500) {
       return {

@@ -4,6 +4,7 @@
  * terminal state. Also the cleanup proof of stateful environments: a second trial held
  * mid-flight by the scripted model and aborted.
  */
+import {setTimeout as sleep} from 'node:timers/promises'
 import {randomBytes} from 'node:crypto'
 
 import {type GatewayClient, type GatewayAnswer, type TrialSnapshot, isTerminal} from '../../runtime/gateway-trials.js'
@@ -41,7 +42,6 @@ export interface TrialRun {
   elapsedMs: number
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Replace a secret wherever a Gateway answer might echo it (e.g. a 422 quoting the payload). */
 export function scrub<T>(value: T, secret: string): T {

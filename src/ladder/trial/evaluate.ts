@@ -2,6 +2,7 @@
  * Turn a trial run into check results, each naming the expectation, the actual value and
  * the trial snapshot's error code. Evidence never carries the scripted model's token.
  */
+import {setTimeout as sleep} from 'node:timers/promises'
 import {randomBytes} from 'node:crypto'
 import {promises as fsp} from 'node:fs'
 
@@ -274,7 +275,7 @@ export async function evaluateGatewayClean(gateway: GatewayClient, before: numbe
   // Give the Gateway a moment to settle trials it is still finalizing.
   let ready = await gateway.readyz()
   for (let i = 0; i < 12 && ready.status === 200 && (ready.body?.active_trials ?? 0) > 0; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 250))
+    await sleep(250)
     ready = await gateway.readyz()
   }
   const active = ready.body?.active_trials

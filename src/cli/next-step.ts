@@ -1,0 +1,32 @@
+/**
+ * The exact command to run next, with the paths just used, printed when a command succeeds
+ * (and, after a failed climb, the command that re-checks once the listed problems are fixed).
+ */
+import path from 'node:path'
+
+import type {LadderReport, Rung} from '../ladder/types.js'
+import {shellWord} from '../shell-words.js'
+
+/** What proves the next part of the recipe after each rung has passed. */
+const AFTER: Record<Rung, (recipe: string, root: string) => string | undefined> = {
+  static: (recipe, root) => `gymrecipe prepare ${recipe} --relax-root ${root}`,
+  data: (recipe, root) => `gymrecipe start ${recipe} --relax-root ${root}`,
+  service: (recipe, root) => `gymrecipe verify ${recipe} --level trial --relax-root ${root}`,
+  network: (recipe, root) => `gymrecipe verify ${recipe} --level trial --relax-root ${root}`,
+  trial: (recipe, root) => `gymrecipe train ${recipe} --relax-root ${root} --dry-run`,
+  training: () => undefined,
+}
+
+export function relaxRootWord(relaxRoot: string): string {
+  return shellWord(path.resolve(relaxRoot))
+}
+
+/** `next: …` after a climb (verify, prepare, start), or undefined when the recipe is proven end to end. */
+export function nextAfterLadder(report: LadderReport, relaxRoot: string): string | undefined {
+  const root = relaxRootWord(relaxRoot)
+  const recipe = shellWord(report.recipe)
+  if (report.status !== 'pass') return `next: fix what is listed above, then re-check with gymrecipe verify ${recipe} --level ${report.level} --relax-root ${root}`
+  if (!report.climbed) return `next: climb the whole ladder with gymrecipe verify ${recipe} --level ${report.level} --relax-root ${root}`
+  const next = AFTER[report.level](recipe, root)
+  return next ? `next: ${next}` : undefined
+}
