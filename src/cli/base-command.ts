@@ -3,7 +3,9 @@ import {Writable} from 'node:stream'
 import {format} from 'node:util'
 
 import {codeOf, ExitCode, fromSystemError, GymError, isGymError, isSystemError, messageOf, numberField, usageError} from '../errors.js'
+import type {ReadProgress} from '../gym/json.js'
 import {envelope, type EnvelopeError} from './envelope.js'
+import {type ProgressLine, readProgress} from './progress.js'
 import {removeOpenTemporariesSync} from '../runtime/fs.js'
 import {Redactor} from './redact.js'
 
@@ -11,6 +13,18 @@ export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(type
 export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>
 
 /** The EXIT STATUS help line of a command with removesPartialOutputOnInterrupt. */
+/** `1 record`, `2 records`. */
+export function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`
+}
+
+/** --output is required unless --dry-run, which writes nothing. */
+export function outputUnlessDryRun(output: string | undefined, dryRun: boolean): string {
+  if (output !== undefined) return output
+  if (dryRun) return ''
+  throw usageError('--output is required (unless --dry-run)', 'Pass -o <file>.jsonl, or - for stdout.')
+}
+
 export const PARTIAL_OUTPUT_INTERRUPT_STATUS = '130  interrupted (Ctrl+C / SIGTERM); the partial output is removed and the previous file, if any, kept'
 /** Help line for commands that write an output file. */
 export const OUTPUT_WRITE_STATUS = '1  the output could not be written (no space, read-only, permission); the previous file, if any, kept'
@@ -119,6 +133,11 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     if (this.jsonEnabled()) return
     if (this.stdoutCarriesData) this.logToStderr(message)
     else this.log(message)
+  }
+
+  /** Progress of reading a JSONL file, on stderr (see ./progress.ts). */
+  protected readProgress(label: string): ProgressLine<ReadProgress> {
+    return readProgress({jsonEnabled: () => this.jsonEnabled(), warnLine: (m) => this.warnLine(m)}, label)
   }
 
   /** Print a line to stderr for people; silent under --json. */

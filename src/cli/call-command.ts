@@ -5,6 +5,7 @@ import {loadCallConfig} from '../gym/call/config.js'
 import {type CallProgress, type CallSummary, runCall} from '../gym/call/run.js'
 import type {CallKind} from '../gym/call/types.js'
 import {BaseCommand} from './base-command.js'
+import {progressLine, type ProgressLine} from './progress.js'
 
 /** What the shared command runner needs from an oclif command (kept small so it stays testable). */
 export interface CallCommandHost {
@@ -108,32 +109,12 @@ export async function runCallCommand(host: CallCommandHost, kind: CallKind, rows
   return host.withExitCode(summary, summary.failed > 0 ? ExitCode.failure : ExitCode.ok)
 }
 
-function progressPrinter(host: CallCommandHost, label: string): {update: (p: CallProgress) => void; stop: () => void} {
-  if (host.jsonEnabled()) return {update: () => undefined, stop: () => undefined}
-  const tty = Boolean(process.stderr.isTTY)
-  const every = tty ? 1000 : 10_000
-  let last = performance.now()
-  let latest: CallProgress | undefined
-  let printed = false
-  const line = (p: CallProgress) => {
+function progressPrinter(host: CallCommandHost, label: string): ProgressLine<CallProgress> {
+  return progressLine<CallProgress>(host, (p) => {
     const called = p.finished - p.resumed
     const rate = p.elapsedMs > 0 ? (called / p.elapsedMs) * 1000 : 0
     return `${label}: ${p.finished}/${p.total} rows finished (${p.completed} completed, ${p.failed} failed${p.resumed ? `, ${p.resumed} resumed` : ''}), ${p.inFlight} in flight, ${rate.toFixed(1)} rows/s`
-  }
-  return {
-    update(p) {
-      latest = p
-      const now = performance.now()
-      if (now - last < every) return
-      last = now
-      printed = true
-      if (tty) process.stderr.write(`\r\x1b[2K${line(p)}`)
-      else host.warnLine(line(p))
-    },
-    stop() {
-      if (tty && printed && latest) process.stderr.write(`\r\x1b[2K${line(latest)}\n`)
-    },
-  }
+  })
 }
 
 function report(host: CallCommandHost, kind: CallKind, s: CallSummary): void {

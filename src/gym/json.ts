@@ -493,16 +493,27 @@ export async function assertJsonlFile(file: string, flag: string): Promise<void>
 
 const BLANK = /^\s*$/
 
+/** How far a read has come; told once per chunk (about every MiB). */
+export interface ReadProgress {
+  file: string
+  bytes: number
+  totalBytes: number
+  /** Lines before the chunk now being read. */
+  lines: number
+}
+
 /**
  * Stream the non-blank lines of a JSONL file (a trailing CR dropped) through the one line reader,
  * so the input policy's byte-level rules hold: memory holds one chunk plus the current line.
  */
-export async function* readJsonlLines(file: string, flag: string): AsyncGenerator<JsonlLine> {
+export async function* readJsonlLines(file: string, flag: string, onProgress?: (progress: ReadProgress) => void): AsyncGenerator<JsonlLine> {
   await assertJsonlFile(file, flag)
+  const totalBytes = onProgress ? (await fsp.stat(file)).size : 0
   const reader = await LineReader.open(file)
   try {
     for (let texts = await nextTexts(reader, file); texts; texts = await nextTexts(reader, file)) {
       const first = reader.firstLine
+      onProgress?.({file, bytes: reader.bytesRead, totalBytes, lines: first - 1})
       for (let n = 0; n < texts.length; n++) {
         const text = texts[n].endsWith('\r') ? texts[n].slice(0, -1) : texts[n]
         if (!BLANK.test(text)) yield {line: first + n, text}

@@ -92,14 +92,14 @@ export const CASES: BadInput[] = [
   {id: 'inspect-config-paths-loop', args: ['inspect', '--gym-root', '{ws}', '--gym-config', 'a.yaml'], files: {'a.yaml': 'config_paths: [b.yaml]\n', 'b.yaml': 'config_paths: [a.yaml]\n'}, exit: 2, first: /a\.yaml|b\.yaml/},
 
   // --- tasks build
-  {id: 'build-ok', args: BUILD(), exit: 0, first: /^Wrote 1 scenario bundles/, writes: ['out.jsonl']},
-  {id: 'build-dry-run', args: BUILD('{ws}/rows.jsonl', '--dry-run'), exit: 0, first: /1 scenario bundles/},
-  {id: 'build-duplicate-key-last-wins', args: BUILD('{ws}/dup.jsonl'), files: {'dup.jsonl': '{"seed_id": 1, "user_query": "a", "user_query": "b", "system_prompt": "s", "tools_json": "[]", "reference_plan": {"is_valid": true, "tool_calls": []}}\n'}, exit: 0, first: /^Wrote 1 scenario bundles/, writes: ['out.jsonl']},
-  {id: 'build-empty-rows', args: BUILD('{ws}/empty.jsonl'), files: {'empty.jsonl': ''}, exit: 0, first: /^Wrote 0 scenario bundles/, writes: ['out.jsonl']},
+  {id: 'build-ok', args: BUILD(), exit: 0, first: /^Wrote 1 scenario bundle to/, writes: ['out.jsonl']},
+  {id: 'build-dry-run', args: BUILD('{ws}/rows.jsonl', '--dry-run'), exit: 0, first: /^Would write 1 scenario bundle to/},
+  {id: 'build-duplicate-key-last-wins', args: BUILD('{ws}/dup.jsonl'), files: {'dup.jsonl': '{"seed_id": 1, "user_query": "a", "user_query": "b", "system_prompt": "s", "tools_json": "[]", "reference_plan": {"is_valid": true, "tool_calls": []}}\n'}, exit: 0, first: /^Wrote 1 scenario bundle to/, writes: ['out.jsonl']},
+  {id: 'build-empty-rows', args: BUILD('{ws}/empty.jsonl'), files: {'empty.jsonl': ''}, exit: 0, first: /^Wrote 0 scenario bundles to/, writes: ['out.jsonl']},
   {id: 'build-rows-missing', args: BUILD('{ws}/nope.jsonl'), exit: 2, first: /JSONL file does not exist: .*nope\.jsonl/},
   {id: 'build-rows-is-folder', args: BUILD('{ws}/relax'), exit: 2, first: /relax is a directory, not a JSONL file/},
   {id: 'build-rows-is-device', args: BUILD('/dev/null'), exit: 2, first: /\/dev\/null is a character device, not a JSONL file/},
-  {id: 'build-rows-through-link', args: BUILD('{ws}/rows-link.jsonl'), exit: 0, first: /^Wrote 1 scenario bundles/, writes: ['out.jsonl']},
+  {id: 'build-rows-through-link', args: BUILD('{ws}/rows-link.jsonl'), exit: 0, first: /^Wrote 1 scenario bundle to/, writes: ['out.jsonl']},
   {id: 'build-spec-missing', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/nope.yaml', '-o', '{ws}/out.jsonl'], exit: 2, first: /nope\.yaml/},
   {id: 'build-spec-is-folder', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/relax', '-o', '{ws}/out.jsonl'], exit: 2, first: /relax/},
   {id: 'build-spec-alias-bomb', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/bomb.yaml', '-o', '{ws}/out.jsonl'], files: {'bomb.yaml': BOMB}, exit: 2, first: /YAML aliases expand too far/},
@@ -116,15 +116,15 @@ export const CASES: BadInput[] = [
   {id: 'build-65-mib-line', args: BUILD('{ws}/r.jsonl'), files: {'r.jsonl': `{"user_query": "${'q'.repeat(65 << 20)}"}\n`}, exit: 2, first: /r\.jsonl:1: line is longer than the 64 MiB limit/},
   {id: 'build-output-is-folder', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/spec.yaml', '-o', '{ws}/relax'], exit: 2, first: /output .*relax is a directory/},
   {id: 'build-output-is-link', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/spec.yaml', '-o', '{ws}/rows-link.jsonl'], exit: 2, first: /rows-link\.jsonl is a symbolic link/},
-  {id: 'build-output-dev-null', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/spec.yaml', '-o', '/dev/null'], exit: 0, first: /^Wrote 1 scenario bundles to \/dev\/null/, devices: ['/dev/null']},
+  {id: 'build-output-dev-null', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/spec.yaml', '-o', '/dev/null'], exit: 0, first: /^Wrote 1 scenario bundle to \/dev\/null/, devices: ['/dev/null']},
   {id: 'build-output-dev-full', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/spec.yaml', '-o', '/dev/full'], exit: 1, first: /^cannot write \/dev\/full: no space left on device \(ENOSPC\)$/, devices: ['/dev/full']},
-  {id: 'build-output-stdout', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/spec.yaml', '-o', '-'], exit: 0, first: /1 scenario bundles/},
+  {id: 'build-output-stdout', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/spec.yaml', '-o', '-'], exit: 0, first: /^Wrote 1 scenario bundle to -/},
   {id: 'build-output-stdout-json', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/spec.yaml', '-o', '-', '--json'], exit: 2, first: /^E_USAGE: --json and --output - would both write to stdout$/},
   {id: 'build-output-disk-full', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/spec.yaml', '-o', '{ws}/full/out.jsonl'], mounts: [{at: 'full', size: '16k', fill: 15_500}], exit: 1, first: /^cannot write .*full\/out\.jsonl: no space left on device \(ENOSPC\)$/, writes: ['full/pad']},
   {id: 'build-output-read-only', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/spec.yaml', '-o', '{ws}/ro/out.jsonl'], mounts: [{at: 'ro', size: '1m', readOnly: true}], exit: 1, first: /^cannot open .*ro\/out\.jsonl: read-only file system \(EROFS\)$/},
 
   // --- tasks export
-  {id: 'export-ok', args: EXPORT(), exit: 0, first: /^Wrote 1 Gym tasks/, writes: ['out.jsonl']},
+  {id: 'export-ok', args: EXPORT(), exit: 0, first: /^Wrote 1 Gym task to/, writes: ['out.jsonl']},
   {id: 'export-missing', args: EXPORT('{ws}/nope.jsonl'), exit: 2, first: /JSONL file does not exist/},
   {id: 'export-invalid-line', args: EXPORT('{ws}/b.jsonl'), files: {'b.jsonl': '{"scenario_id": \n'}, exit: 2, first: /b\.jsonl:1: invalid JSON/},
   {id: 'export-not-a-bundle', args: EXPORT('{ws}/b.jsonl'), files: {'b.jsonl': '{"hello": "world"}\n'}, exit: 2, first: /b\.jsonl:1:/},
@@ -135,7 +135,7 @@ export const CASES: BadInput[] = [
   {id: 'export-output-is-link', args: ['tasks', 'export', '{ws}/bundles.jsonl', '-o', '{ws}/rows-link.jsonl'], exit: 2, first: /rows-link\.jsonl is a symbolic link/},
 
   // --- rollouts ingest
-  {id: 'ingest-ok', args: INGEST(), exit: 0, first: /1 record/, writes: ['out.jsonl']},
+  {id: 'ingest-ok', args: INGEST(), exit: 0, first: /^Wrote 1 record to .* \(1 completed, 0 failed; 1 task\)$/, writes: ['out.jsonl']},
   {id: 'ingest-tasks-missing', args: INGEST([], '{ws}/rollouts.jsonl', '{ws}/nope.jsonl'), exit: 2, first: /JSONL file does not exist: .*nope\.jsonl/},
   {id: 'ingest-rollouts-missing', args: INGEST([], '{ws}/nope.jsonl'), exit: 2, first: /JSONL file does not exist: .*nope\.jsonl/},
   {id: 'ingest-failures-missing', args: INGEST(['--failures', '{ws}/nope.jsonl']), exit: 2, first: /JSONL file does not exist: .*nope\.jsonl/},

@@ -171,7 +171,7 @@ describe('gymrecipe rollouts ingest', () => {
     const output = path.join(dir, 'normalized.jsonl')
     const result = await runCli(['rollouts', 'ingest', '--tasks', tasksFile, '--rollouts', rollouts, '--output', output])
     expect(result.exitCode).toBe(0)
-    expect(result.stdout.trim()).toBe(`Wrote 1 records to ${output} (1 completed, 0 failed; 1 tasks)`)
+    expect(result.stdout.trim()).toBe(`Wrote 1 record to ${output} (1 completed, 0 failed; 1 task)`)
     expect(await readFile(output, 'utf8')).toMatch(/^\{"scenario_id":"s1","task_index":1048143972598214168,"rollout_index":null,"status":"completed","reward":1\.0,/)
   })
 

@@ -84,7 +84,7 @@ describe('gymrecipe tasks build', () => {
     const toStdout = await build('-')
     expect(toStdout.exitCode, toStdout.stderr).toBe(0)
     expect(toStdout.stdout.trim().split('\n').map((l) => JSON.parse(l).scenario_id)).toEqual(['gym-dc3946e4a77aae4c'])
-    expect(toStdout.stderr).toContain('Wrote 1 scenario bundles to -')
+    expect(toStdout.stderr).toContain('Wrote 1 scenario bundle to -')
     expect((await build('-', ['--json'])).exitCode).toBe(2)
 
     // A named pipe is written in place and stays a pipe.
@@ -112,7 +112,7 @@ describe('gymrecipe tasks build', () => {
   it('prints a line for people', async () => {
     const dir = await tempDir()
     const result = await runCli(['tasks', 'build', path.join(fixtures, 'seed-rows.jsonl'), '--spec', path.join(fixtures, 'workplace-declarative.yaml'), '-o', path.join(dir, 's.jsonl')])
-    expect(result.stdout.trim()).toBe(`Wrote 1 scenario bundles to ${path.join(dir, 's.jsonl')} (2 rows, 1 skipped by include)`)
+    expect(result.stdout.trim()).toBe(`Wrote 1 scenario bundle to ${path.join(dir, 's.jsonl')} (2 rows, 1 skipped by include)`)
   })
 
   it('SIGTERM half-way removes the partial output, keeps the previous file and exits 130', async () => {
@@ -164,7 +164,7 @@ describe('gymrecipe tasks build', () => {
     await writeFile(rows, [1, 2].map((line) => `{"gym_task":{"responses_create_params":{}},"source":{"file":"rows","line":${line}}}\n`).join(''))
     const result = await runCli(['tasks', 'build', rows, '--spec', path.join(fixtures, 'task-column.yaml'), '--output', path.join(dir, 'scenarios.jsonl')])
     expect(result.exitCode).toBe(0)
-    expect(result.stderr).toContain('1 bundles repeat an earlier scenario_id')
+    expect(result.stderr).toContain('1 bundle repeats an earlier scenario_id')
     expect(result.stderr).toContain('Set scenario_id_column to keep them apart.')
   })
 

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-import {BaseCommand, OUTPUT_WRITE_STATUS, PARTIAL_OUTPUT_INTERRUPT_STATUS} from '../../cli/base-command.js'
+import {BaseCommand, outputUnlessDryRun, plural, OUTPUT_WRITE_STATUS, PARTIAL_OUTPUT_INTERRUPT_STATUS} from '../../cli/base-command.js'
 import {type IngestSummary, ingestRollouts} from '../../gym/rollouts/ingest.js'
 
 export default class RolloutsIngest extends BaseCommand<typeof RolloutsIngest> {
@@ -25,17 +25,19 @@ EXIT STATUS
     tasks: Flags.string({description: 'Gym tasks (JSONL) from `tasks export`', required: true}),
     rollouts: Flags.string({description: 'collected rollouts (JSONL), e.g. Gym --output X.jsonl', required: true}),
     failures: Flags.string({description: "Gym's failure sidecar, e.g. X_failures.jsonl; must exist when given"}),
-    output: Flags.string({char: 'o', description: 'normalized records to write (JSONL)', required: true}),
+    output: Flags.string({char: 'o', description: 'normalized records to write (JSONL); required unless --dry-run'}),
     'dry-run': Flags.boolean({default: false, description: 'validate everything and report what would be written, without writing'}),
   }
 
   public async run(): Promise<IngestSummary> {
-    this.dataOutput(this.flags.output)
-    const {tasks, rollouts, failures, output} = this.flags
-    const summary = await ingestRollouts({tasks, rollouts, failures, output, dryRun: this.flags['dry-run']})
+    const output = outputUnlessDryRun(this.flags.output, this.flags['dry-run'])
+    this.dataOutput(output)
+    const {tasks, rollouts, failures} = this.flags
+    const progress = this.readProgress('rollouts ingest')
+    const summary = await ingestRollouts({tasks, rollouts, failures, output, dryRun: this.flags['dry-run'], onProgress: progress.update}).finally(progress.stop)
     this.say(
-      `${summary.dryRun ? 'Would write' : 'Wrote'} ${summary.records} records to ${summary.output} ` +
-        `(${summary.rollouts.records} completed, ${summary.failures.records} failed; ${summary.tasks.distinct} tasks)`,
+      `${summary.dryRun ? 'Would write' : 'Wrote'} ${plural(summary.records, 'record')}${summary.output ? ` to ${summary.output}` : ''} ` +
+        `(${summary.rollouts.records} completed, ${summary.failures.records} failed; ${plural(summary.tasks.distinct, 'task')})`,
     )
     return summary
   }

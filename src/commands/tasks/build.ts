@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {BaseCommand, OUTPUT_WRITE_STATUS, PARTIAL_OUTPUT_INTERRUPT_STATUS} from '../../cli/base-command.js'
+import {BaseCommand, outputUnlessDryRun, plural, OUTPUT_WRITE_STATUS, PARTIAL_OUTPUT_INTERRUPT_STATUS} from '../../cli/base-command.js'
 import {type BuildSummary, buildScenarios} from '../../gym/tasks/build.js'
 import {loadTaskSpec} from '../../gym/tasks/spec.js'
 
@@ -38,19 +38,21 @@ EXIT STATUS
 
   static override flags = {
     spec: Flags.string({description: 'task spec (YAML or JSON)', required: true}),
-    output: Flags.string({char: 'o', description: 'scenario bundles to write (JSONL)', required: true}),
+    output: Flags.string({char: 'o', description: 'scenario bundles to write (JSONL); required unless --dry-run'}),
     'dry-run': Flags.boolean({default: false, description: 'validate everything and report what would be written, without writing'}),
   }
 
   public async run(): Promise<BuildSummary> {
-    this.dataOutput(this.flags.output)
+    const output = outputUnlessDryRun(this.flags.output, this.flags['dry-run'])
+    this.dataOutput(output)
     const spec = await loadTaskSpec(this.flags.spec)
-    const summary = await buildScenarios({input: this.args.rows, spec, output: this.flags.output, dryRun: this.flags['dry-run']})
+    const progress = this.readProgress('tasks build')
+    const summary = await buildScenarios({input: this.args.rows, spec, output, dryRun: this.flags['dry-run'], onProgress: progress.update}).finally(progress.stop)
     const verb = summary.dryRun ? 'Would write' : 'Wrote'
-    this.say(`${verb} ${summary.bundles} scenario bundles to ${summary.output} (${summary.rows} rows, ${summary.skipped} skipped by include)`)
+    this.say(`${verb} ${plural(summary.bundles, 'scenario bundle')}${summary.output ? ` to ${summary.output}` : ''} (${plural(summary.rows, 'row')}, ${summary.skipped} skipped by include)`)
     if (summary.repeatedScenarioIds > 0) {
       this.warnLine(
-        `${summary.repeatedScenarioIds} bundles repeat an earlier scenario_id: they share a task index, and ingest rejects tasks that share one but differ ` +
+        `${plural(summary.repeatedScenarioIds, 'bundle')} ${summary.repeatedScenarioIds === 1 ? 'repeats' : 'repeat'} an earlier scenario_id: they share a task index, and ingest rejects tasks that share one but differ ` +
           '(e.g. in provenance). Set scenario_id_column to keep them apart.',
       )
     }

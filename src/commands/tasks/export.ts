@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {BaseCommand, OUTPUT_WRITE_STATUS, PARTIAL_OUTPUT_INTERRUPT_STATUS} from '../../cli/base-command.js'
+import {BaseCommand, outputUnlessDryRun, plural, OUTPUT_WRITE_STATUS, PARTIAL_OUTPUT_INTERRUPT_STATUS} from '../../cli/base-command.js'
 import {type ExportSummary, exportTasks} from '../../gym/tasks/export.js'
 
 export default class TasksExport extends BaseCommand<typeof TasksExport> {
@@ -24,14 +24,16 @@ EXIT STATUS
   }
 
   static override flags = {
-    output: Flags.string({char: 'o', description: 'Gym tasks to write (JSONL)', required: true}),
+    output: Flags.string({char: 'o', description: 'Gym tasks to write (JSONL); required unless --dry-run'}),
     'dry-run': Flags.boolean({default: false, description: 'validate everything and report what would be written, without writing'}),
   }
 
   public async run(): Promise<ExportSummary> {
-    this.dataOutput(this.flags.output)
-    const summary = await exportTasks({input: this.args.scenarios, output: this.flags.output, dryRun: this.flags['dry-run']})
-    this.say(`${summary.dryRun ? 'Would write' : 'Wrote'} ${summary.tasks} Gym tasks to ${summary.output}`)
+    const output = outputUnlessDryRun(this.flags.output, this.flags['dry-run'])
+    this.dataOutput(output)
+    const progress = this.readProgress('tasks export')
+    const summary = await exportTasks({input: this.args.scenarios, output, dryRun: this.flags['dry-run'], onProgress: progress.update}).finally(progress.stop)
+    this.say(`${summary.dryRun ? 'Would write' : 'Wrote'} ${plural(summary.tasks, 'Gym task')}${summary.output ? ` to ${summary.output}` : ''}`)
     return summary
   }
 }

@@ -1,5 +1,5 @@
 import {POLICY_MESSAGES} from '../input-policy.js'
-import {assertJsonlFile, FieldError, type JsonlOutput, locate, nonFiniteField, readJsonlLines, scanObjectLine, withJsonlOutput} from '../json.js'
+import {assertJsonlFile, FieldError, type JsonlOutput, locate, nonFiniteField, type ReadProgress, readJsonlLines, scanObjectLine, withJsonlOutput} from '../json.js'
 import {normalizeRecord, type RolloutStatus} from './normalize.js'
 import {loadTaskTable, type TaskEntry} from './task-table.js'
 
@@ -10,6 +10,7 @@ export interface IngestOptions {
   failures?: string
   output: string
   dryRun: boolean
+  onProgress?: (progress: ReadProgress) => void
 }
 
 export interface IngestSummary {
@@ -23,9 +24,9 @@ export interface IngestSummary {
 
 const JOIN_HINT = 'Rollouts join on _ng_task_index, which Gym stamps while collecting from tasks exported by `gymrecipe tasks export`.'
 
-async function joinFile(file: string, flag: string, status: RolloutStatus, tasks: Map<bigint, TaskEntry>, out: JsonlOutput): Promise<number> {
+async function joinFile(file: string, flag: string, status: RolloutStatus, tasks: Map<bigint, TaskEntry>, out: JsonlOutput, onProgress?: (progress: ReadProgress) => void): Promise<number> {
   let records = 0
-  for await (const line of readJsonlLines(file, flag)) {
+  for await (const line of readJsonlLines(file, flag, onProgress)) {
     const {members, hasNonFinite} = scanObjectLine(line, file)
     let normalized: string
     try {
@@ -51,8 +52,8 @@ export async function ingestRollouts(options: IngestOptions): Promise<IngestSumm
   if (failures !== undefined) await assertJsonlFile(failures, '--failures')
   const table = await loadTaskTable(tasksFile)
   const counts = await withJsonlOutput(output, dryRun, async (out) => ({
-    completed: await joinFile(rollouts, '--rollouts', 'completed', table.entries, out),
-    failed: failures === undefined ? 0 : await joinFile(failures, '--failures', 'failed', table.entries, out),
+    completed: await joinFile(rollouts, '--rollouts', 'completed', table.entries, out, options.onProgress),
+    failed: failures === undefined ? 0 : await joinFile(failures, '--failures', 'failed', table.entries, out, options.onProgress),
   }))
   return {
     tasks: {path: tasksFile, lines: table.lines, distinct: table.entries.size, identicalDuplicates: table.identicalDuplicates},

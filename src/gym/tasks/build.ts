@@ -7,6 +7,7 @@ import {
   type JsonValue,
   locate,
   parseLosslessObjectLine,
+  type ReadProgress,
   readJsonlLines,
   setMember,
   stringifyJson,
@@ -119,12 +120,12 @@ export interface BuildSummary {
 }
 
 /** Stream rows.jsonl into scenarios.jsonl; nothing is written unless every row is valid. */
-export async function buildScenarios(options: {input: string; spec: TaskSpec; output: string; dryRun: boolean}): Promise<BuildSummary> {
+export async function buildScenarios(options: {input: string; spec: TaskSpec; output: string; dryRun: boolean; onProgress?: (progress: ReadProgress) => void}): Promise<BuildSummary> {
   const {input, spec, output, dryRun} = options
   const seen = new Set<string>()
   const summary: BuildSummary = {input, output, dryRun, rows: 0, skipped: 0, bundles: 0, repeatedScenarioIds: 0}
   await withJsonlOutput(output, dryRun, async (out) => {
-    for await (const line of readJsonlLines(input, 'ROWS')) {
+    for await (const line of readJsonlLines(input, 'ROWS', options.onProgress)) {
       summary.rows++
       const row = parseLosslessObjectLine(line, input)
       let bundle: ScenarioBundle | undefined

@@ -1,5 +1,5 @@
 import {POLICY_MESSAGES} from '../input-policy.js'
-import {FieldError, jsonKind, locate, nonFiniteField, rawMembers, rawString, readJsonlLines, type ScannedObject, scanObjectLine, withJsonlOutput} from '../json.js'
+import {FieldError, jsonKind, locate, nonFiniteField, rawMembers, rawString, type ReadProgress, readJsonlLines, type ScannedObject, scanObjectLine, withJsonlOutput} from '../json.js'
 import {isEncodableId, taskIndexOf} from './identity.js'
 import {checkGymTask, kindsOfRaw} from './task.js'
 
@@ -96,10 +96,10 @@ export interface ExportSummary {
 }
 
 /** Stream scenarios.jsonl into Gym tasks, same order; nothing is written unless every bundle is valid. */
-export async function exportTasks(options: {input: string; output: string; dryRun: boolean}): Promise<ExportSummary> {
+export async function exportTasks(options: {input: string; output: string; dryRun: boolean; onProgress?: (progress: ReadProgress) => void}): Promise<ExportSummary> {
   const {input, output, dryRun} = options
   const tasks = await withJsonlOutput(output, dryRun, async (out) => {
-    for await (const line of readJsonlLines(input, 'SCENARIOS')) {
+    for await (const line of readJsonlLines(input, 'SCENARIOS', options.onProgress)) {
       const bundle = scanObjectLine(line, input)
       let task: string
       try {

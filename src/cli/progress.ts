@@ -1,0 +1,58 @@
+/**
+ * Progress of long work on stderr: on a terminal one line rewritten in place a few times a
+ * second, without one a plain line every ten seconds (so CI logs show the run is alive), and
+ * nothing under --json. stop() leaves the last figures on a terminal and clears nothing else.
+ */
+import type {ReadProgress} from '../gym/json.js'
+
+export interface ProgressHost {
+  jsonEnabled(): boolean
+  warnLine(message: string): void
+}
+
+export interface ProgressLine<P> {
+  update(progress: P): void
+  stop(): void
+}
+
+const TTY_EVERY_MS = 250
+const PLAIN_EVERY_MS = 10_000
+
+/** A progress line whose text is render(progress), throttled for a terminal or a log. */
+export function progressLine<P>(host: ProgressHost, render: (progress: P) => string): ProgressLine<P> {
+  if (host.jsonEnabled()) return {update: () => undefined, stop: () => undefined}
+  const tty = Boolean(process.stderr.isTTY)
+  const every = tty ? TTY_EVERY_MS : PLAIN_EVERY_MS
+  let last = performance.now()
+  let latest: P | undefined
+  let printed = false
+  return {
+    update(progress) {
+      latest = progress
+      const now = performance.now()
+      if (now - last < every) return
+      last = now
+      printed = true
+      if (tty) process.stderr.write(`\r\x1b[2K${render(progress)}`)
+      else host.warnLine(render(progress))
+    },
+    stop() {
+      if (tty && printed && latest !== undefined) process.stderr.write(`\r\x1b[2K${render(latest)}\n`)
+    },
+  }
+}
+
+function megabytes(bytes: number): string {
+  return `${(bytes / (1 << 20)).toFixed(1)} MiB`
+}
+
+/** `label: 42% of rows.jsonl (120.0 of 285.3 MiB), 150000 lines, 48.2 MiB/s` for a command reading a JSONL file. */
+export function readProgress(host: ProgressHost, label: string): ProgressLine<ReadProgress> {
+  const started = performance.now()
+  return progressLine<ReadProgress>(host, (p) => {
+    const seconds = (performance.now() - started) / 1000
+    const share = p.totalBytes > 0 ? `${Math.floor((100 * p.bytes) / p.totalBytes)}% of ` : ''
+    const rate = seconds > 0 ? `, ${megabytes(p.bytes / seconds)}/s` : ''
+    return `${label}: ${share}${p.file} (${megabytes(p.bytes)} of ${megabytes(p.totalBytes)}), ${p.lines} lines${rate}`
+  })
+}
