@@ -1,3 +1,4 @@
+import {stringify} from 'lossless-json'
 import {Command, Interfaces} from '@oclif/core'
 import {Writable} from 'node:stream'
 import {format} from 'node:util'
@@ -83,8 +84,9 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     super.logToStderr(this.redactor.text(format(message, ...args)))
   }
 
+  /** Numbers read from data (lossless) are printed as written, never as {"value", "isLosslessNumber"} objects. */
   protected override logJson(json: unknown): void {
-    super.logJson(this.redactor.value(json))
+    process.stdout.write(`${this.redactor.text(stringify(this.redactor.value(json), undefined, 2) ?? 'null')}\n`)
   }
 
   /** Under --json every command prints one envelope (README: "--json"); the result is its own document. */

@@ -2,6 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {ExitCode} from '../errors.js'
 import {loadCallConfig} from '../gym/call/config.js'
+import {stringifyJson} from '../gym/json.js'
 import {type CallProgress, type CallSummary, runCall} from '../gym/call/run.js'
 import type {CallKind} from '../gym/call/types.js'
 import {BaseCommand} from './base-command.js'
@@ -125,7 +126,7 @@ function report(host: CallCommandHost, kind: CallKind, s: CallSummary): void {
     host.say(`dry run: config valid, ${s.rows} rows, ${s.rows - (s.invalid_request_count ?? 0)} requests built, ${s.invalid_request_count ?? 0} invalid; nothing was called or written`)
     for (const bad of s.invalid_requests ?? []) host.say(`  line ${bad.line}: ${bad.reason}`)
     if (s.first_request) {
-      const body = JSON.stringify(s.first_request.body)
+      const body = stringifyJson(s.first_request.body)
       host.say(`  first request: POST ${s.first_request.url} ${body.length > 400 ? `${body.slice(0, 400)}…` : body}`)
     }
     return

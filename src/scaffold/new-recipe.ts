@@ -127,7 +127,18 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   const relaxRoot = path.resolve(o.relaxRoot)
   const relaxStat = await fsp.stat(relaxRoot).catch(() => undefined)
   if (!relaxStat?.isDirectory()) {
-    throw new GymError(`Relax checkout ${relaxRoot} does not exist`, {code: 'E_RELAX_ROOT', exit: ExitCode.usage, hint: 'Pass --relax-root pointing at your Relax checkout.'})
+    throw new GymError(`Relax checkout ${relaxRoot} ${relaxStat ? 'is not a directory' : 'does not exist'}`, {code: 'E_RELAX_ROOT', exit: ExitCode.usage, hint: 'Pass --relax-root pointing at your Relax checkout.'})
+  }
+  const modelsDir = path.join(relaxRoot, 'scripts', 'models')
+  const models = await fsp.readdir(modelsDir).catch(() => undefined)
+  if (o.model && models && !models.includes(o.model.configScript)) {
+    const known = models.filter((m) => m.endsWith('.sh')).sort()
+    throw new GymError(`model config ${o.model.configScript} is not in ${modelsDir}`, {
+      code: 'E_MODEL_CONFIG',
+      exit: ExitCode.usage,
+      hint: known.length > 0 ? `Pass --model-config with one of: ${known.join(', ')}` : `Add the model's config script to ${modelsDir}, or pass --model-config.`,
+      location: {field: '--model-config'},
+    })
   }
   const dir = recipeDir(relaxRoot, o.id)
   if (!isInside(relaxRoot, dir)) throw usageError(`recipe folder ${dir} escapes ${relaxRoot}`)
@@ -169,6 +180,9 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   if (problems.length + clash.length > 0) throw contractError(`${dir}/recipe.yaml`, [...problems, ...clash])
   assertValidContract(contract)
 
+  if (!models) {
+    draft.notes.push(`${relaxRoot} has no scripts/models: it does not look like a Relax checkout, so prepare, start and train will not find the scripts the recipe sources; point --relax-root at your Relax checkout`)
+  }
   const source = contract.data.source
   if ((source.type === 'bundled' || source.type === 'benchmark') && !(await fsp.stat(path.resolve(o.gymRoot, source.path)).catch(() => undefined))) {
     draft.notes.push(`${source.path} is not in the Gym checkout yet; it is produced by the environment's prepare step (e.g. its prepare.py) and must exist in the image before ${'`'}prepare${'`'} runs`)

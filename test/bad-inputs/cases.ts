@@ -60,7 +60,9 @@ export const CASES: BadInput[] = [
   {id: 'bad-option', args: ['verify', '{recipe}', '--relax-root', R, '--level', 'everything'], exit: 2, first: /Expected --level=everything to be one of/},
 
   // --- new
-  {id: 'new-ok', args: NEW('fresh'), exit: 0, first: /fresh/, mentions: [/^next: gymrecipe verify fresh --level static --relax-root \/\S+\/relax$/m], writes: ['relax/examples/nemo_gym_agentic/recipes/fresh']},
+  {id: 'new-ok', args: NEW('fresh'), exit: 0, first: /fresh/, mentions: [/^next: gymrecipe verify fresh --level static --relax-root \/\S+\/relax$/m, /^note: \S+\/relax has no scripts\/models: it does not look like a Relax checkout/m], writes: ['relax/examples/nemo_gym_agentic/recipes/fresh']},
+  {id: 'new-model-config-missing', args: NEW('x', '--model', 'Qwen3-8B'), files: {'relax/scripts/models/qwen3-4B.sh': '# model\n'}, exit: 2, first: /model config qwen3-8b\.sh is not in \S+\/relax\/scripts\/models$/, mentions: [/Pass --model-config with one of: qwen3-4B\.sh/]},
+  {id: 'new-relax-root-is-a-file', args: ['new', 'x', '--gym-root', '{gym}', '--gym-config', 'environments/calendar/config.yaml', '--relax-root', '{ws}/rows.jsonl'], exit: 2, first: /Relax checkout \S+rows\.jsonl is not a directory$/},
   {id: 'new-diff-without-dry-run', args: NEW('fresh', '--diff'), exit: 2, first: /^--diff only works with --dry-run$/},
   {id: 'new-dry-run', args: NEW('fresh', '--dry-run'), exit: 0, first: /fresh/},
   {id: 'new-bad-id', args: NEW('Bad_ID'), exit: 2, first: /recipe id/i},
@@ -222,6 +224,7 @@ export const CASES: BadInput[] = [
   {id: 'json-export', args: [...EXPORT(), '--json'], exit: 0, first: /^\{$/, writes: ['out.jsonl']},
   {id: 'json-ingest', args: INGEST(['--json']), exit: 0, first: /^\{$/, writes: ['out.jsonl']},
   {id: 'json-call-dry-run', args: CALL('{ws}/call-rows.jsonl', '{ws}/call.yaml', '--dry-run', '--json'), exit: 0, first: /^\{$/},
+  {id: 'json-call-dry-run-numbers-as-sent', args: CALL('{ws}/r.jsonl', '{ws}/call.yaml', '--dry-run', '--json'), files: {'r.jsonl': '{"id":"a","q":12345678901234567890123}\n'}, exit: 0, first: /^\{$/, mentions: [/"question": 12345678901234567890123\n/]},
   {id: 'json-status', args: ['status', '{recipe}', '--relax-root', R, '--json'], env: NO_DOCKER, exit: 0, first: /^\{$/},
   {id: 'json-prepare-dry-run', args: ['prepare', '{recipe}', '--relax-root', R, '--dry-run', '--json'], exit: 0, first: /^\{$/},
   {id: 'json-start-dry-run', args: ['start', '{recipe}', '--relax-root', R, '--dry-run', '--json'], env: {...GYM_HOST, ...NO_DOCKER}, exit: 3, first: /^\{$/},
