@@ -32,7 +32,7 @@ EXIT STATUS
   ]
 
   static override args = {
-    recipe: Args.string({description: 'Recipe id: lowercase letters, digits and hyphens (e.g. calendar-v2).', required: true}),
+    recipe: Args.string({description: 'Recipe id: up to 48 lowercase letters, digits and hyphens (e.g. calendar-v2).', required: true}),
   }
 
   static override flags = {

@@ -1,4 +1,4 @@
-import {dockerTarget, tryDocker} from '../runtime/docker.js'
+import {dockerTarget, dockerUnreachableHint, tryDocker, unsupportedHostMessage} from '../runtime/docker.js'
 import {run, which} from '../runtime/process.js'
 
 export interface ToolReport {
@@ -59,7 +59,9 @@ async function checkDockerDaemon(env: NodeJS.ProcessEnv): Promise<ToolReport> {
   const target = dockerTarget(env)
   const docker = await tryDocker(target)
   if (!docker) {
-    return {id: 'docker-daemon', status: 'missing', required: true, path: target.socketPath, version: null, message: `no Docker daemon answers at ${target.socketPath}`, hint: 'Start dockerd (e.g. `dockerd --storage-driver=vfs --iptables=false --bridge=none &`) or set DOCKER_HOST=unix:///path/to/docker.sock.', neededFor: 'start, the service rung and the shared-storage data check'}
+    const message = target.unsupportedHost ? unsupportedHostMessage(target.unsupportedHost) : `no Docker daemon answers at ${target.socketPath}`
+    const hint = target.unsupportedHost ? 'Unset DOCKER_HOST or set it to unix:///path/to/docker.sock of this machine.' : dockerUnreachableHint
+    return {id: 'docker-daemon', status: 'missing', required: true, path: target.socketPath, version: null, message, hint, neededFor: 'start, the service rung and the shared-storage data check'}
   }
   const version = await docker.version()
   return {id: 'docker-daemon', status: 'ok', required: true, path: target.socketPath, version: `Docker Engine ${version.Version} (API ${version.ApiVersion})`, message: `Docker Engine ${version.Version}`, hint: null, neededFor: 'start, the service rung and the shared-storage data check'}

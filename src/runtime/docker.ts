@@ -8,12 +8,20 @@ export const OWNERSHIP_LABEL = 'ai.relax.recipe'
 export interface DockerTarget {
   /** Unix socket path, from DOCKER_HOST=unix://... or the default socket. */
   socketPath: string
+  /** A DOCKER_HOST gymrecipe does not use (tcp://, ssh://): the daemon must be local. */
+  unsupportedHost?: string
 }
 
 export function dockerTarget(env: NodeJS.ProcessEnv = process.env): DockerTarget {
   const host = env.DOCKER_HOST
   if (host && host.startsWith('unix://')) return {socketPath: host.slice('unix://'.length)}
+  if (host) return {socketPath: '/var/run/docker.sock', unsupportedHost: host}
   return {socketPath: '/var/run/docker.sock'}
+}
+
+/** Why a DOCKER_HOST is not used, for messages. */
+export function unsupportedHostMessage(host: string): string {
+  return `DOCKER_HOST=${host.replace(/\/\/[^@/]*@/, '//<redacted>@')} is not supported: gymrecipe needs the local daemon on a unix socket (containers bind-mount this machine's paths)`
 }
 
 export function dockerClient(target: DockerTarget = dockerTarget()): Docker {
@@ -21,10 +29,13 @@ export function dockerClient(target: DockerTarget = dockerTarget()): Docker {
 }
 
 export const dockerUnreachableHint =
-  'Start the Docker daemon (or set DOCKER_HOST=unix:///path/to/docker.sock) and check with `gymrecipe doctor`.'
+  'Start the Docker daemon (e.g. `sudo systemctl start docker`), or set DOCKER_HOST=unix:///path/to/docker.sock, and check with `gymrecipe doctor`.'
 
 /** Ping the daemon; throws a precondition GymError (exit 3) when it cannot be reached. */
 export async function requireDocker(target: DockerTarget = dockerTarget()): Promise<Docker> {
+  if (target.unsupportedHost) {
+    throw new GymError(unsupportedHostMessage(target.unsupportedHost), {code: 'E_DOCKER_HOST', exit: ExitCode.precondition, hint: 'Unset DOCKER_HOST or set it to unix:///path/to/docker.sock of this machine.'})
+  }
   const docker = dockerClient(target)
   try {
     await docker.ping()

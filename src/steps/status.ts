@@ -5,7 +5,7 @@
 import path from 'node:path'
 
 import {inspectContainer} from '../runtime/container.js'
-import {dockerTarget, tryDocker} from '../runtime/docker.js'
+import {dockerTarget, tryDocker, unsupportedHostMessage} from '../runtime/docker.js'
 import {pathExists} from '../runtime/fs.js'
 import {gatewayRegisters} from '../runtime/gateway-trials.js'
 import {readyz} from '../runtime/http.js'
@@ -160,7 +160,7 @@ export async function recipeStatus(options: {relaxRoot: string; recipe: string; 
     const target_ = dockerTarget(options.env)
     const docker = await tryDocker(target_)
     if (!docker) {
-      container.problem = `Docker is not reachable at ${target_.socketPath}`
+      container.problem = target_.unsupportedHost ? unsupportedHostMessage(target_.unsupportedHost) : `Docker is not reachable at ${target_.socketPath}`
     } else {
       const found = await inspectContainer(docker, contract.service.container)
       if (found) {

@@ -66,6 +66,7 @@ export const CASES: BadInput[] = [
   {id: 'new-diff-without-dry-run', args: NEW('fresh', '--diff'), exit: 2, first: /^--diff only works with --dry-run$/},
   {id: 'new-dry-run', args: NEW('fresh', '--dry-run'), exit: 0, first: /fresh/},
   {id: 'new-bad-id', args: NEW('Bad_ID'), exit: 2, first: /recipe id/i},
+  {id: 'new-id-too-long', args: NEW('a'.repeat(49)), exit: 2, first: /^invalid recipe id "a{49}"$/, mentions: [/at most 48 lowercase letters/]},
   {id: 'new-id-with-slash', args: NEW('../escape'), exit: 2, first: /recipe id/i},
   {id: 'new-gym-root-missing', args: ['new', 'x', '--gym-root', '{ws}/nope', '--gym-config', 'c.yaml', '--relax-root', R], exit: 2, first: /Gym root .*nope is not a directory/},
   {id: 'new-gym-config-missing', args: ['new', 'x', '--gym-root', '{gym}', '--gym-config', 'environments/nope/config.yaml', '--relax-root', R], exit: 2, first: /nope\/config\.yaml/},
@@ -215,6 +216,9 @@ export const CASES: BadInput[] = [
   // --- logs
   {id: 'logs-unknown-recipe', args: ['logs', 'nope', '--relax-root', R], exit: 2, first: /nope/},
   {id: 'logs-tail-negative', args: ['logs', '{recipe}', '--relax-root', R, '--tail', '-1'], exit: 2, first: /tail/},
+  {id: 'status-docker-host-tcp', args: ['status', '{recipe}', '--relax-root', R], env: {DOCKER_HOST: 'tcp://10.0.0.1:2375'}, exit: 0, first: /{recipe}/, mentions: [/DOCKER_HOST=tcp:\/\/10\.0\.0\.1:2375 is not supported/]},
+  {id: 'doctor-docker-host-tcp', args: ['doctor'], env: {DOCKER_HOST: 'tcp://10.0.0.1:2375'}, exit: 3, first: /./, mentions: [/DOCKER_HOST=tcp:\/\/10\.0\.0\.1:2375 is not supported/]},
+  {id: 'logs-docker-host-tcp', args: ['logs', '{recipe}', '--relax-root', R], env: {DOCKER_HOST: 'tcp://10.0.0.1:2375'}, exit: 3, first: /^DOCKER_HOST=tcp:\/\/10\.0\.0\.1:2375 is not supported/},
   {id: 'logs-docker-unreachable', args: ['logs', '{recipe}', '--relax-root', R], env: NO_DOCKER, exit: 3, first: /Docker daemon is not reachable/},
 
   // --- --json: the same promises hold for the machine-readable output

@@ -1,6 +1,6 @@
 import path from 'node:path'
 
-import {dockerTarget, tryDocker} from '../../runtime/docker.js'
+import {dockerTarget, tryDocker, unsupportedHostMessage} from '../../runtime/docker.js'
 import {pickProbeImage, probeSharedPath} from '../../runtime/storage-probe.js'
 import type {Check} from '../types.js'
 import {dataPlan} from './source.js'
@@ -14,7 +14,7 @@ export const sharedStorage: Check = {
     const target = dockerTarget(ctx.options.env)
     const docker = await tryDocker(target)
     if (!docker) {
-      return {status: 'skip', message: `not checked: no Docker daemon answers at ${target.socketPath}`, hint: 'Start Docker (or set DOCKER_HOST) and rerun; a path visible here may still be invisible to the daemon.'}
+      return {status: 'skip', message: `not checked: ${target.unsupportedHost ? unsupportedHostMessage(target.unsupportedHost) : `no Docker daemon answers at ${target.socketPath}`}`, hint: 'Start Docker (or set DOCKER_HOST=unix:///path/to/docker.sock) and rerun; a path visible here may still be invisible to the daemon.'}
     }
     const image = await pickProbeImage(docker, plan.image, ctx.target.id, ctx.options.env)
     if (!image) {
