@@ -136,6 +136,15 @@ describe('rendering', () => {
     expect(changed.find((f) => f.role === 'env')!.content).toContain('NEMO_GYM_GATEWAY_PORT:-29400')
   })
 
+  it('passes the Hugging Face token into the prepare container by name, never by value', async () => {
+    for (const name of await listBuiltins()) {
+      const prepare = (await renderRecipe(await loadBuiltin(name))).find((f) => f.role === 'prepare')!.content
+      const run = prepare.slice(prepare.indexOf('docker run --rm'))
+      expect(run, name).toMatch(/ -e HF_TOKEN -e HUGGING_FACE_HUB_TOKEN \\\n/)
+      expect(prepare, name).not.toMatch(/HF_TOKEN=/)
+    }
+  })
+
   it('quotes shell values so they cannot break out', () => {
     expect(shellQuote("it's")).toBe(`'it'\\''s'`)
   })
