@@ -60,7 +60,7 @@ export function relaxEndpoint(env: Record<string, string | undefined>): RelaxEnd
   return {baseUrl: `http://${hostPart}:${port}/agentic_api`, host, source: `RELAX_HOST + port ${port}`}
 }
 
-/** The upstream URL the Gateway calls for a callback resource (reference §5.2). */
+/** The upstream URL the Gateway calls for a callback resource. */
 export function callbackUpstream(baseUrl: string, resource: 'responses' | 'chat/completions' | 'messages'): string {
   const base = baseUrl.replace(/\/+$/, '')
   return base.endsWith('/v1') ? `${base}/${resource}` : `${base}/v1/${resource}`

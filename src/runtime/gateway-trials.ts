@@ -1,5 +1,5 @@
 /**
- * HTTP client for the Relax Gateway routes a trial needs (reference §5.1): /readyz,
+ * HTTP client for the Relax Gateway routes a trial needs: /readyz,
  * POST /v1/trials, GET /v1/trials/{id}, POST .../renew and .../abort, plus a plain GET
  * for cleanup probes. Node's fetch ignores proxy variables, like the integration's
  * `trust_env=False` clients. Transport failures are returned, never thrown.

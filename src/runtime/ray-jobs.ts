@@ -1,7 +1,7 @@
 /**
  * Ray Jobs REST client (the dashboard's Job Submission API, `http://<head>:8265`).
  *
- * Follows the documented API (reference/ts-cli.md §5.2–§5.4): `GET /api/version`,
+ * Follows the documented API: `GET /api/version`,
  * `POST /api/jobs/` (trailing slash), `GET /api/jobs/`, `GET /api/jobs/{id}`,
  * `GET /api/jobs/{id}/logs` (the whole driver log so far), `POST /api/jobs/{id}/stop`.
  * Request headers (e.g. `x-ray-authorization: Bearer ...` from RAY_JOB_HEADERS) are sent

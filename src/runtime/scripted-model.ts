@@ -1,6 +1,6 @@
 /**
  * A scripted model that stands in for the Relax model API during a deterministic trial
- * (reference §6.2): the Gateway forwards the agent's model calls here, and every reply is
+ *: the Gateway forwards the agent's model calls here, and every reply is
  * the next scripted turn. It speaks one protocol — Responses (`/v1/responses`), Chat
  * Completions (`/v1/chat/completions`, JSON or SSE) or Anthropic Messages
  * (`/v1/messages`, JSON or SSE) — and refuses everything else:

@@ -1,6 +1,6 @@
 /**
- * The TypeScript §8 conversion against the fixture checkout's convert_dataset.py (run with
- * python3) on rows of every form §8 names, plus Python's str() of numbers.
+ * The TypeScript version of Relax's conversion against the fixture checkout's convert_dataset.py (run with
+ * python3) on rows of every form it handles, plus Python's str() of numbers.
  */
 import {describe, expect, it} from 'vitest'
 
@@ -27,7 +27,7 @@ const ROWS = [
   '{"question": "bool?", "expected_answer": true}',
 ]
 
-describe('§8 conversion in TypeScript', () => {
+describe("Relax's conversion in TypeScript", () => {
   it('agrees with convert_dataset.py on every row form', async () => {
     const outcome = await runConvertDataset(FIXTURE_CONVERTER, ROWS)
     if (outcome.status !== 'converted') throw new Error(JSON.stringify(outcome))
@@ -41,7 +41,7 @@ describe('§8 conversion in TypeScript', () => {
     })
   })
 
-  it('maps each verifier field to where §8 puts it', () => {
+  it('maps each verifier field to where the conversion puts it', () => {
     const raw = parseRow(ROWS[1])
     if (!isJsonObject(raw)) throw new Error('not an object')
     const paths = ['responses_create_params.input', 'responses_create_params.tools', 'responses_create_params.temperature', 'ground_truth'].map((f) => expectedInConverted(raw, f)?.path.join('.'))

@@ -2,7 +2,7 @@ import type {DatasetSource, GymDataset, GymProblem} from '../gym-config.js'
 import type {Origin} from './provenance.js'
 import {hasKey, isMapping, isMissing, type Mapping, type Path, toPointer} from './tree.js'
 
-/** `license` values NeMo Gym's DatasetConfig accepts (reference/nemo-gym.md §2.2). */
+/** `license` values NeMo Gym's DatasetConfig accepts. */
 export const KNOWN_LICENSES = [
   'Apache 2.0',
   'MIT',

@@ -13,7 +13,7 @@ import type {SampledRow} from './sample.js'
 
 type Outcome = Omit<CheckResult, 'id' | 'rung' | 'title'>
 
-/** Relax's converter, relative to the checkout root (reference §8: E/scripts/convert_dataset.py). */
+/** Relax's converter, relative to the checkout root. */
 export const CONVERTER = 'examples/nemo_gym_agentic/scripts/convert_dataset.py'
 
 function countNotes(stats: JsonlStats): string[] {
@@ -134,7 +134,7 @@ export const conversion: Check = {
     const script = path.join(ctx.target.relaxRoot, CONVERTER)
     const hasScript = await fsp.access(script).then(() => true, () => false)
     if (!hasScript) {
-      return outcomes(this.id, this.title, problems, {status: 'pass', message: `${sampleNote}: every verifier field lands in input/metadata (§8 rules; the checkout has no ${CONVERTER} to compare with)`})
+      return outcomes(this.id, this.title, problems, {status: 'pass', message: `${sampleNote}: every verifier field lands in input/metadata (Relax's conversion rules; the checkout has no ${CONVERTER} to compare with)`})
     }
     const compared = await compareWithPython(script, converted, plan.fields, file, ctx.options.env)
     problems.push(...compared.problems)
@@ -142,7 +142,7 @@ export const conversion: Check = {
   },
 }
 
-/** Verifier fields that are not where §8 says they must be in the converted row. */
+/** Verifier fields that are not where Relax's conversion says they must be in the converted row. */
 function lostFields(raw: JsonObject, relax: RelaxRow, fields: readonly string[]): string[] {
   const row = {input: relax.input, metadata: relax.metadata}
   return fields.filter((field) => {
@@ -171,7 +171,7 @@ async function compareWithPython(script: string, converted: Converted[], fields:
     for (const field of lost) problems.push({status: 'fail', message: `line ${line}: ${CONVERTER} does not keep ${field}`, file, line, hint: 'Fix the converter: the verifier reads this field from metadata (Workplace PITFAIL #5, R2E #5).'})
     const differences = jsonDifferences({input: c.relax.input, metadata: c.relax.metadata}, python)
     if (lost.length === 0 && differences.length > 0) {
-      problems.push({status: 'fail', message: `line ${line}: ${CONVERTER} differs from the §8 conversion rules at ${differences.join(', ')}`, file, line, hint: 'The checkout converts differently than documented; check what the training job will see.'})
+      problems.push({status: 'fail', message: `line ${line}: ${CONVERTER} differs from Relax's conversion rules at ${differences.join(', ')}`, file, line, hint: 'The checkout converts differently than documented; check what the training job will see.'})
     }
   })
   return {problems, command: outcome.command}

@@ -1,7 +1,7 @@
 import {isJsonObject, isLosslessNumber, type JsonObject, type JsonValue, LosslessNumber, parseJson} from '../../gym/json.js'
 
 /**
- * The Relax conversion of a raw Gym row (reference relax-nemo-gym.md §8, what
+ * The Relax conversion of a raw Gym row (what
  * examples/nemo_gym_agentic/scripts/convert_dataset.py does), on losslessly parsed rows so
  * numbers keep their spelling.
  */
@@ -66,7 +66,7 @@ export function convertRow(row: JsonObject): RelaxRow {
 }
 
 /**
- * Where §8 puts a raw verifier field in the converted row, and the value it must have there.
+ * Where Relax's conversion puts a raw verifier field in the converted row, and the value it must have there.
  * Undefined when the raw row does not hold the field (the fields check reports that).
  */
 export function expectedInConverted(row: JsonObject, field: string): {path: string[]; value: JsonValue} | undefined {

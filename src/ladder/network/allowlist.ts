@@ -1,6 +1,6 @@
 /**
  * The Gateway's callback allowlist and the proxy bypass list, evaluated the way the Gateway and
- * Python's urllib do (reference §4.3 `validate_callback_url`): exact lowercase host names, or an IP
+ * Python's urllib do (`validate_callback_url`): exact lowercase host names, or an IP
  * literal inside a strict CIDR (no /0, no host bits, no DNS resolution).
  */
 import net from 'node:net'

@@ -1,5 +1,5 @@
 /**
- * Network rung checks (reference §1 "traffic must flow both ways", SKILL ladder step 4):
+ * Network rung checks (traffic must flow both ways):
  * every Ray node reaches the Gateway; the Gym container reaches Relax's /agentic_api; the callback
  * allowlist admits the callback host; NO_PROXY lists the Gym and Relax hosts; the callback base URL
  * carries /agentic_api. An unreachable endpoint is reported as unreachable, never as "not checked".
@@ -253,7 +253,7 @@ export const noProxyHosts: Check = {
   },
 }
 
-/** The callback base URL carries /agentic_api (Relax bases do; reference §5.2, SKILL triage). */
+/** The callback base URL carries /agentic_api (Relax bases do). */
 export const callbackBaseUrl: Check = {
   id: 'network.callback-base-url',
   title: 'The callback base URL includes /agentic_api',

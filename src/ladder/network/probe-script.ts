@@ -68,7 +68,7 @@ print("${NODE_PROBE_DONE} " + json.dumps({"nodes": len(nodes)}), flush=True)
 
 /**
  * Inside the Gym container: POST {} (no credentials) to the callback upstream exactly as the Gateway
- * would reach it: directly, or through NEMO_GYM_CALLBACK_PROXY when that is set (reference §4.3).
+ * would reach it: directly, or through NEMO_GYM_CALLBACK_PROXY when that is set.
  * argv: <url> <timeout_s>
  */
 export const RELAX_PROBE_PY = String.raw`

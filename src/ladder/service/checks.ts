@@ -1,5 +1,5 @@
 /**
- * The service rung (issue 4): the container is the recipe's own, fresh and running; /readyz
+ * The service rung: the container is the recipe's own, fresh and running; /readyz
  * reports the pinned commit, a healthy janitor and no trials on a fresh epoch; the recipe's
  * verifier tells right from wrong against the real resources server; a Gym HTTP 500 leaves a
  * traceback in the container's logs.

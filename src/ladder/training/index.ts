@@ -1,5 +1,5 @@
 /**
- * The training rung: prove a run trained, from its outputs (reference §9). A SUCCEEDED job
+ * The training rung: prove a run trained, from its outputs. A SUCCEEDED job
  * state is never enough; every check reads an artifact:
  *
  * - rollout dumps under `<save>/rollout_result/train/` exist and have Relax's fields;

@@ -1,5 +1,5 @@
 /**
- * Reading Relax's training outputs (reference §9): rollout dumps, terminal reward traces,
+ * Reading Relax's training outputs: rollout dumps, terminal reward traces,
  * driver-log step lines, checkpoints, and OOM/traceback lines in logs. Pure functions over
  * files and text, so each rule is testable on its own.
  */

@@ -1,5 +1,5 @@
 /**
- * Failure triage when rewards carry no signal (reference §10, SKILL triage table): tell
+ * Failure triage when rewards carry no signal: tell
  * apart, from statuses, error codes and log lines,
  *
  * - lifecycle:   the callback/lifecycle failed (cleanup_unverified, 410, lease_expired, ...);

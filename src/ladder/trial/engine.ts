@@ -1,5 +1,5 @@
 /**
- * One deterministic trial through the real Gateway (reference §5, §6.2): create it with
+ * One deterministic trial through the real Gateway: create it with
  * the scripted model as its model endpoint, renew the lease while polling, and stop at a
  * terminal state. Also the cleanup proof of stateful environments: a second trial held
  * mid-flight by the scripted model and aborted.
@@ -62,7 +62,7 @@ function requestId(recipeId: string, kind: string): string {
   return `gymrecipe-${kind}-${recipeId}-${stamp}-${randomBytes(6).toString('hex')}`
 }
 
-/** The create payload (reference §5.1); the api key is the scripted session's bearer token. */
+/** The create payload; the api key is the scripted session's bearer token. */
 export function trialPayload(plan: TrialPlan, id: string, baseUrl: string, apiKey: string): Record<string, unknown> {
   const metadata: Record<string, unknown> = {integration: 'gymrecipe', integration_test: true}
   if (plan.captureArtifacts) metadata.capture_artifacts = true

@@ -1,5 +1,5 @@
 /**
- * The trial rung: one deterministic trial through the real Gateway (reference §5, §6.2).
+ * The trial rung: one deterministic trial through the real Gateway.
  *
  * gymrecipe serves a scripted model on the callback host in the recipe's protocol, creates
  * the trial with the recipe's task row, renews the lease while polling, and passes only on

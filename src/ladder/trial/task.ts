@@ -1,6 +1,6 @@
 /**
  * The trial's task: one raw Gym row (a JSONL file inside the Gym image, or under
- * --gym-root), converted the way training converts it (reference §8) and sent as the
+ * --gym-root), converted the way training converts it and sent as the
  * thin client sends it (`environment.task = {messages, metadata}`), so the trial
  * exercises the same run-adapter path as a training sample.
  */
