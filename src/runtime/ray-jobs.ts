@@ -79,7 +79,7 @@ export function dashboardAddressFromEnv(env: NodeJS.ProcessEnv): {address: strin
   if (/^https?:\/\//.test(rayAddress)) return {address: rayAddress, source: 'RAY_ADDRESS'}
   const match = /^([^:/]+):[0-9]+$/.exec(rayAddress)
   if (match) return {address: `http://${match[1]}:${port}`, source: `RAY_ADDRESS host + RAY_DASHBOARD_PORT (${port})`}
-  return {address: `http://127.0.0.1:${port}`, source: `default (RAY_ADDRESS ${env.RAY_ADDRESS ? `"${env.RAY_ADDRESS}" is not host:port` : 'unset'})`}
+  return {address: `http://127.0.0.1:${port}`, source: env.RAY_ADDRESS ? `the default, since RAY_ADDRESS "${env.RAY_ADDRESS}" is not host:port` : 'the default: neither RAY_DASHBOARD_ADDRESS nor RAY_ADDRESS is set'}
 }
 
 /**

@@ -12,6 +12,7 @@ import {which} from '../runtime/process.js'
 import {recipeEnvironment} from '../runtime/recipe-env.js'
 import {runScript, type ScriptRun} from '../runtime/script.js'
 import {Scratch} from '../ladder/scratch-store.js'
+import {shellWord} from '../shell-words.js'
 
 /** Step 1 of 3: run the recipe's prepare script, then prove the result on the static and data rungs. */
 export const PREPARE_LEVEL: Rung = 'data'
@@ -153,5 +154,5 @@ export function scriptFailureHint(tail: string[], target: RecipeTarget): string 
     [/No space left on device/, 'The data or image disk is full: free space and rerun.'],
   ]
   for (const [pattern, hint] of rules) if (pattern.test(text)) return hint
-  return 'Read the output above, fix the cause and rerun `gymrecipe prepare`; nothing was retried.'
+  return `The last lines of the script's output above name the cause; fix it, then rerun gymrecipe prepare ${target.id} --relax-root ${shellWord(target.relaxRoot)} (nothing was retried).`
 }

@@ -390,7 +390,7 @@ function scriptFailure(script: ScriptRun, exit: {exitCode: number | undefined; s
   return new GymError(`${path.basename(scriptPath)} failed (${exit.exitCode === undefined ? `signal ${exit.signal}` : `exit ${exit.exitCode}`})${last ? `: ${last.trim()}` : ''}`, {
     code: 'E_START_SCRIPT',
     exit: code,
-    hint: 'Read the script output above; fix env.sh or the checkout and run start again.',
+    hint: `Its last lines above name the cause; fix env.sh or the checkout, then run gymrecipe start ${desc.recipe} again (gymrecipe logs ${desc.recipe} shows the container's own output).`,
     details: {exit_code: exit.exitCode ?? null, signal: exit.signal ?? null, last_stderr_lines: err},
   })
 }
