@@ -6,7 +6,7 @@ import {format} from 'node:util'
 import {codeOf, ExitCode, fromSystemError, GymError, isGymError, isSystemError, messageOf, numberField, usageError} from '../errors.js'
 import type {ReadProgress} from '../gym/json.js'
 import {envelope, type EnvelopeError} from './envelope.js'
-import {type ProgressLine, readProgress} from './progress.js'
+import {type ProgressLine, readProgress, type ScriptOutputSink, scriptOutputSink} from './progress.js'
 import {removeOpenTemporariesSync} from '../runtime/fs.js'
 import {Redactor} from './redact.js'
 
@@ -140,6 +140,14 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   /** Progress of reading a JSONL file, on stderr (see ./progress.ts). */
   protected readProgress(label: string): ProgressLine<ReadProgress> {
     return readProgress({jsonEnabled: () => this.jsonEnabled(), warnLine: (m) => this.warnLine(m)}, label)
+  }
+
+  /** A script's output collapsed to a progress line (all of it with verbose); see ./progress.ts. */
+  protected scriptOutput(label: string, verbose: boolean): ScriptOutputSink {
+    const json = this.jsonEnabled()
+    return scriptOutputSink({jsonEnabled: () => json, warnLine: (m) => this.warnLine(m)}, label, verbose, (which, text) =>
+      (which === 'stderr' || json ? process.stderr : process.stdout).write(this.redactor.text(text)),
+    )
   }
 
   /** Print a line to stderr for people; silent under --json. */

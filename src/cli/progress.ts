@@ -3,6 +3,8 @@
  * second, without one a plain line every ten seconds (so CI logs show the run is alive), and
  * nothing under --json. stop() leaves the last figures on a terminal and clears nothing else.
  */
+import {Writable} from 'node:stream'
+
 import type {ReadProgress} from '../gym/json.js'
 
 export interface ProgressHost {
@@ -26,9 +28,11 @@ export function progressLine<P>(host: ProgressHost, render: (progress: P) => str
   let last = performance.now()
   let latest: P | undefined
   let printed = false
+  let stopped = false
   return {
     update(progress) {
       latest = progress
+      if (stopped) return
       const now = performance.now()
       if (now - last < every) return
       last = now
@@ -37,6 +41,8 @@ export function progressLine<P>(host: ProgressHost, render: (progress: P) => str
       else host.warnLine(render(progress))
     },
     stop() {
+      if (stopped) return
+      stopped = true
       if (tty && printed && latest !== undefined) process.stderr.write(`\r\x1b[2K${render(latest)}\n`)
     },
   }
@@ -54,5 +60,52 @@ export function readProgress(host: ProgressHost, label: string): ProgressLine<Re
     const share = p.totalBytes > 0 ? `${Math.floor((100 * p.bytes) / p.totalBytes)}% of ` : ''
     const rate = seconds > 0 ? `, ${megabytes(p.bytes / seconds)}/s` : ''
     return `${label}: ${share}${p.file} (${megabytes(p.bytes)} of ${megabytes(p.totalBytes)}), ${p.lines} lines${rate}`
+  })
+}
+
+export interface ScriptOutputSink {
+  write(stream: 'stdout' | 'stderr', text: string): void
+  /** The last lines written (redaction is the caller's), for a failure report. */
+  tail(): string[]
+  stop(): void
+}
+
+const TAIL_LINES = 15
+
+/**
+ * What a script prints (docker build included), collapsed to one progress line — `label: N lines
+ * of output, last: …` — with the last lines kept for a failure report; `verbose` streams it all.
+ */
+export function scriptOutputSink(host: ProgressHost, label: string, verbose: boolean, stream: (which: 'stdout' | 'stderr', text: string) => void): ScriptOutputSink {
+  const lines: string[] = []
+  let count = 0
+  let partial = ''
+  const progress = progressLine<string>(host, (last) => `${label}: ${count} lines of output, last: ${last.length > 120 ? `${last.slice(0, 119)}…` : last}`)
+  return {
+    write(which, text) {
+      if (verbose) stream(which, text)
+      const pieces = (partial + text).split('\n')
+      partial = pieces.pop() ?? ''
+      for (const piece of pieces) {
+        const line = piece.replace(/\r$/, '')
+        if (line.trim() === '') continue
+        count++
+        lines.push(line)
+        if (lines.length > TAIL_LINES) lines.shift()
+        if (!verbose) progress.update(line.trim())
+      }
+    },
+    tail: () => (partial.trim() ? [...lines, partial] : [...lines]).slice(-TAIL_LINES),
+    stop: () => progress.stop(),
+  }
+}
+
+/** A Writable feeding a sink, for steps that take output streams. */
+export function sinkStream(sink: ScriptOutputSink, which: 'stdout' | 'stderr'): Writable {
+  return new Writable({
+    write(chunk: Buffer | string, _encoding, done) {
+      sink.write(which, chunk.toString())
+      done()
+    },
   })
 }

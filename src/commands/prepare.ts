@@ -4,6 +4,7 @@ import path from 'node:path'
 import {BaseCommand} from '../cli/base-command.js'
 import {dryRunFlag, recipeArg, relaxRootFlag, smokeFlag} from '../cli/flags.js'
 import {summarizeLadder} from '../cli/ladder-output.js'
+import {sinkStream} from '../cli/progress.js'
 import {nextAfterLadder} from '../cli/next-step.js'
 import {ExitCode} from '../errors.js'
 import {prepareRecipe, type PrepareResult} from '../steps/prepare.js'
@@ -20,8 +21,9 @@ export default class Prepare extends BaseCommand<typeof Prepare> {
   static override summary = "Step 1: run the recipe's prepare script, then verify the data (static → data rungs)"
   static override description = `Runs prepare_<recipe>.sh with bash from the Relax root (the script sources its env.sh). It
 materializes the dataset split inside the Gym image onto NEMO_GYM_SOURCE_DATA, validates and
-converts the rows and publishes them atomically. Its output is streamed live (to stderr under
---json, so stdout stays pure JSON). Nothing is retried: a failure is reported with the script's
+converts the rows and publishes them atomically. Its output (docker build included) is one
+progress line on stderr, with its last lines shown on failure; --verbose streams all of it (to
+stderr under --json, so stdout stays pure JSON). Nothing is retried: a failure is reported with the script's
 exit code, its last lines and what to do.
 
 Then the ladder is climbed static → data: the raw file (absolute, the expected name, non-empty),
@@ -54,6 +56,7 @@ EXIT STATUS
     'gym-root': Flags.directory({summary: 'Pinned Gym checkout for the static rung of a recipe without recipe.yaml.', env: 'GYMRECIPE_GYM_ROOT'}),
     smoke: smokeFlag,
     'dry-run': dryRunFlag,
+    verbose: Flags.boolean({summary: "Stream the script's whole output (docker build included) as it comes; by default it is one progress line, with the last lines shown on failure.", default: false}),
   }
 
   public async run(): Promise<PrepareResult> {
@@ -68,6 +71,7 @@ EXIT STATUS
     process.on('SIGINT', onSignal)
     process.on('SIGTERM', onSignal)
     let result: PrepareResult
+    const output = this.scriptOutput('prepare script', this.flags.verbose)
     try {
       result = await prepareRecipe({
         relaxRoot: this.flags['relax-root'],
@@ -77,12 +81,13 @@ EXIT STATUS
         gymRoot: this.flags['gym-root'],
         env: process.env,
         render: !json,
-        stdout: this.redacting(json ? process.stderr : process.stdout),
-        stderr: this.redacting(process.stderr),
+        stdout: sinkStream(output, 'stdout'),
+        stderr: sinkStream(output, 'stderr'),
         note: (line) => this.say(line),
         signal: controller.signal,
       })
     } finally {
+      output.stop()
       process.off('SIGINT', onSignal)
       process.off('SIGTERM', onSignal)
     }

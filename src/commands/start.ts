@@ -11,8 +11,9 @@ export default class Start extends BaseCommand<typeof Start> {
   static override summary = 'Step 2: start the recipe\'s Gym service (fresh image, owned container), wait until ready, then verify up to the service rung'
   static override description = `Runs start_<recipe>_gym.sh from the recipe folder: it builds a fresh image from the checkout,
 refuses a same-named container that lacks the label ai.relax.recipe=<recipe>, replaces only its
-own container, checks the ports and starts the container. Its output is streamed live (to stderr
-under --json). Meanwhile gymrecipe watches the container through the Docker Engine API: a crash
+own container, checks the ports and starts the container. Its output (docker build included)
+is one progress line on stderr, with its last lines shown on failure; --verbose streams all of it
+(to stderr under --json). Meanwhile gymrecipe watches the container through the Docker Engine API: a crash
 is reported the moment Docker sees it, with the container's last 200 log lines, and /readyz is
 polled every 150 ms up to a bounded deadline (--timeout, else NEMO_GYM_START_TIMEOUT_S from
 env.sh, else the contract's start_timeout_s). Once ready it climbs static → data → service.
@@ -44,6 +45,7 @@ EXIT STATUS
     timeout: Flags.integer({summary: 'Seconds to wait for /readyz after the container starts.', min: 1}),
     smoke: smokeFlag,
     'dry-run': dryRunFlag,
+    verbose: Flags.boolean({summary: "Stream the script's whole output (docker build included) as it comes; by default it is one progress line, with the last lines shown on failure.", default: false}),
   }
 
   public async run(): Promise<StartReport> {
@@ -59,6 +61,7 @@ EXIT STATUS
     process.on('SIGINT', onSignal)
     process.on('SIGTERM', onSignal)
     let report: StartReport
+    const output = this.scriptOutput('start script', this.flags.verbose)
     try {
       report = await startRecipe({
         relaxRoot: this.flags['relax-root'],
@@ -71,11 +74,16 @@ EXIT STATUS
         render: !json,
         signal: controller.signal,
         io: {
-          scriptOutput: (stream, text) => (stream === 'stderr' || json ? process.stderr : process.stdout).write(this.redactor.text(text)),
+          scriptOutput: (stream, text) => output.write(stream, text),
           note: (line) => (json ? process.stderr.write(`${this.redactor.text(line)}\n`) : this.log(line)),
         },
       })
+    } catch (error) {
+      output.stop()
+      if (!this.flags.verbose) for (const line of output.tail()) this.warnLine(`  | ${line}`)
+      throw error
     } finally {
+      output.stop()
       process.off('SIGINT', onSignal)
       process.off('SIGTERM', onSignal)
     }

@@ -370,7 +370,7 @@ describe('conversion preservation', () => {
     expect(results[0].message).toBe('line 1: examples/nemo_gym_agentic/scripts/convert_dataset.py does not keep exp_cal_state')
   })
 
-  it('fails when the converter disagrees with Relax's conversion rules elsewhere (tools not lifted into metadata)', async () => {
+  it("fails when the converter disagrees with Relax's conversion rules elsewhere (tools not lifted into metadata)", async () => {
     const c = await dataCase('workplace-assistant')
     const converter = path.join(c.relaxRoot, CONVERTER_IN_CHECKOUT)
     await writeFile(converter, (await readFile(converter, 'utf8')).replace('for key in ("tools", "parallel_tool_calls"):', 'for key in ("parallel_tool_calls",):'))
@@ -380,7 +380,7 @@ describe('conversion preservation', () => {
     expect(resultsOf(report, 'data.conversion')[0].message).toBe('line 1: examples/nemo_gym_agentic/scripts/convert_dataset.py does not keep responses_create_params.tools')
   })
 
-  it('without a converter in the checkout, says Relax's conversion rules alone were applied', async () => {
+  it("without a converter in the checkout, says Relax's conversion rules alone were applied", async () => {
     const c = await dataCase('calendar', {converter: false})
     const file = path.join(c.data, CAL)
     await copyFile(SNAPSHOT_ROWS.calendar, file)
