@@ -1,9 +1,11 @@
+import path from 'node:path'
 import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../cli/base-command.js'
 import {type GymGraph, loadGymGraph, redactSecrets} from '../contract/gym-config.js'
 import {renderGraph} from '../contract/gym-config/render.js'
 import {ExitCode} from '../errors.js'
+import {shellWord} from '../shell-words.js'
 
 export type InspectResult = GymGraph & {gymRoot: string}
 
@@ -45,6 +47,10 @@ EXIT STATUS
     const graph = redactSecrets(await loadGymGraph(gymRoot, this.flags['gym-config']))
     for (const line of renderGraph(graph, gymRoot)) this.say(line)
     const hasErrors = graph.problems.some((problem) => problem.severity === 'error')
+    if (!hasErrors) {
+      const configs = this.flags['gym-config'].map((c) => `--gym-config ${shellWord(c)}`).join(' ')
+      this.say(`next: gymrecipe new <recipe-id> --gym-root ${shellWord(path.resolve(gymRoot))} ${configs} --relax-root <your Relax checkout>`)
+    }
     return this.withExitCode({gymRoot, ...graph}, hasErrors ? ExitCode.failure : ExitCode.ok)
   }
 }

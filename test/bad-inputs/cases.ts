@@ -85,7 +85,7 @@ export const CASES: BadInput[] = [
   {id: 'new-read-only', args: ['new', 'x', '--gym-root', '{gym}', '--gym-config', 'environments/calendar/config.yaml', '--from', 'calendar', '--relax-root', '{ws}/ro'], mounts: [{at: 'ro', size: '1m', readOnly: true}], exit: 1, first: /^cannot create the folder .*ro\/examples: read-only file system \(EROFS\)$/},
 
   // --- inspect
-  {id: 'inspect-ok', args: ['inspect', '--gym-root', '{gym}', '--gym-config', 'environments/calendar/config.yaml'], exit: 0, first: /^Gym root\s+.*nemo-gym-snapshot$/},
+  {id: 'inspect-ok', args: ['inspect', '--gym-root', '{gym}', '--gym-config', 'environments/calendar/config.yaml'], exit: 0, first: /^Gym root\s+.*nemo-gym-snapshot$/, mentions: [/^next: gymrecipe new <recipe-id> --gym-root \/\S+\/nemo-gym-snapshot --gym-config environments\/calendar\/config\.yaml --relax-root <your Relax checkout>$/m]},
   {id: 'inspect-gym-root-missing', args: ['inspect', '--gym-root', '{ws}/nope', '--gym-config', 'c.yaml'], exit: 2, first: /Gym root .*nope is not a directory/},
   {id: 'inspect-config-missing', args: ['inspect', '--gym-root', '{ws}', '--gym-config', 'nope.yaml'], exit: 2, first: /nope\.yaml/},
   {id: 'inspect-config-is-folder', args: ['inspect', '--gym-root', '{ws}', '--gym-config', 'relax'], exit: 2, first: /relax/},
