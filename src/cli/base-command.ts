@@ -165,7 +165,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     return result
   }
 
-  protected override async catch(error: Error & {exitCode?: number}): Promise<any> {
+  protected override async catch(error: Error & {exitCode?: number}): Promise<void> {
     if (isGymError(error)) return this.failWith(error)
     if (isSystemError(error)) return this.failWith(fromSystemError(error))
     error.message = this.redactor.text(error.message)

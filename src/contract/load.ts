@@ -22,7 +22,7 @@ const validateSchema = ajv.compile<RecipeContract>(recipeSchema as any)
 
 /** What a failing keyword expected, in words a user can act on. */
 function describeExpectation(error: ErrorObject): string {
-  const p = error.params as Record<string, any>
+  const p = error.params as Record<string, unknown>
   switch (error.keyword) {
     case 'required':
       return `a "${p.missingProperty}" field`
@@ -55,7 +55,7 @@ function describeExpectation(error: ErrorObject): string {
 }
 
 function hintFor(error: ErrorObject): string {
-  const p = error.params as Record<string, any>
+  const p = error.params as Record<string, unknown>
   if (error.keyword === 'additionalProperties') return `Remove "${p.additionalProperty}" or check its spelling.`
   if (error.keyword === 'pattern') return 'Only letters, digits and . _ - / are allowed here; values reach shell scripts and paths.'
   if (error.keyword === 'required') return `Add "${p.missingProperty}"; see the built-in recipes in recipes/ for complete examples.`
@@ -109,7 +109,7 @@ export function problemsFromSchema(errors: ErrorObject[], file: string, doc?: Do
   return usefulErrors(errors).map((error) => {
     const pointer = error.keyword === 'required' ? error.instancePath : error.instancePath || ''
     const fieldPointer =
-      error.keyword === 'additionalProperties' ? `${error.instancePath}/${(error.params as any).additionalProperty}` : pointer
+      error.keyword === 'additionalProperties' ? `${error.instancePath}/${String((error.params as Record<string, unknown>).additionalProperty)}` : pointer
     return {
       file,
       line: lineOfPointer(doc, lineCounter, fieldPointer),

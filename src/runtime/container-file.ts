@@ -2,6 +2,7 @@
  * Read a file from inside a running, recipe-owned container through the Docker exec API
  * (`cat -- <path>`), e.g. a Gym task row that only exists in the image.
  */
+import type Docker from 'dockerode'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {PassThrough} from 'node:stream'
 
@@ -17,7 +18,7 @@ export async function readContainerFile(
 ): Promise<string> {
   const docker = await requireDocker(options.target ?? dockerTarget())
   const container = docker.getContainer(containerName)
-  let info: any
+  let info: Docker.ContainerInspectInfo
   try {
     info = await container.inspect()
   } catch (error) {

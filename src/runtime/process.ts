@@ -1,6 +1,7 @@
 import {execa, type Options as ExecaOptions} from 'execa'
 import {constants as fsConstants, promises as fsp} from 'node:fs'
 import path from 'node:path'
+import {codeOf} from '../errors.js'
 
 export interface RunResult {
   command: string
@@ -29,7 +30,7 @@ export async function run(file: string, args: readonly string[], options: ExecaO
     failed: result.failed,
     timedOut: result.timedOut,
     signal: result.signal,
-    notFound: (result as any).code === 'ENOENT',
+    notFound: codeOf(result) === 'ENOENT',
   }
 }
 

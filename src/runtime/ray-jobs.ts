@@ -144,12 +144,15 @@ function firstLines(text: string, count = 3): string {
   return last.join(' | ').slice(0, 600)
 }
 
-function describeFetchError(error: any): string {
-  const cause = error?.cause
-  const code = cause?.code ?? codeOf(error)
-  if (error?.name === 'TimeoutError') return 'timed out'
-  if (error?.name === 'AbortError') return 'aborted'
-  return [code, cause?.message ?? messageOf(error)].filter(Boolean).join(': ') || 'request failed'
+function describeFetchError(error: unknown): string {
+  const name = error instanceof Error ? error.name : undefined
+  if (name === 'TimeoutError') return 'timed out'
+  if (name === 'AbortError') return 'aborted'
+  const cause = error instanceof Error ? error.cause : undefined
+  const code = codeOf(cause) ?? codeOf(error)
+  const message = cause instanceof Error ? cause.message : messageOf(error)
+  // fetch's "connect ECONNREFUSED 127.0.0.1:8265" already names the code: say it once.
+  return [code && !message.includes(code) ? code : undefined, message].filter(Boolean).join(': ') || 'request failed'
 }
 
 /** A Ray Jobs REST client bound to one dashboard address. */

@@ -141,7 +141,8 @@ async function logsOf(container: Docker.Container): Promise<{stdout: string; std
   return out
 }
 
-function dockerMessage(error: any): string {
-  const body = error?.json?.message ?? error?.reason ?? messageOf(error)
+function dockerMessage(error: unknown): string {
+  const fields = (typeof error === 'object' && error !== null ? error : {}) as {json?: {message?: unknown}; reason?: unknown}
+  const body = fields.json?.message ?? fields.reason ?? messageOf(error)
   return String(body).trim()
 }

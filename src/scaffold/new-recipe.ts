@@ -61,7 +61,7 @@ async function summarizeExamples(gymRoot: string, graph: GymGraph, agentId: stri
     let hasAgentRef = false
     for (const line of text.split('\n').slice(0, 200)) {
       if (!line.trim()) continue
-      let row: any
+      let row: {responses_create_params?: {tools?: unknown}} & Record<string, unknown>
       try {
         row = JSON.parse(line.replace(/^\uFEFF/, ''))
       } catch {
@@ -69,7 +69,8 @@ async function summarizeExamples(gymRoot: string, graph: GymGraph, agentId: stri
       }
       if (!row || typeof row !== 'object' || Array.isArray(row)) continue
       for (const key of Object.keys(row)) fields.add(key)
-      if (Array.isArray(row.responses_create_params?.tools) && row.responses_create_params.tools.length > 0) hasTools = true
+      const tools = row.responses_create_params?.tools
+      if (Array.isArray(tools) && tools.length > 0) hasTools = true
       if ('agent_ref' in row) hasAgentRef = true
     }
     if (fields.size > 0) return {fields: [...fields], hasTools, hasAgentRef}

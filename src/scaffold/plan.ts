@@ -36,11 +36,10 @@ export function serializeContract(contract: RecipeContract): string {
   return CONTRACT_HEADER + stringifyYaml(contract, {lineWidth: 0})
 }
 
-function withoutGenerated(value: any): any {
+function withoutGenerated(value: unknown): unknown {
   if (!value || typeof value !== 'object') return value
-  const copy = {...value}
-  delete copy.generated
-  return copy
+  const {generated: _generated, ...rest} = value as Record<string, unknown>
+  return rest
 }
 
 async function readIfExists(file: string): Promise<string | undefined> {

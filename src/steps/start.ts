@@ -350,7 +350,7 @@ async function waitForOutcome(
         probe = undefined
         if (answer) {
           lastReadyz = `HTTP ${answer.status} ${answer.text.trim().slice(0, 400)}`
-          if (answer.status === 200 && (answer.json as any)?.ready === true) ready = {answer, at: Date.now()}
+          if (answer.status === 200 && (answer.json as {ready?: unknown} | undefined)?.ready === true) ready = {answer, at: Date.now()}
         } else {
           lastReadyz = error ?? 'no answer'
         }

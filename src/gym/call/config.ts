@@ -142,11 +142,11 @@ function describeAjvError(error: ErrorObject): {pointer: string; expected: strin
   const base = error.instancePath
   switch (error.keyword) {
     case 'required':
-      return {pointer: `${base}/${(error.params as any).missingProperty}`, expected: 'is required'}
+      return {pointer: `${base}/${param(error, 'missingProperty')}`, expected: 'is required'}
     case 'additionalProperties':
-      return {pointer: `${base}/${(error.params as any).additionalProperty}`, expected: 'is not a known field here'}
+      return {pointer: `${base}/${param(error, 'additionalProperty')}`, expected: 'is not a known field here'}
     case 'format': {
-      const format = (error.params as any).format
+      const format = param(error, 'format')
       if (format === 'dot-path') return {pointer: base, expected: 'must be a dot path like `candidate.sql` (non-empty parts, no surrounding spaces)'}
       if (format === 'http-url') return {pointer: base, expected: 'must be an http:// or https:// URL without credentials, query or fragment'}
       return {pointer: base, expected: `must be a ${format}`}
@@ -154,15 +154,15 @@ function describeAjvError(error: ErrorObject): {pointer: string; expected: strin
     case 'pattern':
       if (base.endsWith('/route')) return {pointer: base, expected: 'must be an HTTP path starting with "/"'}
       if (base.endsWith('bearer_token_env')) return {pointer: base, expected: 'must be an environment variable name (letters, digits, underscore)'}
-      return {pointer: base, expected: `must match ${(error.params as any).pattern}`}
+      return {pointer: base, expected: `must match ${param(error, 'pattern')}`}
     case 'propertyNames':
-      return {pointer: `${base}/${(error.params as any).propertyName}`, expected: 'is not a valid name here'}
+      return {pointer: `${base}/${param(error, 'propertyName')}`, expected: 'is not a valid name here'}
     case 'enum':
-      return {pointer: base, expected: `must be one of ${(error.params as any).allowedValues.map((v: unknown) => JSON.stringify(v)).join(', ')}`}
+      return {pointer: base, expected: `must be one of ${(param(error, 'allowedValues') as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`}
     case 'exclusiveMinimum':
       return {pointer: base, expected: 'must be a number of seconds greater than 0'}
     case 'maximum':
-      return {pointer: base, expected: `must be at most ${(error.params as any).limit}`}
+      return {pointer: base, expected: `must be at most ${param(error, 'limit')}`}
     case 'anyOf':
       return {pointer: base, expected: 'must be a number of seconds greater than 0, or null'}
     default:
@@ -272,6 +272,11 @@ function otherKindHint(kind: CallKind, pointer: string): string | undefined {
   if (kind === 'resource' && pointer === '/evidence_column') return 'evidence_column belongs to `call harness` configs; `call resource` writes one envelope column'
   if (kind === 'harness' && pointer === '/response_protocol') return 'response_protocol: gym-episode belongs to `call resource` (a whole-episode endpoint is a resource call)'
   return undefined
+}
+
+/** One parameter of an Ajv error (its shape depends on the keyword). */
+function param(error: ErrorObject, name: string): unknown {
+  return (error.params as Record<string, unknown>)[name]
 }
 
 function semanticProblems(raw: Record<string, any>, kind: CallKind): ConfigProblem[] {

@@ -302,7 +302,7 @@ class Batch {
   }
 }
 
-function journalError(file: string, error: any): GymError {
+function journalError(file: string, error: unknown): GymError {
   return new GymError(`cannot write the call journal ${file} (${codeOf(error) ?? messageOf(error)})`, {
     code: 'E_CALL_EVIDENCE_UNWRITABLE',
     exit: ExitCode.failure,

@@ -12,7 +12,7 @@ export function isEmptyObjectText(text: string): boolean {
   return text.length < 64 && EMPTY_OBJECT.test(text)
 }
 
-export function inputUnreadable(file: string, error: any): GymError {
+export function inputUnreadable(file: string, error: unknown): GymError {
   return new GymError(`cannot read rows file ${file} (${codeOf(error) ?? messageOf(error)})`, {
     code: 'E_CALL_INPUT_UNREADABLE',
     exit: ExitCode.usage,

@@ -107,7 +107,7 @@ export interface GroupStat {
 
 export function rewardNumber(reward: unknown): number | null {
   if (typeof reward === 'number' && Number.isFinite(reward)) return reward
-  if (reward && typeof reward === 'object' && typeof (reward as any).scalar === 'number') return (reward as any).scalar
+  if (reward && typeof reward === 'object' && 'scalar' in reward && typeof reward.scalar === 'number') return reward.scalar
   return null
 }
 

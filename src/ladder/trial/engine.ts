@@ -204,6 +204,6 @@ export async function runAbortedTrial(gateway: GatewayClient, model: ScriptedMod
 /** A reward as a number: plain numbers, or an object with a numeric `scalar` (thin-client rule). */
 export function scalarReward(reward: unknown): number | null {
   if (typeof reward === 'number') return reward
-  if (reward && typeof reward === 'object' && typeof (reward as any).scalar === 'number') return (reward as any).scalar
+  if (reward && typeof reward === 'object' && 'scalar' in reward && typeof reward.scalar === 'number') return reward.scalar
   return null
 }

@@ -13,7 +13,7 @@ import type {CallbackRecord} from '../../runtime/scripted-model.js'
 import type {CheckResult} from '../types.js'
 import {allowlistCovers} from './context.js'
 import {type AbortRun, type TrialRun, scalarReward} from './engine.js'
-import {messageOf} from '../../errors.js'
+import {codeOf, messageOf} from '../../errors.js'
 
 type Result = Omit<CheckResult, 'rung'>
 
@@ -40,7 +40,8 @@ export function describeError(run: TrialRun): string {
   const code = typeof error.code === 'string' ? error.code : 'unknown'
   const meaning = LIFECYCLE_CODES[code]
   const message = typeof error.message === 'string' ? ` — ${error.message.slice(0, 300)}` : ''
-  const cause = error.cause && typeof error.cause === 'object' && typeof (error.cause as any).code === 'string' ? `, cause ${(error.cause as any).code}` : ''
+  const causeCode = codeOf(error.cause)
+  const cause = causeCode ? `, cause ${causeCode}` : ''
   return `error code ${code}${cause}${meaning ? ` (${meaning})` : ''}${message}`
 }
 

@@ -237,7 +237,7 @@ const gatewayClean: Check = {
     const main = ctx.scratch.get(MAIN_RUN)
     const results = await evaluateGatewayClean(gatewayClient(prepared.address.gatewayUrl), prepared.activeBefore, main)
     // The trials this rung created are expected on this epoch from now on (see the service rung).
-    const after = (results[0]?.evidence as any)?.readyz
+    const after = (results[0]?.evidence as {readyz?: {service_epoch?: unknown; trials?: unknown}} | undefined)?.readyz
     if (typeof after?.service_epoch === 'string' && typeof after?.trials === 'number') {
       await recordGatewayUse(ctx.target.dir, {serviceEpoch: after.service_epoch, trialsAfter: after.trials, by: 'the trial rung'}, ctx.options.env)
     }
