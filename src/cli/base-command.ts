@@ -142,10 +142,13 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     return readProgress({jsonEnabled: () => this.jsonEnabled(), warnLine: (m) => this.warnLine(m)}, label)
   }
 
-  /** A script's output collapsed to a progress line (all of it with verbose); see ./progress.ts. */
+  /**
+   * A script's output collapsed to a progress line for people (all of it with verbose); under
+   * --json it is streamed to stderr whole, as a log beside the document on stdout.
+   */
   protected scriptOutput(label: string, verbose: boolean): ScriptOutputSink {
     const json = this.jsonEnabled()
-    return scriptOutputSink({jsonEnabled: () => json, warnLine: (m) => this.warnLine(m)}, label, verbose, (which, text) =>
+    return scriptOutputSink({jsonEnabled: () => json, warnLine: (m) => this.warnLine(m)}, label, verbose || json, (which, text) =>
       (which === 'stderr' || json ? process.stderr : process.stdout).write(this.redactor.text(text)),
     )
   }

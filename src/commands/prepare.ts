@@ -22,8 +22,8 @@ export default class Prepare extends BaseCommand<typeof Prepare> {
   static override description = `Runs prepare_<recipe>.sh with bash from the Relax root (the script sources its env.sh). It
 materializes the dataset split inside the Gym image onto NEMO_GYM_SOURCE_DATA, validates and
 converts the rows and publishes them atomically. Its output (docker build included) is one
-progress line on stderr, with its last lines shown on failure; --verbose streams all of it (to
-stderr under --json, so stdout stays pure JSON). Nothing is retried: a failure is reported with the script's
+progress line on stderr, with its last lines shown on failure; --verbose streams all of it (as
+does --json, to stderr, so stdout stays pure JSON). Nothing is retried: a failure is reported with the script's
 exit code, its last lines and what to do.
 
 Then the ladder is climbed static → data: the raw file (absolute, the expected name, non-empty),

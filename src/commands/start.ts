@@ -13,7 +13,7 @@ export default class Start extends BaseCommand<typeof Start> {
 refuses a same-named container that lacks the label ai.relax.recipe=<recipe>, replaces only its
 own container, checks the ports and starts the container. Its output (docker build included)
 is one progress line on stderr, with its last lines shown on failure; --verbose streams all of it
-(to stderr under --json). Meanwhile gymrecipe watches the container through the Docker Engine API: a crash
+(as does --json, to stderr). Meanwhile gymrecipe watches the container through the Docker Engine API: a crash
 is reported the moment Docker sees it, with the container's last 200 log lines, and /readyz is
 polled every 150 ms up to a bounded deadline (--timeout, else NEMO_GYM_START_TIMEOUT_S from
 env.sh, else the contract's start_timeout_s). Once ready it climbs static → data → service.

@@ -174,7 +174,12 @@ describe('gymrecipe prepare without Docker: failures and Ctrl+C', () => {
     expect(human.exitCode).toBe(1)
     expect(human.stdout).toContain('✖ prepare_calendar.sh exited with 2 after')
     expect(human.stdout).toContain('    NEMO_GYM_SOURCE_DATA must be an absolute path on shared storage')
-    expect(human.stderr).toContain('NEMO_GYM_SOURCE_DATA must be an absolute path') // streamed live as well
+    // The script's output is one progress line while it runs, not a stream...
+    expect(human.stderr).not.toContain('NEMO_GYM_SOURCE_DATA must be an absolute path')
+    // ...unless asked for.
+    const verbose = await runCli(['prepare', id, '--relax-root', root, '--verbose'], {env: {NEMO_GYM_SOURCE_DATA: 'data/calendar_train.jsonl'}})
+    expect(verbose.exitCode).toBe(1)
+    expect(verbose.stderr).toContain('NEMO_GYM_SOURCE_DATA must be an absolute path')
   })
 
   it('usage errors: unknown recipe (exit 2), missing prepare script (exit 2)', async () => {
@@ -194,7 +199,7 @@ describe('gymrecipe prepare without Docker: failures and Ctrl+C', () => {
     const original = await fs.readFile(script, 'utf8')
     await fs.writeFile(script, `#!/usr/bin/env bash\nsleep 300 &\necho "$$ $!" > ${pids}\necho started\nwait\n`)
     try {
-      const child = execa(process.execPath, [path.join(repoRoot, 'bin/run.js'), 'prepare', id, '--relax-root', root], {reject: false, env: {NO_COLOR: '1'}})
+      const child = execa(process.execPath, [path.join(repoRoot, 'bin/run.js'), 'prepare', id, '--relax-root', root, '--verbose'], {reject: false, env: {NO_COLOR: '1'}})
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error('the script never started')), 30_000)
         child.stdout?.on('data', (chunk: Buffer) => {
