@@ -38,7 +38,9 @@ const BUILD = (rows = '{ws}/rows.jsonl', ...extra: string[]) => ['tasks', 'build
 const EXPORT = (bundles = '{ws}/bundles.jsonl', ...extra: string[]) => ['tasks', 'export', bundles, '-o', '{ws}/out.jsonl', ...extra]
 const INGEST = (extra: string[] = [], rollouts = '{ws}/rollouts.jsonl', tasks = '{ws}/tasks.jsonl') => ['rollouts', 'ingest', '--tasks', tasks, '--rollouts', rollouts, '-o', '{ws}/out.jsonl', ...extra]
 const CALL = (rows = '{ws}/call-rows.jsonl', config = '{ws}/call.yaml', ...extra: string[]) => ['call', 'resource', rows, '--config', config, '-o', '{ws}/out.jsonl', '-e', '{ws}/evidence', ...extra]
-const DATA = (file: string) => ({NEMO_GYM_SOURCE_DATA: `{ws}/${file}`})
+// No Docker for the data rung here: whether a probe image happens to exist on the machine (or
+// another test's probe container is running) must not change a verdict of the corpus.
+const DATA = (file: string) => ({NEMO_GYM_SOURCE_DATA: `{ws}/${file}`, DOCKER_HOST: 'unix:///nonexistent/docker.sock'})
 const VERIFY_DATA = ['verify', '{recipe}', '--level', 'data', '--relax-root', R]
 
 const BOMB = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]', ...'bcdefg'.split('').map((k, i) => `${k}: &${k} [${Array(9).fill(`*${'abcdefg'[i]}`).join(',')}]`), 'x: *g'].join('\n')
