@@ -13,6 +13,7 @@ import {recipeEnvironment} from '../runtime/recipe-env.js'
 import {runScript, type ScriptRun} from '../runtime/script.js'
 import {Scratch} from '../ladder/scratch-store.js'
 import {shellWord} from '../shell-words.js'
+import {assertGymRoot} from '../contract/gym-config/paths.js'
 
 /** Step 1 of 3: run the recipe's prepare script, then prove the result on the static and data rungs. */
 export const PREPARE_LEVEL: Rung = 'data'
@@ -60,6 +61,7 @@ export interface PrepareResult {
 }
 
 export async function prepareRecipe(o: PrepareOptions): Promise<PrepareResult> {
+  await assertGymRoot(o.gymRoot)
   const target = await resolveRecipe(o.relaxRoot, o.recipe)
   const script = await prepareScript(target)
   const bash = await which('bash', o.env.PATH ?? process.env.PATH)

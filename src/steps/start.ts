@@ -24,6 +24,7 @@ import {portAcceptsConnections} from '../runtime/net.js'
 import {recipeEnvironment} from '../runtime/recipe-env.js'
 import {runScript, type ScriptRun} from '../runtime/script.js'
 import {Scratch} from '../ladder/scratch-store.js'
+import {assertGymRoot} from '../contract/gym-config/paths.js'
 
 export interface StartIO {
   /** Live output of the start script, as it arrives. */
@@ -397,6 +398,7 @@ function scriptFailure(script: ScriptRun, exit: {exitCode: number | undefined; s
 
 /** Run the start script, watch the container natively, then climb the ladder up to service. */
 export async function startRecipe(o: StartOptions): Promise<StartReport> {
+  await assertGymRoot(o.gymRoot)
   const {target, desc, scriptPath} = await readStartInputs(o)
   const name = desc.container!
   const gatewayUrl = `http://${desc.gymHost}:${desc.gatewayPort}`

@@ -41,6 +41,7 @@ import {shellWord} from '../shell-words.js'
 import {runRung} from '../ladder/runner.js'
 import {type PreflightItem, runPreflight} from './train-preflight.js'
 import {Scratch} from '../ladder/scratch-store.js'
+import {assertGymRoot} from '../contract/gym-config/paths.js'
 
 export type TrainOutcome =
   | 'dry-run'
@@ -178,6 +179,7 @@ async function recordTrainingTrials(recipeDir: string, gateway: ReturnType<typeo
 }
 
 export async function train(options: TrainOptions): Promise<TrainReport> {
+  await assertGymRoot(options.gymRoot)
   const target = await requireContract(await resolveRecipe(options.relaxRoot, options.recipe))
   const contract = target.contract
   const scriptEnv = await recipeEnvironment(target.dir, options.env)

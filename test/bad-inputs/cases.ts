@@ -202,6 +202,9 @@ export const CASES: BadInput[] = [
   // --- verify
   {id: 'verify-static-ok', args: ['verify', '{recipe}', '--relax-root', R, '--gym-root', '{gym}'], exit: 0, first: /^static rung$/, mentions: [/^✔ static rung: pass$/m]},
   {id: 'verify-gym-root-missing', args: ['verify', '{recipe}', '--relax-root', R, '--gym-root', '{ws}/nope'], exit: 2, first: /the Gym root .*nope is not a directory/},
+  {id: 'prepare-gym-root-missing', args: ['prepare', '{recipe}', '--relax-root', R, '--gym-root', '{ws}/nope', '--dry-run'], exit: 2, first: /the Gym root .*nope is not a directory/},
+  {id: 'start-gym-root-missing', args: ['start', '{recipe}', '--relax-root', R, '--gym-root', '{ws}/nope', '--dry-run'], env: GYM_HOST, exit: 2, first: /the Gym root .*nope is not a directory/},
+  {id: 'train-gym-root-missing', args: ['train', '{recipe}', '--relax-root', R, '--gym-root', '{ws}/nope', '--dry-run'], env: GYM_HOST, exit: 2, first: /the Gym root .*nope is not a directory/},
   {id: 'verify-unknown-recipe', args: ['verify', 'nope', '--relax-root', R], exit: 2, first: /nope/},
   {id: 'verify-recipe-yaml-bomb', args: ['verify', '{recipe}', '--relax-root', R], files: {[`${RECIPE_DIR}/recipe.yaml`]: BOMB}, exit: 2, first: /YAML aliases expand too far/},
   {id: 'verify-callback-port-zero', args: ['verify', '{recipe}', '--relax-root', R, '--callback-port', '0'], exit: 2, first: /callback-port/},

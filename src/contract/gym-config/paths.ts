@@ -47,6 +47,11 @@ export interface ResolvedEntry {
   abs: string
 }
 
+/** An optional --gym-root given to a command: refused (exit 2) unless it is a directory, before anything runs. */
+export async function assertGymRoot(gymRoot: string | undefined): Promise<void> {
+  if (gymRoot !== undefined) await resolveGymRoot(gymRoot, nodeGymConfigFs)
+}
+
 export async function resolveGymRoot(gymRoot: string, fs: GymConfigFs): Promise<GymRoot> {
   const lexical = path.resolve(gymRoot)
   if (!(await fs.isDirectory(lexical))) {
