@@ -6,7 +6,7 @@ import {format} from 'node:util'
 import {codeOf, ExitCode, fromSystemError, GymError, isGymError, isSystemError, messageOf, numberField, usageError} from '../errors.js'
 import type {ReadProgress} from '../gym/json.js'
 import {envelope, type EnvelopeError} from './envelope.js'
-import {type ProgressLine, readProgress, type ScriptOutputSink, scriptOutputSink} from './progress.js'
+import {type ProgressHost, type ProgressLine, readProgress, type ScriptOutputSink, scriptOutputSink} from './progress.js'
 import {removeOpenTemporariesSync} from '../runtime/fs.js'
 import {Redactor} from './redact.js'
 
@@ -137,9 +137,13 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     else this.log(message)
   }
 
+  private progressHost(): ProgressHost {
+    return {jsonEnabled: () => this.jsonEnabled(), warnLine: (m) => this.warnLine(m)}
+  }
+
   /** Progress of reading a JSONL file, on stderr (see ./progress.ts). */
   protected readProgress(label: string): ProgressLine<ReadProgress> {
-    return readProgress({jsonEnabled: () => this.jsonEnabled(), warnLine: (m) => this.warnLine(m)}, label)
+    return readProgress(this.progressHost(), label)
   }
 
   /**
@@ -148,7 +152,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
    */
   protected scriptOutput(label: string, verbose: boolean): ScriptOutputSink {
     const json = this.jsonEnabled()
-    return scriptOutputSink({jsonEnabled: () => json, warnLine: (m) => this.warnLine(m)}, label, verbose || json, (which, text) =>
+    return scriptOutputSink(this.progressHost(), label, verbose || json, (which, text) =>
       (which === 'stderr' || json ? process.stderr : process.stdout).write(this.redactor.text(text)),
     )
   }

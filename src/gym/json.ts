@@ -478,10 +478,10 @@ export interface JsonlLine {
   text: string
 }
 
-/** Fail early (exit 2) unless path is an existing regular file. */
-export async function assertJsonlFile(file: string, flag: string): Promise<void> {
+/** Fail early (exit 2) unless path is an existing regular file; returns its size in bytes. */
+export async function assertJsonlFile(file: string, flag: string): Promise<number> {
   const stat = await fsp.stat(file).catch(() => undefined)
-  if (stat?.isFile()) return
+  if (stat?.isFile()) return stat.size
   const what = stat === undefined ? undefined : stat.isDirectory() ? 'a directory' : stat.isFIFO() ? 'a pipe' : stat.isCharacterDevice() ? 'a character device' : 'not a regular file'
   throw new GymError(what === undefined ? `JSONL file does not exist: ${file}` : `${file} is ${what}, not a JSONL file`, {
     code: what === undefined ? 'E_JSONL_MISSING' : 'E_JSONL_NOT_FILE',
@@ -507,8 +507,7 @@ export interface ReadProgress {
  * so the input policy's byte-level rules hold: memory holds one chunk plus the current line.
  */
 export async function* readJsonlLines(file: string, flag: string, onProgress?: (progress: ReadProgress) => void): AsyncGenerator<JsonlLine> {
-  await assertJsonlFile(file, flag)
-  const totalBytes = onProgress ? (await fsp.stat(file)).size : 0
+  const totalBytes = await assertJsonlFile(file, flag)
   const reader = await LineReader.open(file)
   try {
     for (let texts = await nextTexts(reader, file); texts; texts = await nextTexts(reader, file)) {
