@@ -62,7 +62,8 @@ export const CASES: BadInput[] = [
   {id: 'bad-option', args: ['verify', '{recipe}', '--relax-root', R, '--level', 'everything'], exit: 2, first: /Expected --level=everything to be one of/},
 
   // --- new
-  {id: 'new-ok', args: NEW('fresh'), exit: 0, first: /fresh/, mentions: [/^next: gymrecipe verify fresh --level static --relax-root \/\S+\/relax$/m, /^note: \S+\/relax has no scripts\/models: it does not look like a Relax checkout/m], writes: ['relax/examples/nemo_gym_agentic/recipes/fresh']},
+  {id: 'new-ok', args: NEW('fresh'), exit: 0, first: /fresh/, mentions: [/^next: gymrecipe verify fresh --level static --relax-root \/\S+\/relax$/m], writes: ['relax/examples/nemo_gym_agentic/recipes/fresh']},
+  {id: 'new-not-a-relax-checkout', args: ['new', 'fresh', '--gym-root', '{gym}', '--gym-config', 'environments/calendar/config.yaml', '--relax-root', '{ws}/bare'], files: {'bare/.keep': ''}, exit: 0, first: /fresh/, mentions: [/^note: \S+\/bare has no scripts\/models: it does not look like a Relax checkout/m], writes: ['bare/examples']},
   {id: 'new-model-config-missing', args: NEW('x', '--model', 'Qwen3-8B'), files: {'relax/scripts/models/qwen3-4B.sh': '# model\n'}, exit: 2, first: /model config qwen3-8b\.sh is not in \S+\/relax\/scripts\/models$/, mentions: [/Pass --model-config with one of: qwen3-4B\.sh/]},
   {id: 'new-relax-root-is-a-file', args: ['new', 'x', '--gym-root', '{gym}', '--gym-config', 'environments/calendar/config.yaml', '--relax-root', '{ws}/rows.jsonl'], exit: 2, first: /Relax checkout \S+rows\.jsonl is not a directory$/},
   {id: 'new-diff-without-dry-run', args: NEW('fresh', '--diff'), exit: 2, first: /^--diff only works with --dry-run$/},

@@ -10,6 +10,7 @@ import os from 'node:os'
 import path from 'node:path'
 
 import {newRecipe} from '../../src/scaffold/new-recipe.js'
+import {addModelConfigs} from '../helpers/recipes.js'
 import {repoRoot, runCli, snapshotRoot} from '../helpers/cli.js'
 
 export const CALENDAR_CONFIG = 'environments/calendar/config.yaml'
@@ -34,6 +35,7 @@ export async function buildTemplate(recipe: string): Promise<Template> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'gr-corpus-template-'))
   const relax = path.join(dir, 'relax')
   await mkdir(relax)
+  await addModelConfigs(relax)
   await newRecipe({id: recipe, gymRoot: snapshotRoot, gymConfigs: [CALENDAR_CONFIG], relaxRoot: relax, from: 'calendar', smoke: false, force: false, dryRun: false, version: 'corpus'})
   await cp(path.join(repoRoot, 'test/fixtures/tasks/seed-rows.jsonl'), path.join(dir, 'rows.jsonl'))
   await cp(path.join(repoRoot, 'test/fixtures/tasks/workplace-declarative.yaml'), path.join(dir, 'spec.yaml'))

@@ -5,12 +5,16 @@ import {parse} from 'yaml'
 import {describe, expect, it} from 'vitest'
 
 import {runCli, snapshotRoot} from '../helpers/cli.js'
+import {addModelConfigs} from '../helpers/recipes.js'
 
 const CALENDAR = 'environments/calendar/config.yaml'
 const WORKPLACE = 'resources_servers/workplace_assistant/configs/workplace_assistant.yaml'
 
+/** A Relax root with the model configs a generated training script sources. */
 async function relaxRoot(): Promise<string> {
-  return mkdtemp(path.join(os.tmpdir(), 'gr-new-'))
+  const root = await mkdtemp(path.join(os.tmpdir(), 'gr-new-'))
+  await addModelConfigs(root)
+  return root
 }
 
 function newArgs(id: string, relax: string, config = CALENDAR, extra: string[] = []): string[] {

@@ -1,9 +1,9 @@
-import {mkdtemp, readFile, writeFile} from 'node:fs/promises'
+import {cp, mkdtemp, readFile, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
 import {newRecipe} from '../../src/scaffold/new-recipe.js'
-import {snapshotRoot} from './cli.js'
+import {repoRoot, snapshotRoot} from './cli.js'
 
 export const CONFIG_FOR: Record<string, string> = {
   calendar: 'environments/calendar/config.yaml',
@@ -11,9 +11,15 @@ export const CONFIG_FOR: Record<string, string> = {
   'r2e-gym': 'responses_api_agents/swe_agents/configs/swebench_openhands.yaml',
 }
 
-/** A temporary Relax root with one generated recipe; returns the root and the recipe folder. */
+/** The model configs of the fixture Relax checkout (scripts/models), which a training script sources. */
+export async function addModelConfigs(relaxRoot: string): Promise<void> {
+  await cp(path.join(repoRoot, 'test', 'fixtures', 'relax-checkout', 'scripts', 'models'), path.join(relaxRoot, 'scripts', 'models'), {recursive: true})
+}
+
+/** A temporary Relax root (with the fixture's model configs) holding one generated recipe; returns the root and the recipe folder. */
 export async function generatedRecipe(builtin: 'calendar' | 'workplace-assistant' | 'r2e-gym', id: string = builtin, relaxRoot?: string): Promise<{relaxRoot: string; dir: string}> {
   const root = relaxRoot ?? (await mkdtemp(path.join(os.tmpdir(), 'gr-relax-')))
+  if (!relaxRoot) await addModelConfigs(root)
   const result = await newRecipe({
     id,
     gymRoot: snapshotRoot,

@@ -1,4 +1,5 @@
-import {readdir, rm, unlink} from 'node:fs/promises'
+import {mkdtemp, readdir, rm, unlink, writeFile} from 'node:fs/promises'
+import os from 'node:os'
 import path from 'node:path'
 import {beforeEach, describe, expect, it} from 'vitest'
 
@@ -69,6 +70,10 @@ describe('each static rule fails on a recipe that breaks exactly that rule', () 
       editFile(dir, RUN, (t) => t.replace('"${GATEWAY_URL}" "${NEMO_GYM_SOURCE_DATA}" "${PROMPT_SET}"', '"${GATEWAY_URL}" "${EXP_DIR}/data/calendar_train_relax.jsonl" "${PROMPT_SET}"'))],
     ['static.run-no-working-dir', 'a Ray working_dir upload', () =>
       editFile(dir, RUN, (t) => t.replace('--runtime-env-json="${RUNTIME_ENV_JSON}"', '--runtime-env-json="${RUNTIME_ENV_JSON}" --working-dir ./'))],
+    ['static.run-model-config', 'the sourced model config is not in scripts/models', () =>
+      editFile(dir, RUN, (t) => t.replace('/qwen3-4B.sh"', '/qwen3-4B-typo.sh"'))],
+    ['static.run-model-config', 'MODEL_ARGS is passed but no model config is sourced', () =>
+      editFile(dir, RUN, (t) => t.replace(/^source "\$\{MODEL_CONFIG_DIR[^\n]*\n/m, ''))],
     ['static.run-samples', 'one sample per prompt', () => editFile(dir, RUN, (t) => t.replace('--n-samples-per-prompt 8', '--n-samples-per-prompt 1'))],
     ['static.run-context', 'prompt budget equal to the context', () => editFile(dir, RUN, (t) => t.replace('--rollout-max-prompt-len 6144', '--rollout-max-prompt-len 8192'))],
     ['static.run-trial-timing', 'agent timeout not above the deadline', () => editFile(dir, RUN, (t) => t.replace('--agent-timeout 660', '--agent-timeout 600'))],
@@ -181,5 +186,22 @@ describe('a check that cannot run', () => {
     const samples = report.rungs[0].checks.find((c) => c.id === 'static.run-samples')!
     expect(samples).toMatchObject({status: 'skip', message: expect.stringContaining('cannot be worked out')})
     expect(report.rungs[0].status).toBe('incomplete')
+  })
+})
+
+describe('the model config a training script sources', () => {
+  it('is looked up in MODEL_CONFIG_DIR when the deployment sets it, and is "not checked" where there is no such folder', async () => {
+    const {relaxRoot} = await generatedRecipe('calendar')
+    const check = async (env: NodeJS.ProcessEnv) => {
+      const report = await verifyRecipe({relaxRoot, recipe: 'calendar', level: 'static', render: false, smoke: false, env})
+      return report.rungs[0].checks.find((c) => c.id === 'static.run-model-config')!
+    }
+    expect(await check(process.env)).toMatchObject({status: 'pass', message: expect.stringContaining('sources qwen3-4B.sh, present in')})
+    const elsewhere = await mkdtemp(path.join(os.tmpdir(), 'gr-models-'))
+    expect(await check({...process.env, MODEL_CONFIG_DIR: elsewhere})).toMatchObject({status: 'fail', message: `sources qwen3-4B.sh, which is not in ${elsewhere}: ray job submit would fail before training starts`})
+    await writeFile(path.join(elsewhere, 'qwen3-4B.sh'), 'MODEL_ARGS=()\n')
+    expect(await check({...process.env, MODEL_CONFIG_DIR: elsewhere})).toMatchObject({status: 'pass'})
+    await rm(path.join(relaxRoot, 'scripts'), {recursive: true})
+    expect(await check(process.env)).toMatchObject({status: 'skip', message: expect.stringContaining('scripts/models is not a folder'), hint: expect.stringContaining('--relax-root')})
   })
 })

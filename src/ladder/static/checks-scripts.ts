@@ -1,4 +1,4 @@
-import {chmod, copyFile, mkdir, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
+import {chmod, copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
@@ -247,6 +247,39 @@ export const rawSourceData = perTrainingScript('static.run-raw-source', 'trainin
     problems.push({status: 'fail', message: 'the converted prompt set is written to <NEMO_GYM_SOURCE_DATA>_relax.jsonl, over the preview prepare published next to the raw file', line: prompt.line, hint: 'Write the prompt set under the experiment directory (e.g. ${EXP_DIR}/data/...).'})
   }
   return {problems, pass: 'raw source data'}
+})
+
+/** `source "${MODEL_CONFIG_DIR}/qwen3-4B.sh"` or `. "${RELAX_ROOT}/scripts/models/qwen3-4B.sh"`: the model config a training script loads. */
+const MODEL_SOURCE = /(?:^|[\s;&|])(?:source|\.)\s+["']?(\S*?(?:MODEL_CONFIG_DIR\b[^/]*|scripts\/models\}?))\/([A-Za-z0-9_.+-]+\.sh)["']?/
+
+export const modelConfigExists = perTrainingScript('static.run-model-config', 'the model config the training script sources exists', async (run, ctx) => {
+  const sourced = run.lines.flatMap((l) => {
+    const m = l.text.match(MODEL_SOURCE)
+    return m ? [{name: m[2], line: l.line}] : []
+  })
+  if (sourced.length === 0) {
+    const passesModelArgs = /\$\{MODEL_ARGS\[@\]\}/.test(submitLine(run)?.text ?? '')
+    if (passesModelArgs && !arrays(run.text).has('MODEL_ARGS')) {
+      return {problems: [{status: 'fail', message: 'ray job submit passes ${MODEL_ARGS[@]}, but no model config from scripts/models is sourced and MODEL_ARGS is not defined', line: submitLine(run)?.line, hint: 'Source the model config, e.g. source "${MODEL_CONFIG_DIR}/qwen3-4B.sh".'}], pass: ''}
+    }
+    return {problems: [], pass: 'sources no model config (the script defines the model itself)'}
+  }
+  // Relax's entrypoints set MODEL_CONFIG_DIR to <relax-root>/scripts/models unless the deployment points it elsewhere.
+  const dir = ctx.options.env.MODEL_CONFIG_DIR || path.join(ctx.target.relaxRoot, 'scripts', 'models')
+  const available = await readdir(dir).catch(() => undefined)
+  if (!available) {
+    return {problems: [{status: 'skip', message: `not checked: ${dir} is not a folder, so ${sourced[0].name} cannot be looked up`, line: sourced[0].line, hint: ctx.options.env.MODEL_CONFIG_DIR ? 'Point MODEL_CONFIG_DIR at the folder of Relax model configs.' : 'Pass --relax-root your Relax checkout (the folder holding scripts/models).'}], pass: ''}
+  }
+  const problems: Outcome[] = sourced.filter((s) => !available.includes(s.name)).map((s) => {
+    const models = available.filter((f) => f.endsWith('.sh')).sort()
+    return {
+      status: 'fail',
+      message: `sources ${s.name}, which is not in ${dir}: ray job submit would fail before training starts`,
+      line: s.line,
+      hint: models.length > 0 ? `Use one of ${models.slice(0, 8).join(', ')}${models.length > 8 ? ', …' : ''}; or regenerate with \`gymrecipe new ${ctx.target.id} --model-config <file>\`.` : `Add the model config to ${dir}.`,
+    }
+  })
+  return {problems, pass: `sources ${[...new Set(sourced.map((s) => s.name))].join(', ')}, present in ${dir}`}
 })
 
 export const noWorkingDir = perTrainingScript('static.run-no-working-dir', 'no Ray working_dir upload', (run) => {
