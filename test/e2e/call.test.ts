@@ -1,5 +1,4 @@
 import {execa} from 'execa'
-import {spawnSync} from 'node:child_process'
 import {readdir, readFile, stat, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
@@ -12,8 +11,6 @@ let gym: GymFixture
 let proxy: Awaited<ReturnType<typeof startRecorder>>
 
 beforeAll(async () => {
-  // the CLI under test is the built one (tsc emits even when another part of the tree has type errors)
-  spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], {cwd: repoRoot, stdio: 'ignore'})
   gym = await startGymFixture()
   proxy = await startRecorder()
 }, 300_000)
