@@ -6,9 +6,10 @@ import {format} from 'node:util'
 import {codeOf, ExitCode, fromSystemError, GymError, isGymError, isSystemError, messageOf, numberField, usageError} from '../errors.js'
 import type {ReadProgress} from '../gym/json.js'
 import {envelope, type EnvelopeError} from './envelope.js'
-import {type ProgressHost, type ProgressLine, readProgress, type ScriptOutputSink, scriptOutputSink} from './progress.js'
+import {type ProgressHost, type ProgressLine, readProgress, type ScriptOutputSink, scriptOutputSink, type StepLine, stepLine} from './progress.js'
 import {removeOpenTemporariesSync} from '../runtime/fs.js'
 import {Redactor} from './redact.js'
+import {snakeCaseKeys} from '../json-document.js'
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
 export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>
@@ -92,14 +93,14 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   /** Under --json every command prints one envelope (README: "--json"); the result is its own document. */
   protected override toSuccessJson(result: unknown): unknown {
     const exitCode = typeof process.exitCode === 'number' ? process.exitCode : ExitCode.ok
-    return this.redactor.value(envelope(exitCode, result ?? null, this.warnings, null))
+    return this.redactor.value(envelope(exitCode, snakeCaseKeys(result ?? null), this.warnings, null))
   }
 
   protected override toErrorJson(error: unknown): unknown {
     const gym = isGymError(error) ? error : undefined
     const exitCode = exitOf(error)
     const body: EnvelopeError = gym
-      ? {code: gym.code, message: gym.message, hint: gym.hint ?? null, location: gym.location ?? null, details: gym.details ?? null}
+      ? {code: gym.code, message: gym.message, hint: gym.hint ?? null, location: gym.location ?? null, details: snakeCaseKeys(gym.details ?? null)}
       : {code: codeOf(error) ?? (exitCode === ExitCode.usage ? 'E_USAGE' : 'E_FAILED'), message: messageOf(error), hint: null, location: null, details: null}
     return this.redactor.value(envelope(exitCode, null, this.warnings, body))
   }
@@ -139,6 +140,11 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   private progressHost(): ProgressHost {
     return {jsonEnabled: () => this.jsonEnabled(), warnLine: (m) => this.warnLine(m)}
+  }
+
+  /** A spinner beside the step under way, on a terminal (see ./progress.ts). */
+  protected stepLine(): StepLine {
+    return stepLine(this.progressHost())
   }
 
   /** Progress of reading a JSONL file, on stderr (see ./progress.ts). */

@@ -109,3 +109,44 @@ export function sinkStream(sink: ScriptOutputSink, which: 'stdout' | 'stderr'): 
     },
   })
 }
+
+export interface StepLine {
+  /** Show `text` as the work now under way (replacing the previous one). */
+  start(text: string): void
+  /** Clear the line, before the step's result is printed. */
+  stop(): void
+}
+
+const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏']
+const SPINNER_EVERY_MS = 100
+
+/**
+ * A spinner beside the step under way, on a terminal only: without one (CI, `| cat`) the
+ * result lines that follow each step are the progress, and under --json nothing is drawn.
+ */
+export function stepLine(host: ProgressHost): StepLine {
+  if (host.jsonEnabled() || !process.stderr.isTTY) return {start: () => undefined, stop: () => undefined}
+  let timer: NodeJS.Timeout | undefined
+  let frame = 0
+  const clear = () => {
+    if (timer) clearInterval(timer)
+    timer = undefined
+    process.stderr.write('\r\x1b[2K')
+  }
+  return {
+    start(text) {
+      clear()
+      const started = performance.now()
+      const draw = () => {
+        const seconds = Math.floor((performance.now() - started) / 1000)
+        process.stderr.write(`\r\x1b[2K${SPINNER[frame++ % SPINNER.length]} ${text}${seconds > 0 ? ` (${seconds} s)` : ''}`)
+      }
+      draw()
+      timer = setInterval(draw, SPINNER_EVERY_MS)
+      timer.unref()
+    },
+    stop: () => {
+      if (timer) clear()
+    },
+  }
+}

@@ -74,6 +74,7 @@ EXIT STATUS
         interrupt: controller.signal,
         pollIntervalMs: this.flags['poll-interval'] * 1000,
         say: (line) => this.say(line),
+        working: this.stepLine(),
         passthrough: json ? undefined : (stream, text) => (stream === 'stdout' ? process.stdout : process.stderr).write(this.redactor.text(text)),
         confirm: interactive
           ? async (question) => {

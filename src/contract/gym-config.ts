@@ -12,6 +12,7 @@ import {mergeAll} from './gym-config/merge.js'
 import {type GymConfigFs, nodeGymConfigFs, resolveGymRoot} from './gym-config/paths.js'
 import {Provenance} from './gym-config/provenance.js'
 import {setKey} from './gym-config/tree.js'
+import {verbatim} from '../json-document.js'
 
 export {GYM_CONFIG_ERROR} from './gym-config/errors.js'
 export {RESERVED_TOP_LEVEL_KEYS, SERVER_KINDS} from './gym-config/graph.js'
@@ -119,7 +120,7 @@ export async function loadGymGraph(gymRoot: string, configPaths: string[], optio
     agents: graph.agents,
     models: graph.models,
     problems: uniqueProblems(problems),
-    merged: config,
+    merged: verbatim(config),
   }
 }
 

@@ -27,6 +27,7 @@ const TOOLS: ToolSpec[] = [
   {id: 'shellcheck', binary: 'shellcheck', versionArgs: ['--version'], required: true, neededFor: 'the static rung (lints generated shell scripts)', hint: 'apt-get install -y shellcheck'},
   {id: 'python3', binary: 'python3', versionArgs: ['--version'], required: true, neededFor: 'the static rung (py_compile of verify_<recipe>.py) and the data rung conversion check', hint: 'apt-get install -y python3'},
   {id: 'docker', binary: 'docker', versionArgs: ['--version'], required: true, neededFor: 'prepare/start scripts (docker build, run, create)', hint: 'apt-get install -y docker.io'},
+  {id: 'docker-buildx', binary: 'docker', versionArgs: ['buildx', 'version'], required: false, neededFor: 'BuildKit for the scripts\' docker build (without it: the legacy builder, which Docker deprecates)', hint: 'Install the buildx plugin (Debian/Ubuntu: apt-get install -y docker-buildx, or docker-buildx-plugin from Docker\'s repository).'},
   {id: 'curl', binary: 'curl', versionArgs: ['--version'], required: true, neededFor: 'the readiness loop of the start script', hint: 'apt-get install -y curl'},
   {id: 'jq', binary: 'jq', versionArgs: ['--version'], required: true, neededFor: 'the start and training scripts', hint: 'apt-get install -y jq'},
   {id: 'ray', binary: 'ray', versionArgs: ['--version'], required: false, neededFor: '`gymrecipe train` (ray job submit to the Relax cluster)', hint: 'Install Ray on the submitting machine (same version as the Relax cluster), or run train from a node that has it.'},

@@ -10,6 +10,7 @@ import {resolveRecipe} from '../ladder/target.js'
 import type {LadderReport, RecipeTarget, Rung} from '../ladder/types.js'
 import {which} from '../runtime/process.js'
 import {recipeEnvironment} from '../runtime/recipe-env.js'
+import {chooseDockerBuilder, type DockerBuilder} from '../runtime/docker-builder.js'
 import {runScript, type ScriptRun} from '../runtime/script.js'
 import {Scratch} from '../ladder/scratch-store.js'
 import {shellWord} from '../shell-words.js'
@@ -58,6 +59,8 @@ export interface PrepareResult {
   ladder?: LadderReport
   /** env.sh was sourced with bash to read its values (its commands ran, even in a dry run). */
   env_sh_sourced: boolean
+  /** The builder the script's docker build uses: BuildKit where docker has buildx, else the legacy one, or the caller's DOCKER_BUILDKIT. */
+  docker_builder: DockerBuilder
 }
 
 export async function prepareRecipe(o: PrepareOptions): Promise<PrepareResult> {
@@ -70,6 +73,7 @@ export async function prepareRecipe(o: PrepareOptions): Promise<PrepareResult> {
   const hasEnvSh = await fsp.access(path.join(target.dir, 'env.sh')).then(() => true, () => false)
   const scriptEnv = hasEnvSh ? await recipeEnvironment(target.dir, o.env) : o.env
   const source = scriptEnv.NEMO_GYM_SOURCE_DATA || null
+  const builder = await chooseDockerBuilder(o.env)
   const result: PrepareResult = {
     recipe: target.id,
     dir: target.dir,
@@ -83,12 +87,14 @@ export async function prepareRecipe(o: PrepareOptions): Promise<PrepareResult> {
     smoke: o.smoke || (target.contract?.data.smoke ?? false),
     level: PREPARE_LEVEL,
     env_sh_sourced: hasEnvSh,
+    docker_builder: builder.builder,
   }
   if (o.dryRun) return result
 
-  // The script sources env.sh itself; it gets the caller's environment untouched.
+  // The script sources env.sh itself; it gets the caller's environment, plus the builder choice.
+  o.note?.(builder.note)
   const started = Date.now()
-  const run = runScript(script, {cwd: target.relaxRoot, env: o.env, onOutput: (stream, text) => (stream === 'stdout' ? o.stdout : o.stderr).write(text)})
+  const run = runScript(script, {cwd: target.relaxRoot, env: {...o.env, ...builder.env}, onOutput: (stream, text) => (stream === 'stdout' ? o.stdout : o.stderr).write(text)})
   const {exit, interrupted} = await waitOrStop(run, o.signal)
   const stdoutTail = run.tail('stdout', TAIL_LINES)
   const stderrTail = run.tail('stderr', TAIL_LINES)

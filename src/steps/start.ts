@@ -22,9 +22,11 @@ import {pathExists} from '../runtime/fs.js'
 import {type HttpAnswer, readyz} from '../runtime/http.js'
 import {portAcceptsConnections} from '../runtime/net.js'
 import {recipeEnvironment} from '../runtime/recipe-env.js'
+import {type BuilderChoice, chooseDockerBuilder, type DockerBuilder} from '../runtime/docker-builder.js'
 import {runScript, type ScriptRun} from '../runtime/script.js'
 import {Scratch} from '../ladder/scratch-store.js'
 import {assertGymRoot} from '../contract/gym-config/paths.js'
+import {verbatim} from '../json-document.js'
 
 export interface StartIO {
   /** Live output of the start script, as it arrives. */
@@ -71,6 +73,8 @@ export interface StartReport {
   script: {path: string; command: string[]; exit_code: number | null}
   container: ContainerReport
   gateway_url: string
+  /** The builder the script's docker build uses: BuildKit where docker has buildx, else the legacy one, or the caller's DOCKER_BUILDKIT. */
+  docker_builder: DockerBuilder
   readiness: null | {
     ready: boolean
     timeout_s: number
@@ -170,7 +174,7 @@ async function checkPorts(desc: ServiceDescription, gymHost: string): Promise<vo
   if (first) throw portInUse(first.port, first.label, first.host)
 }
 
-async function dryRunPlan(o: StartOptions, target: RecipeTarget, desc: ServiceDescription, scriptPath: string, gatewayUrl: string, timeoutS: number): Promise<StartReport> {
+async function dryRunPlan(o: StartOptions, target: RecipeTarget, desc: ServiceDescription, scriptPath: string, gatewayUrl: string, timeoutS: number, builder: BuilderChoice): Promise<StartReport> {
   const docker = await tryDocker(dockerTarget(o.env))
   const existing = docker ? await inspectContainer(docker, desc.container!) : undefined
   const action = !docker
@@ -187,6 +191,7 @@ async function dryRunPlan(o: StartOptions, target: RecipeTarget, desc: ServiceDe
     script: {path: scriptPath, command: ['bash', scriptPath], exit_code: null},
     container: {name: desc.container!, id: existing?.id ?? null, image: existing?.imageRef ?? null, image_id: existing?.imageId ?? null, state: existing ? stateText(existing) : 'absent', replaced: null},
     gateway_url: gatewayUrl,
+    docker_builder: builder.builder,
     readiness: null,
     plan: {
       existing: existing ? {id: existing.id, owner: existing.owner ?? null, state: stateText(existing)} : null,
@@ -194,7 +199,7 @@ async function dryRunPlan(o: StartOptions, target: RecipeTarget, desc: ServiceDe
       would_exit: !docker || (existing && existing.owner !== desc.recipe) ? ExitCode.precondition : ExitCode.ok,
       env_sh_sourced: await pathExists(path.join(target.dir, 'env.sh')),
       ports: desc.ports,
-      env: {[NO_WAIT_ENV]: '1', NEMO_GYM_IMAGE: desc.imageTag ?? '', GYM_HOST: desc.gymHost ?? '', NEMO_GYM_GATEWAY_PORT: String(desc.gatewayPort)},
+      env: {...builder.env, [NO_WAIT_ENV]: '1', NEMO_GYM_IMAGE: desc.imageTag ?? '', GYM_HOST: desc.gymHost ?? '', NEMO_GYM_GATEWAY_PORT: String(desc.gatewayPort)},
       then: 'climb the ladder: static → data → service',
     },
     ladder: null,
@@ -403,7 +408,8 @@ export async function startRecipe(o: StartOptions): Promise<StartReport> {
   const name = desc.container!
   const gatewayUrl = `http://${desc.gymHost}:${desc.gatewayPort}`
   const timeoutS = o.timeoutS ?? desc.startTimeoutS
-  if (o.dryRun) return dryRunPlan(o, target, desc, scriptPath, gatewayUrl, timeoutS)
+  const builder = await chooseDockerBuilder(o.env)
+  if (o.dryRun) return dryRunPlan(o, target, desc, scriptPath, gatewayUrl, timeoutS, builder)
 
   const docker = await requireDocker(dockerTarget(o.env))
   const existing = await inspectContainer(docker, name)
@@ -415,7 +421,8 @@ export async function startRecipe(o: StartOptions): Promise<StartReport> {
   await tracker.open()
   const runStartedMs = Date.now()
   o.io.note(`Running ${scriptPath} (${NO_WAIT_ENV}=1: gymrecipe watches ${name} and ${gatewayUrl}/readyz itself)`)
-  const script = runScript(scriptPath, {cwd: target.dir, env: {...o.env, [NO_WAIT_ENV]: '1'}, onOutput: o.io.scriptOutput})
+  o.io.note(builder.note)
+  const script = runScript(scriptPath, {cwd: target.dir, env: {...o.env, ...builder.env, [NO_WAIT_ENV]: '1'}, onOutput: o.io.scriptOutput})
   let outcome: Outcome
   try {
     outcome = await waitForOutcome(o, docker, tracker, script, gatewayUrl, timeoutS, runStartedMs)
@@ -512,13 +519,14 @@ export async function startRecipe(o: StartOptions): Promise<StartReport> {
     script: {path: scriptPath, command: ['bash', scriptPath], exit_code: exit?.exitCode ?? null},
     container: await containerReport(tracker.createdId),
     gateway_url: gatewayUrl,
+    docker_builder: builder.builder,
     readiness: {
       ready: true,
       timeout_s: timeoutS,
       container_started_at: new Date(tracker.startedAtMs ?? runStartedMs).toISOString(),
       ready_at: new Date(outcome.at).toISOString(),
       elapsed_ms: elapsed,
-      readyz: outcome.answer.json,
+      readyz: verbatim(outcome.answer.json),
     },
     plan: null,
     ladder: null,

@@ -250,17 +250,38 @@ export async function checkTools(input: PreflightInput): Promise<PreflightItem> 
   return pass('tools', title, Object.values(found).join(', '), {found})
 }
 
-export async function runPreflight(input: PreflightInput): Promise<PreflightItem[]> {
-  const checks = [checkTools, checkModel, checkSourceData, checkDataRung, checkGateway, checkGatewayPort, checkDashboard]
+/** What each pre-flight check is doing while it runs (the data rung alone can take seconds). */
+const UNDER_WAY = new Map<(input: PreflightInput) => Promise<PreflightItem>, string>([
+  [checkTools, 'looking for ray, jq and bash'],
+  [checkModel, 'checking the model directory'],
+  [checkSourceData, 'checking the source data'],
+  [checkDataRung, 'climbing the static and data rungs'],
+  [checkGateway, 'asking the Gateway /readyz'],
+  [checkGatewayPort, "comparing the training script's Gateway port with the service's"],
+  [checkDashboard, 'asking the Ray dashboard'],
+])
+
+export interface PreflightProgress {
+  /** A check starts: what it is doing. */
+  started?(doing: string): void
+  /** A check ended: its result, in order. */
+  finished?(item: PreflightItem): void
+}
+
+export async function runPreflight(input: PreflightInput, progress: PreflightProgress = {}): Promise<PreflightItem[]> {
   const items: PreflightItem[] = []
-  for (const check of checks) {
+  for (const [check, doing] of UNDER_WAY) {
+    progress.started?.(doing)
+    let item: PreflightItem
     try {
-      items.push(await check(input))
+      item = await check(input)
     } catch (error) {
       // Bad input (e.g. malformed RAY_JOB_HEADERS) stops the command with exit 2, like any usage error.
       if (isGymError(error) && error.exit === ExitCode.usage) throw error
-      items.push(fail(check.name, check.name, `check crashed: ${messageOf(error)}`, hintOf(error)))
+      item = fail(check.name, check.name, `check crashed: ${messageOf(error)}`, hintOf(error))
     }
+    items.push(item)
+    progress.finished?.(item)
   }
   return items
 }

@@ -72,6 +72,8 @@ export interface TrainOptions {
   confirm?: (question: string) => Promise<boolean>
   /** A line for people. */
   say: (line: string) => void
+  /** What is under way while nothing else is printed (a spinner on a terminal); cleared before the next line. */
+  working?: {start(text: string): void; stop(): void}
   /** The script's own output and the job log, as they arrive. */
   passthrough?: (stream: 'stdout' | 'stderr', text: string) => void
   pollIntervalMs?: number
@@ -229,10 +231,17 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
 
   // ---------------------------------------------------------------- pre-flight
   options.say(`Pre-flight for ${target.id} (${target.dir})`)
-  report.preflight = await runPreflight({target, callerEnv: options.env, scriptEnv, smoke: options.smoke, gymRoot: options.gymRoot, signal: options.interrupt, submissionId})
-  for (const item of report.preflight) {
-    options.say(`  ${item.status === 'pass' ? '✔' : '✖'} ${item.title}: ${item.message}`)
-    if (item.status !== 'pass' && item.hint) options.say(`      hint: ${item.hint}`)
+  try {
+    report.preflight = await runPreflight({target, callerEnv: options.env, scriptEnv, smoke: options.smoke, gymRoot: options.gymRoot, signal: options.interrupt, submissionId}, {
+      started: (doing) => options.working?.start(doing),
+      finished(item) {
+        options.working?.stop()
+        options.say(`  ${item.status === 'pass' ? '✔' : '✖'} ${item.title}: ${item.message}`)
+        if (item.status !== 'pass' && item.hint) options.say(`      hint: ${item.hint}`)
+      },
+    })
+  } finally {
+    options.working?.stop()
   }
   if (scriptEnv.RELAX_SUBMISSION_ID) options.say(`  note: RELAX_SUBMISSION_ID=${scriptEnv.RELAX_SUBMISSION_ID} from the environment is replaced by a fresh id`)
   const failed = report.preflight.filter((i) => i.status !== 'pass')

@@ -13,7 +13,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {OWNERSHIP_LABEL} from '../../src/runtime/docker.js'
 import {PROBE_LABEL} from '../../src/runtime/storage-probe.js'
-import {repoRoot, snapshotRoot} from '../helpers/cli.js'
+import {camelCaseKeys, repoRoot, snapshotRoot} from '../helpers/cli.js'
 import {docker, dockerUnavailableReason} from '../helpers/docker.js'
 import {type BadInput, CASES, type Mount} from './cases.js'
 import {schemaProblems} from './schemas.js'
@@ -140,7 +140,9 @@ describe.concurrent('bad-input corpus', () => {
     if (c.args.includes('--json')) {
       const command = commandOf(c)
       expect(command, 'a --json case names a command').toBeDefined()
-      expect(await schemaProblems(command!, JSON.parse(o.stdout))).toEqual([])
+      const document = JSON.parse(o.stdout)
+      expect(await schemaProblems(command!, document)).toEqual([])
+      expect(camelCaseKeys(document), 'keys of a --json document are snake_case').toEqual([])
     }
     for (const mention of c.mentions ?? []) expect(`${o.stdout}\n${o.stderr}`).toMatch(new RegExp(mention.source.replaceAll('{recipe}', recipe), mention.flags))
     // Clear: no stack trace, no bare system error.

@@ -32,7 +32,7 @@ export function resultSchema(command: string, result: unknown): Record<string, u
     type: 'object',
     additionalProperties: false,
     required: keys,
-    properties: Object.fromEntries(keys.map((k) => [k, {type: typeOf(record[k]) === 'null' ? ['null', 'string', 'number', 'boolean', 'array', 'object'] : typeOf(record[k])}])),
+    properties: Object.fromEntries(keys.map((k) => [k, {type: typeOf(record[k]) === 'null' ? ['array', 'boolean', 'null', 'number', 'object', 'string'] : typeOf(record[k])}])),
   }
 }
 

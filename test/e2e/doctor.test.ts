@@ -10,7 +10,11 @@ describe('gymrecipe doctor', () => {
     const result = await runCli(['doctor', '--json'])
     expect(result.exitCode).toBe(0)
     const ids = result.json.tools.map((t: any) => t.id)
-    expect(ids).toEqual(['node', 'bash', 'shellcheck', 'python3', 'docker', 'docker-daemon', 'curl', 'jq', 'ray'])
+    expect(ids).toEqual(['node', 'bash', 'shellcheck', 'python3', 'docker', 'docker-daemon', 'docker-buildx', 'curl', 'jq', 'ray'])
+    // buildx is optional: without it the scripts build with the legacy builder, and doctor says how to get BuildKit.
+    const buildx = result.json.tools.find((t: any) => t.id === 'docker-buildx')
+    expect(buildx.required).toBe(false)
+    if (buildx.status !== 'ok') expect(buildx).toMatchObject({status: 'unusable', message: expect.stringContaining('docker buildx version failed'), hint: expect.stringContaining('docker-buildx')})
     const shellcheck = result.json.tools.find((t: any) => t.id === 'shellcheck')
     expect(shellcheck.status).toBe('ok')
     expect(shellcheck.version).toMatch(/\d+\.\d+/)

@@ -29,10 +29,10 @@ describe('gymrecipe inspect', () => {
     const result = await runCli(['inspect', '--gym-root', snapshotRoot, '--gym-config', 'benchmarks/gsm8k/config.yaml', '--json'])
     expect(result.exitCode).toBe(0)
     const graph = result.json
-    expect(graph.gymRoot).toBe(snapshotRoot)
+    expect(graph.gym_root).toBe(snapshotRoot)
     expect(graph.files).toEqual(['resources_servers/math_with_judge/configs/math_with_judge.yaml', 'benchmarks/gsm8k/config.yaml'])
-    expect(graph.resourcesServers.map((server: any) => [server.id, server.implementation])).toEqual([['gsm8k_math_with_judge_resources_server', 'math_with_judge']])
-    expect(graph.agents.map((agent: any) => [agent.id, agent.resourcesServer, agent.datasets.map((dataset: any) => dataset.name)])).toEqual([
+    expect(graph.resources_servers.map((server: any) => [server.id, server.implementation])).toEqual([['gsm8k_math_with_judge_resources_server', 'math_with_judge']])
+    expect(graph.agents.map((agent: any) => [agent.id, agent.resources_server, agent.datasets.map((dataset: any) => dataset.name)])).toEqual([
       ['gsm8k_math_with_judge_simple_agent', 'gsm8k_math_with_judge_resources_server', ['gsm8k']],
     ])
     expect(Object.keys(graph.merged)).not.toContain('math_with_judge')
@@ -50,7 +50,7 @@ describe('gymrecipe inspect', () => {
       '--json',
     ])
     expect(result.exitCode).toBe(0)
-    expect(result.json.agents.map((agent: any) => [agent.id, agent.maxSteps])).toEqual([
+    expect(result.json.agents.map((agent: any) => [agent.id, agent.max_steps])).toEqual([
       ['calendar_simple_agent', null],
       ['workplace_assistant_simple_agent', 6],
     ])
@@ -59,7 +59,7 @@ describe('gymrecipe inspect', () => {
   it('takes the Gym root from GYMRECIPE_GYM_ROOT', async () => {
     const result = await runCli(['inspect', '--gym-config', 'environments/workplace_assistant/config.yaml', '--json'], {env: {GYMRECIPE_GYM_ROOT: snapshotRoot}})
     expect(result.exitCode).toBe(0)
-    expect(result.json.agents[0].maxSteps).toBe(6)
+    expect(result.json.agents[0].max_steps).toBe(6)
   })
 
   it('exits 1 with the graph when it has errors, and redacts secrets', async () => {

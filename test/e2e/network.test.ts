@@ -70,7 +70,7 @@ describe.skipIf(Boolean(unavailable))('verify --level network (after gymrecipe s
     // The service was started with NEMO_GYM_CALLBACK_ALLOWED_NETWORKS=127.0.0.0/8: a name is never matched by a CIDR.
     const r = await runCli(['verify', fx.id, '--level', 'network', '--relax-root', fx.relaxRoot, '--json'], {env: {...env, RELAX_HOST: 'localhost'}, timeout: 600_000})
     expect(r.exitCode).toBe(4)
-    expect(r.json.stoppedAt).toBe('network')
+    expect(r.json.stopped_at).toBe('network')
     const allowlist = r.json.rungs.find((x: any) => x.rung === 'network').checks.find((c: any) => c.id === 'network.callback-allowlist')
     expect(allowlist.status).toBe('fail')
     expect(allowlist.message).toContain('localhost is a name')

@@ -165,8 +165,8 @@ describe('gymrecipe prepare without Docker: failures and Ctrl+C', () => {
   it('reports a failing script with its exit code, last lines and a hint (exit 1), and never retries', async () => {
     const r = await runCli(['prepare', id, '--relax-root', root, '--json'], {env: {NEMO_GYM_SOURCE_DATA: 'data/calendar_train.jsonl'}})
     expect(r.exitCode).toBe(1)
-    expect(r.json).toMatchObject({status: 'script-failed', script: {exitCode: 2}})
-    expect(r.json.script.stderrTail.join('\n')).toContain('NEMO_GYM_SOURCE_DATA must be an absolute path on shared storage, got: data/calendar_train.jsonl')
+    expect(r.json).toMatchObject({status: 'script-failed', script: {exit_code: 2}})
+    expect(r.json.script.stderr_tail.join('\n')).toContain('NEMO_GYM_SOURCE_DATA must be an absolute path on shared storage, got: data/calendar_train.jsonl')
     expect(r.json.hint).toContain(`Set NEMO_GYM_SOURCE_DATA in ${path.join(dir, 'env.sh')}`)
     expect(r.json.ladder).toBeUndefined()
     // The same for people, with the script's own words.

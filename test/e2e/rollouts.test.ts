@@ -201,7 +201,7 @@ describe('gymrecipe rollouts ingest', () => {
     await writeFile(path.join(dir, 'r.jsonl'), '{"_ng_task_index":1048143972598214168}\n{"_ng_task_index":1048143972598214168}\n')
     const result = await runCli(['rollouts', 'ingest', '--tasks', tasksFile, '--rollouts', path.join(dir, 'r.jsonl'), '--output', path.join(dir, 'n.jsonl'), '--dry-run', '--json'])
     expect(result.exitCode).toBe(0)
-    expect(result.json).toMatchObject({dryRun: true, records: 2})
+    expect(result.json).toMatchObject({dry_run: true, records: 2})
     expect(await readdir(dir)).not.toContain('n.jsonl')
   })
 })

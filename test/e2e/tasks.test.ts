@@ -69,7 +69,7 @@ describe('gymrecipe tasks build', () => {
     const output = path.join(dir, 'scenarios.jsonl')
     const result = await runCli(['tasks', 'build', path.join(fixtures, 'seed-rows.jsonl'), '--spec', path.join(fixtures, 'workplace-declarative.yaml'), '--output', output, '--json'])
     expect(result.exitCode).toBe(0)
-    expect(result.json).toEqual({input: path.join(fixtures, 'seed-rows.jsonl'), output, dryRun: false, rows: 2, skipped: 1, bundles: 1, repeatedScenarioIds: 0})
+    expect(result.json).toEqual({input: path.join(fixtures, 'seed-rows.jsonl'), output, dry_run: false, rows: 2, skipped: 1, bundles: 1, repeated_scenario_ids: 0})
     const bundle = JSON.parse(await readFile(output, 'utf8'))
     expect(bundle.scenario_id).toBe('gym-dc3946e4a77aae4c')
     expect(bundle.provenance).toEqual({seed_id: 7})
@@ -126,7 +126,7 @@ describe('gymrecipe tasks build', () => {
     const output = path.join(dir, 'scenarios.jsonl')
     const result = await runCli(['tasks', 'build', path.join(fixtures, 'seed-rows.jsonl'), '--spec', path.join(fixtures, 'workplace-declarative.yaml'), '--output', output, '--dry-run', '--json'])
     expect(result.exitCode).toBe(0)
-    expect(result.json).toMatchObject({dryRun: true, bundles: 1, output})
+    expect(result.json).toMatchObject({dry_run: true, bundles: 1, output})
     expect(await readdir(dir)).toEqual([])
   })
 
@@ -189,7 +189,7 @@ describe('gymrecipe tasks export', () => {
     const output = path.join(dir, 'gym-tasks.jsonl')
     const result = await runCli(['tasks', 'export', scenarios, '--output', output, '--json'])
     expect(result.exitCode).toBe(0)
-    expect(result.json).toEqual({input: scenarios, output, dryRun: false, tasks: 1})
+    expect(result.json).toEqual({input: scenarios, output, dry_run: false, tasks: 1})
     expect(await readFile(output, 'utf8')).toBe(
       '{"responses_create_params":{"temperature":1.0},"id":1048143972598214168,"_ng_task_index":1048143972598214168,"_dd_scenario_id":"s1","_dd_provenance":{"seed":1}}\n',
     )

@@ -330,7 +330,7 @@ describe('train: pre-flight (nothing is submitted unless every check passes)', (
   it('the dashboard derives from RAY_ADDRESS (host:port → http://host:RAY_DASHBOARD_PORT) like the script', async () => {
     const r = await train(['--json', '--dry-run'], userEnv({RAY_DASHBOARD_ADDRESS: undefined, RAY_ADDRESS: `${HOST}:6379`, RAY_DASHBOARD_PORT: String(ray.port)}))
     expect(r.exitCode, r.stdout + r.stderr).toBe(0)
-    expect(r.json.dashboardAddress).toBe(ray.url)
+    expect(r.json.dashboard_address).toBe(ray.url)
     expect(item(r.json, 'ray-dashboard').evidence.source).toContain('RAY_ADDRESS host')
   })
 })
@@ -369,22 +369,22 @@ describe('train: submit, follow, prove', () => {
     expect(report.job.status).toBe('SUCCEEDED')
     expect(report.waits).toBe(true)
     expect(report.message).toContain('SUCCEEDED but the training rung failed')
-    expect(report.trainingRung.status).toBe('fail')
-    const byId = Object.fromEntries(report.trainingRung.checks.map((c: any) => [c.id, c.status]))
+    expect(report.training_rung.status).toBe('fail')
+    const byId = Object.fromEntries(report.training_rung.checks.map((c: any) => [c.id, c.status]))
     expect(byId['training.rollout-dumps']).toBe('fail')
     expect(byId['training.checkpoint']).toBe('fail')
     expect(byId['training.job-state']).toBe('pass')
     // The script's own `ray job submit` waited (no --no-wait) under the id gymrecipe chose.
-    const call = (await ray.cliCalls()).find((c) => c.argv.includes(`--submission-id=${report.submissionId}`))!
+    const call = (await ray.cliCalls()).find((c) => c.argv.includes(`--submission-id=${report.submission_id}`))!
     expect(call.argv).not.toContain('--no-wait')
     // The entrypoint survived list2cmdline + /bin/sh intact.
-    const logs = await (await fetch(`${ray.url}/api/jobs/${report.submissionId}/logs`)).json()
+    const logs = await (await fetch(`${ray.url}/api/jobs/${report.submission_id}/logs`)).json()
     expect(logs.logs).toContain('stub: resource={"actor":[1,8],"rollout":[1,8]}')
     expect(logs.logs).toMatch(/stub: agent-command=\. \/.*\/scripts\/run_agent_app\.sh/)
-    expect(logs.logs).toContain(`submission=${report.submissionId}`)
+    expect(logs.logs).toContain(`submission=${report.submission_id}`)
     // Recorded outside the checkout, with the script's tee log.
     const state = JSON.parse(await fs.readFile(runStatePath(recipeDir, {XDG_STATE_HOME: path.join(tmp, 'state')}), 'utf8'))
-    expect(state).toMatchObject({recipe: recipeId, submissionId: report.submissionId, dashboardAddress: ray.url, smoke: false})
+    expect(state).toMatchObject({recipe: recipeId, submissionId: report.submission_id, dashboardAddress: ray.url, smoke: false})
     expect(state.logFile).toMatch(new RegExp(`/log/qwen3-4B-8xgpu-nemo-gym-${recipeId}-.+\\.log$`))
     expect(await fs.readFile(state.logFile, 'utf8')).toContain('stub: training line')
   })
@@ -418,8 +418,8 @@ describe('train: submit, follow, prove', () => {
     expect(r.exitCode).toBe(1)
     expect(r.json.outcome).toBe('job-failed')
     expect(r.json.job).toMatchObject({status: 'FAILED', driver_exit_code: 3, error_type: 'JOB_ENTRYPOINT_COMMAND_ERROR'})
-    expect(r.json.logTail.at(-1)).toBe('RuntimeError: stub failure in the driver')
-    expect(r.json.trainingRung).toBeNull()
+    expect(r.json.log_tail.at(-1)).toBe('RuntimeError: stub failure in the driver')
+    expect(r.json.training_rung).toBeNull()
     expect(r.json.job).not.toHaveProperty('runtime_env')
     const human = await train([])
     expect(human.exitCode).toBe(1)
@@ -446,7 +446,7 @@ describe('train: submit, follow, prove', () => {
       expect(result.exitCode).toBe(130)
       const report = JSON.parse(String(result.stdout)).result
       expect(report.outcome).toBe('interrupted')
-      expect(report.submissionId).toBe(own.submission_id)
+      expect(report.submission_id).toBe(own.submission_id)
       expect(report.job.status).toBe('STOPPED')
       expect(((await (await fetch(`${ray.url}/api/jobs/${foreign}`)).json()) as any).status).toBe('RUNNING')
       const stops = (await ray.requests()).filter((r) => r.method === 'POST' && r.path.endsWith('/stop')).map((r) => r.submission_id)
@@ -531,8 +531,8 @@ describe('train: submit, follow, prove', () => {
       expect(result.exitCode, String(result.stderr)).toBe(1)
       const report = JSON.parse(String(result.stdout)).result
       expect(report.outcome).toBe('follow-lost')
-      expect(report.message).toContain(`stop it with ray job stop --address=${doomed.url} ${report.submissionId}`)
-      expect(report.trainingRung).toBeNull()
+      expect(report.message).toContain(`stop it with ray job stop --address=${doomed.url} ${report.submission_id}`)
+      expect(report.training_rung).toBeNull()
     } finally {
       await doomed.stop()
     }
@@ -564,10 +564,10 @@ describe('train with the fixture mini Relax (real trials through the Gateway)', 
   it('SUCCEEDED and the training rung passes: exit 0', async () => {
     await useMiniRelax()
     const r = await train(['--json'])
-    expect(r.exitCode, JSON.stringify(r.json?.trainingRung ?? r.stderr, null, 1)).toBe(0)
+    expect(r.exitCode, JSON.stringify(r.json?.training_rung ?? r.stderr, null, 1)).toBe(0)
     expect(r.json.outcome).toBe('succeeded')
-    expect(r.json.trainingRung.status).toBe('pass')
-    expect(r.json.trainingRung.checks.length).toBeGreaterThan(3)
+    expect(r.json.training_rung.status).toBe('pass')
+    expect(r.json.training_rung.checks.length).toBeGreaterThan(3)
   }, 180_000)
 
   it('SUCCEEDED but a NaN grad norm: the training rung fails, reported as failure (exit 4)', async () => {
@@ -577,7 +577,7 @@ describe('train with the fixture mini Relax (real trials through the Gateway)', 
       expect(r.exitCode).toBe(4)
       expect(r.json.job.status).toBe('SUCCEEDED')
       expect(r.json.outcome).toBe('training-rung-failed')
-      const failed = r.json.trainingRung.checks.filter((c: any) => c.status === 'fail')
+      const failed = r.json.training_rung.checks.filter((c: any) => c.status === 'fail')
       expect(failed.map((c: any) => c.message).join('\n')).toMatch(/nan/i)
     } finally {
       await useMiniRelax()
@@ -589,14 +589,14 @@ describe('status', () => {
   it('shows the recorded job, the Gateway and the container at a glance (--json and human)', async () => {
     const r = await runCli(['status', recipeId, '--relax-root', checkout.root, '--json'], {env: userEnv()})
     expect(r.exitCode, r.stderr).toBe(0)
-    expect(r.json.job.submissionId).toMatch(new RegExp(`^${ownPrefix()}`))
+    expect(r.json.job.submission_id).toMatch(new RegExp(`^${ownPrefix()}`))
     expect(r.json.job.status).toMatch(/^(SUCCEEDED|FAILED|STOPPED)$/)
-    expect(r.json.gateway).toMatchObject({url: `http://${HOST}:${gatewayPort}`, reachable: true, ready: true, activeTrials: 0, registers: true, problem: null})
+    expect(r.json.gateway).toMatchObject({url: `http://${HOST}:${gatewayPort}`, reachable: true, ready: true, active_trials: 0, registers: true, problem: null})
     expect(r.json.env_sh_sourced).toBe(true)
-    expect(r.json.gateway.serviceEpoch).toMatch(/^[0-9a-f]{32}$/)
+    expect(r.json.gateway.service_epoch).toMatch(/^[0-9a-f]{32}$/)
     expect(r.json.container).toMatchObject({name: `nemo-gym-${recipeId}`, exists: false})
     const human = await runCli(['status', recipeId, '--relax-root', checkout.root], {env: userEnv()})
-    expect(human.stdout).toContain(`  job        ${r.json.job.submissionId}  ${r.json.job.status}  on ${ray.url}`)
+    expect(human.stdout).toContain(`  job        ${r.json.job.submission_id}  ${r.json.job.status}  on ${ray.url}`)
     expect(human.stdout).toMatch(new RegExp(`  gateway    http://127\\.0\\.0\\.1:${gatewayPort}  ready  epoch [0-9a-f]{8}  trials \\d+  active 0`))
   })
 
@@ -618,7 +618,7 @@ describe('status', () => {
     await dockerOk(['run', '-d', '--network', 'host', '--name', `nemo-gym-${recipeId}`, '--label', `ai.relax.recipe=${recipeId}`, '--label', label, '-e', `NEMO_GYM_GATEWAY_PORT=${gatewayPort}`, BASE_IMAGE, 'sleep', 'infinity'])
     try {
       const r = await runCli(['status', recipeId, '--relax-root', checkout.root, '--json'], {env: userEnv()})
-      expect(r.json.container).toMatchObject({exists: true, running: true, state: 'running', label: recipeId, owned: true, gatewayPort, image: BASE_IMAGE})
+      expect(r.json.container).toMatchObject({exists: true, running: true, state: 'running', label: recipeId, owned: true, gateway_port: gatewayPort, image: BASE_IMAGE})
       const human = await runCli(['status', recipeId, '--relax-root', checkout.root], {env: userEnv()})
       expect(human.stdout).toContain(`  container  nemo-gym-${recipeId}  running  ai.relax.recipe=${recipeId}  image ${BASE_IMAGE}  port ${gatewayPort}`)
     } finally {

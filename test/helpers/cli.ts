@@ -38,6 +38,8 @@ export async function runCli(
   } catch {
     envelope = undefined
   }
+  const camel = camelCaseKeys(envelope)
+  if (camel.length > 0) throw new Error(`gymrecipe ${args.join(' ')} printed camelCase keys in its --json document (keys are snake_case): ${camel.join(', ')}`)
   return {exitCode: result.exitCode ?? -1, stdout: String(result.stdout), stderr: String(result.stderr), json: unwrap(envelope), envelope}
 }
 
@@ -45,4 +47,24 @@ function unwrap(envelope: any): any {
   if (!envelope || typeof envelope !== 'object' || !('exit_code' in envelope)) return envelope
   if (envelope.error) return {...(envelope.result ?? {}), error: {...envelope.error, exit: envelope.exit_code}}
   return envelope.result
+}
+
+/** Values the document carries from someone else (a row's request, a service's answer, a Gym config) keep their own keys. */
+const FOREIGN = new Set(['body', 'readyz', 'merged', 'fields'])
+
+/** Paths of keys in an envelope that are not snake_case (the README's --json contract). */
+export function camelCaseKeys(envelope: unknown): string[] {
+  if (!envelope || typeof envelope !== 'object' || !('exit_code' in envelope)) return []
+  const found: string[] = []
+  const walk = (value: unknown, at: string): void => {
+    if (Array.isArray(value)) value.forEach((item, i) => walk(item, `${at}[${i}]`))
+    else if (value && typeof value === 'object') {
+      for (const [key, inner] of Object.entries(value)) {
+        if (/^[a-z][a-z0-9]*[A-Z]/.test(key)) found.push(`${at}.${key}`)
+        if (!FOREIGN.has(key)) walk(inner, `${at}.${key}`)
+      }
+    }
+  }
+  walk(envelope, '')
+  return found
 }

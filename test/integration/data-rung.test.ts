@@ -440,7 +440,7 @@ describe('shared storage', () => {
       const storage = report.rungs.find((r: any) => r.rung === 'data').checks.find((ch: any) => ch.id === 'data.shared-storage')
       expect(storage.status).toBe('fail')
       expect(storage.message).toContain(`${file} is not visible inside a container at the same path: wc -c exited 1`)
-      expect(storage.evidence.imageChoice).toBe(`the recipe's NEMO_GYM_IMAGE ${image}`)
+      expect(storage.evidence.image_choice).toBe(`the recipe's NEMO_GYM_IMAGE ${image}`)
       expect(result.exitCode).toBe(4)
       await rm(shared, {recursive: true, force: true})
     })

@@ -52,7 +52,7 @@ describe.skipIf(unavailable !== undefined)('service rung on a faulty service', (
     const r = await runCli(['start', fx.id, '--relax-root', fx.relaxRoot, '--json'], {env: fx.env, timeout: 600_000})
     expect(r.exitCode, r.stderr.slice(-3000)).toBe(4)
     expect(r.json.readiness.ready).toBe(true)
-    expect(r.json.ladder.stoppedAt).toBe('service')
+    expect(r.json.ladder.stopped_at).toBe('service')
     const service = r.json.ladder.rungs.find((x: any) => x.rung === 'service')
     const byId = new Map<string, any>(service.checks.map((c: any) => [c.id, c]))
     const failing = service.checks.filter((c: any) => c.status !== 'pass').map((c: any) => c.id).sort()

@@ -2,9 +2,9 @@
  * Script output collapsed to a progress line: nothing streamed unless verbose, the last lines
  * kept for a failure report (partial lines and CRLF included), and no progress under --json.
  */
-import {describe, expect, it} from 'vitest'
+import {afterEach, describe, expect, it, vi} from 'vitest'
 
-import {scriptOutputSink} from '../../src/cli/progress.js'
+import {scriptOutputSink, stepLine} from '../../src/cli/progress.js'
 
 function host(json = false) {
   const warned: string[] = []
@@ -34,5 +34,57 @@ describe('script output', () => {
       ['stderr', '\nc\n'],
     ])
     expect(sink.tail()).toEqual(['a', 'b', 'c'])
+  })
+})
+
+describe('the step under way', () => {
+  const isTTY = process.stderr.isTTY
+  afterEach(() => {
+    process.stderr.isTTY = isTTY
+    vi.restoreAllMocks()
+    vi.useRealTimers()
+  })
+
+  function captureStderr(tty: boolean): string[] {
+    process.stderr.isTTY = tty
+    const written: string[] = []
+    vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      written.push(String(chunk))
+      return true
+    })
+    return written
+  }
+
+  it('spins beside what is being done on a terminal, with the seconds so far, and clears the line when it ends', () => {
+    vi.useFakeTimers()
+    const written = captureStderr(true)
+    const line = stepLine(host().host)
+    line.start('climbing the static and data rungs')
+    vi.advanceTimersByTime(1250)
+    line.stop()
+    line.stop()
+    const frames = written.slice(0, -1)
+    expect(frames.length).toBeGreaterThanOrEqual(12)
+    expect(new Set(frames.map((f) => f.slice(5, 6))).size).toBeGreaterThan(5) // the spinner turns
+    expect(frames.at(-1)?.startsWith('\r\x1b[2K')).toBe(true)
+    expect(frames.at(-1)?.slice(6)).toBe(' climbing the static and data rungs (1 s)')
+    expect(written.at(-1)).toBe('\r\x1b[2K')
+    vi.advanceTimersByTime(1000)
+    expect(written.at(-1)).toBe('\r\x1b[2K')
+  })
+
+  it('draws nothing without a terminal or under --json', () => {
+    vi.useFakeTimers()
+    const written = captureStderr(false)
+    const plain = stepLine(host().host)
+    plain.start('asking the Ray dashboard')
+    vi.advanceTimersByTime(1000)
+    plain.stop()
+    process.stderr.isTTY = true
+    const json = stepLine(host(true).host)
+    json.start('asking the Ray dashboard')
+    vi.advanceTimersByTime(1000)
+    json.stop()
+    expect(written).toEqual([])
   })
 })

@@ -3,6 +3,7 @@ import {readDatasets} from './datasets.js'
 import {gymConfigError} from './errors.js'
 import type {Origin} from './provenance.js'
 import {forEachLeaf, hasKey, isMapping, isMissing, type Mapping, type Path, toDotted, toPointer} from './tree.js'
+import {verbatim} from '../../json-document.js'
 
 export const SERVER_KINDS: readonly GymServerKind[] = ['resources_servers', 'responses_api_agents', 'responses_api_models']
 
@@ -79,7 +80,8 @@ function readServer(id: string, block: Mapping, locate: Locate): GymServer | nul
   if (!isMapping(fields)) {
     throw shapeError(`'${id}.${kind}.${implementation}' must be a mapping of the server's fields, got ${JSON.stringify(fields)}`, [id, kind, implementation])
   }
-  return {id, kind, implementation, fields}
+  // The server's own fields, printed by `inspect --json` with the keys Gym gave them.
+  return {id, kind, implementation, fields: verbatim(fields)}
 }
 
 function readAgent(server: GymServer, report: Report, locate: Locate, problems: GymProblem[]): GymAgent {

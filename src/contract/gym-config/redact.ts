@@ -1,4 +1,5 @@
 import {isMapping} from './tree.js'
+import {isVerbatim, verbatim} from '../../json-document.js'
 
 /** Last words of keys that hold credentials: hf_token, openai_api_key, mlflow_tracking_token, ... (not max_output_tokens). */
 const SECRET_WORDS = new Set(['token', 'secret', 'password', 'passwd', 'cookie', 'cookies', 'authorization', 'credential', 'credentials', 'apikey'])
@@ -26,7 +27,7 @@ function redact(value: unknown, secretKey: boolean): unknown {
     for (const [key, item] of Object.entries(value)) {
       Object.defineProperty(copy, key, {value: redact(item, secretKey || isSecretKey(key)), enumerable: true, writable: true, configurable: true})
     }
-    return copy
+    return isVerbatim(value) ? verbatim(copy) : copy
   }
   if (!secretKey || value === null || value === '' || isReference(value)) return value
   return REDACTED

@@ -16,6 +16,7 @@ import {type Admission, Limiter} from './limiter.js'
 import {buildRowPlan} from './request.js'
 import {type HttpTransport, nodeHttpTransport} from '../../runtime/call-transport.js'
 import type {CallConfig, FailureKind} from './types.js'
+import {verbatim} from '../../json-document.js'
 
 export interface CallProgress {
   total: number
@@ -272,7 +273,7 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
     await forEachRow(options.input, (_index, line, raw) => {
       const planned = buildRowPlan(config, parseFast(raw) as Record<string, unknown>, line)
       if (planned.ok) {
-        first ??= {url: config.endpoint + config.route, body: parseLossless(planned.plan.body)}
+        first ??= {url: config.endpoint + config.route, body: verbatim(parseLossless(planned.plan.body))}
       } else {
         count++
         if (invalid.length < 20) invalid.push({line, row_id: planned.rowId, route: planned.route, reason: planned.reason})

@@ -29,6 +29,7 @@ import {
 import {type RelaxTask, pickRow, readTaskFromGymRoot, toRelaxTask} from './task.js'
 import {recordGatewayUse} from '../../runtime/gateway-ledger.js'
 import {codeOf, hintOf, messageOf} from '../../errors.js'
+import {verbatim} from '../../json-document.js'
 
 type Result = Omit<CheckResult, 'rung'>
 
@@ -111,7 +112,7 @@ const prepare: Check = {
         id: 'trial.gateway-ready', title: 'Gateway ready', status: 'fail',
         message: `${address.gatewayUrl}/readyz is ${why}`,
         hint: `Start the service (gymrecipe start ${contract.id}) and check docker logs ${contract.service.container}.`,
-        evidence: {readyz: body},
+        evidence: {readyz: verbatim(body)},
       })
       return results
     }
@@ -119,7 +120,7 @@ const prepare: Check = {
     results.push({
       id: 'trial.gateway-ready', title: 'Gateway ready', status: 'pass',
       message: `${address.gatewayUrl} ready (trials=${body.trials}, active_trials=${body.active_trials}, epoch ${String(body.service_epoch ?? '?').slice(0, 8)})`,
-      evidence: {readyz: body},
+      evidence: {readyz: verbatim(body)},
     })
     const options = trialOptions(ctx.options)
     const callbackHost = options.callbackHost ?? address.gymHost
