@@ -107,6 +107,8 @@ export async function runCallCommand(host: CallCommandHost, kind: CallKind, rows
   }
   report(host, kind, summary)
   if (summary.interrupted) return host.withExitCode(summary, ExitCode.interrupted)
+  // The dry run's status is the real run's: it would stop on a missing token (exit 2).
+  if (summary.missing_tokens?.length) return host.withExitCode(summary, ExitCode.usage)
   return host.withExitCode(summary, summary.failed > 0 ? ExitCode.failure : ExitCode.ok)
 }
 
@@ -128,6 +130,9 @@ function report(host: CallCommandHost, kind: CallKind, s: CallSummary): void {
     if (s.first_request) {
       const body = stringifyJson(s.first_request.body)
       host.say(`  first request: POST ${s.first_request.url} ${body.length > 400 ? `${body.slice(0, 400)}…` : body}`)
+    }
+    for (const missing of s.missing_tokens ?? []) {
+      host.warnLine(`the real run would stop: environment variable ${missing.name} (${missing.pointer}) is not set or empty; export ${missing.name}=<token> (sent only to ${missing.endpoint})`)
     }
     return
   }

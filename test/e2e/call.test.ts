@@ -124,6 +124,23 @@ describe('gymrecipe call (CLI)', () => {
     expect(gym.requests).toHaveLength(0)
   })
 
+  it('--dry-run previews without the bearer token, names the missing variable and exits 2 as the real run would', async () => {
+    const ws = await workspace([sqlRow('a')], 'bearer_token_env: GYM_TOKEN_NOT_SET\n')
+    const json = await runCli(['call', 'resource', ws.rows, '--config', ws.config, '--dry-run', '--json'])
+    expect(json.exitCode).toBe(2)
+    expect(json.json).toMatchObject({dry_run: true, rows: 1, first_request: {url: `${gym.url}/execute`}, missing_tokens: [{name: 'GYM_TOKEN_NOT_SET', pointer: '/bearer_token_env', endpoint: gym.url}]})
+    expect(json.envelope).toMatchObject({status: 'bad-input', error: null})
+    const human = await runCli(['call', 'resource', ws.rows, '--config', ws.config, '--dry-run'])
+    expect(human.exitCode).toBe(2)
+    expect(human.stdout).toContain('first request: POST')
+    expect(human.stderr).toContain(`the real run would stop: environment variable GYM_TOKEN_NOT_SET (/bearer_token_env) is not set or empty; export GYM_TOKEN_NOT_SET=<token> (sent only to ${gym.url})`)
+    const set = await runCli(['call', 'resource', ws.rows, '--config', ws.config, '--dry-run', '--json'], {env: {GYM_TOKEN_NOT_SET: 'dry-run-token-123'}})
+    expect(set.exitCode).toBe(0)
+    expect(set.json.missing_tokens).toEqual([])
+    expect(set.stdout).not.toContain('dry-run-token-123')
+    expect(gym.requests).toHaveLength(0)
+  })
+
   it('Ctrl+C: in-flight rows clean up, write evidence, exit 130; --resume completes without re-calling finished rows', async () => {
     const rows = [sqlRow('r0'), sqlRow('r1'), sqlRow('r2'), sqlRow('r3', 'gate'), sqlRow('r4', 'gate'), sqlRow('r5'), sqlRow('r6'), sqlRow('r7')]
     const ws = await workspace(rows, 'max_parallel_requests: 2\ntimeout: 60\n')

@@ -376,24 +376,37 @@ function normalizeConfig(raw: Record<string, any>, kind: CallKind): CallConfig {
   }
 }
 
+export interface MissingToken {
+  /** The environment variable's name (never a value). */
+  name: string
+  pointer: string
+  endpoint: string
+}
+
+function missingTokenError(missing: MissingToken): GymError {
+  return new GymError(`environment variable ${missing.name} (${missing.pointer}) is not set or empty`, {
+    code: 'E_CALL_TOKEN_MISSING',
+    exit: ExitCode.usage,
+    hint: `export ${missing.name}=<token> before running; the token is read once at start-up and sent only to ${missing.endpoint}`,
+    location: {pointer: missing.pointer},
+  })
+}
+
 /**
  * Bearer tokens are read once at start-up. Each token is bound to the endpoint
  * that declared it: the column's token goes only to `endpoint`, a step's token
- * only to that step's endpoint. A missing variable is a usage error; the
- * message names the variable, never a value.
+ * only to that step's endpoint. Variables that are unset or empty are listed
+ * (by name) in `missing`; two tokens for one endpoint are a usage error.
  */
-export function readBearerTokens(config: CallConfig, env: NodeJS.ProcessEnv = process.env): Map<string, string> {
+export function bearerTokens(config: CallConfig, env: NodeJS.ProcessEnv = process.env): {tokens: Map<string, string>; missing: MissingToken[]} {
   const tokens = new Map<string, string>()
+  const missing: MissingToken[] = []
   const bind = (endpoint: string, name: string | undefined, pointer: string) => {
     if (!name) return
     const value = env[name]
     if (value === undefined || value === '') {
-      throw new GymError(`environment variable ${name} (${pointer}) is not set or empty`, {
-        code: 'E_CALL_TOKEN_MISSING',
-        exit: ExitCode.usage,
-        hint: `export ${name}=<token> before running; the token is read once at start-up and sent only to ${endpoint}`,
-        location: {pointer},
-      })
+      missing.push({name, pointer, endpoint})
+      return
     }
     const existing = tokens.get(endpoint)
     if (existing !== undefined && existing !== value) {
@@ -409,6 +422,13 @@ export function readBearerTokens(config: CallConfig, env: NodeJS.ProcessEnv = pr
   bind(config.endpoint, config.bearer_token_env, '/bearer_token_env')
   config.session?.initialize.forEach((s, i) => bind(s.endpoint, s.bearer_token_env, `/session/initialize/${i}/bearer_token_env`))
   config.session?.cleanup.forEach((s, i) => bind(s.endpoint, s.bearer_token_env, `/session/cleanup/${i}/bearer_token_env`))
+  return {tokens, missing}
+}
+
+/** The tokens a real run sends: a missing variable is a usage error naming the variable, never a value. */
+export function readBearerTokens(config: CallConfig, env: NodeJS.ProcessEnv = process.env): Map<string, string> {
+  const {tokens, missing} = bearerTokens(config, env)
+  if (missing.length > 0) throw missingTokenError(missing[0])
   return tokens
 }
 

@@ -6,7 +6,7 @@ import path from 'node:path'
 import {codeOf, GymError, messageOf, ExitCode} from '../../errors.js'
 import {openAtomicTarget} from '../../runtime/fs.js'
 import {onAbort} from './abort.js'
-import {readBearerTokens} from './config.js'
+import {bearerTokens, type MissingToken, readBearerTokens} from './config.js'
 import {EvidenceDir, FLUSH_MS, type JournalHeader, type RecordedRows} from './evidence.js'
 import {LineReader} from '../jsonl-reader.js'
 import {inputUnreadable, isEmptyObjectText, scanRows} from './input.js'
@@ -83,6 +83,8 @@ export interface CallSummary {
   invalid_request_count?: number
   /** Dry run only: the first row's execute request. */
   first_request?: {url: string; body: unknown} | null
+  /** Dry run only: bearer-token variables that are unset or empty (names only); the real run would stop on the first (exit 2). */
+  missing_tokens?: MissingToken[]
   duration_ms: number
   rows_per_second: number
 }
@@ -235,7 +237,8 @@ export function runWindow(maxParallel: number): RunWindow {
 export async function runCall(options: RunCallOptions): Promise<CallSummary> {
   const started = performance.now()
   const {config} = options
-  const bearerTokens = readBearerTokens(config, options.env ?? process.env)
+  // A dry run previews without the secrets and lists the missing ones; a real run stops on the first.
+  const tokens = options.dryRun ? bearerTokens(config, options.env ?? process.env) : {tokens: readBearerTokens(config, options.env ?? process.env), missing: []}
   // pass 1: validate every row and fingerprint the file before anything is called; nothing is kept
   const {rows, sha256} = await scanRows(options.input, config)
   const summary: CallSummary = {
@@ -282,6 +285,7 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
     summary.invalid_requests = invalid
     summary.invalid_request_count = count
     summary.first_request = first
+    summary.missing_tokens = tokens.missing
     return finish()
   }
 
@@ -342,7 +346,7 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
   const ctx: RowCallContext = {
     config,
     transport: options.transport ?? ownTransport!,
-    bearerTokens,
+    bearerTokens: tokens.tokens,
     limiter,
     cancel: cancel.signal,
     evidence,
