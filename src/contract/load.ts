@@ -1,11 +1,12 @@
 import {Ajv, type ErrorObject} from 'ajv'
 import {promises as fsp} from 'node:fs'
-import {isMap, isScalar, isSeq, LineCounter, parseDocument, type Document} from 'yaml'
+import {LineCounter, parseDocument, type Document} from 'yaml'
 
 import {codeOf, GymError, messageOf, ExitCode} from '../errors.js'
 import {checkContractInvariants} from './invariants.js'
 import {recipeSchema} from './schema.js'
 import type {RecipeContract} from './types.js'
+import {pointerPath, schemaProblems, yamlLineOf} from '../schema-errors.js'
 import {yamlValue} from '../yaml-value.js'
 
 export interface ContractProblem {
@@ -17,108 +18,30 @@ export interface ContractProblem {
   hint: string
 }
 
-const ajv = new Ajv({allErrors: true, strict: true, allowUnionTypes: true})
-const validateSchema = ajv.compile<RecipeContract>(recipeSchema as any)
-
-/** What a failing keyword expected, in words a user can act on. */
-function describeExpectation(error: ErrorObject): string {
-  const p = error.params as Record<string, unknown>
-  switch (error.keyword) {
-    case 'required':
-      return `a "${p.missingProperty}" field`
-    case 'additionalProperties':
-      return `no field "${p.additionalProperty}" (not part of the recipe contract)`
-    case 'pattern':
-      return `a value matching ${p.pattern}`
-    case 'enum':
-      return `one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`
-    case 'const':
-      return `exactly ${JSON.stringify(p.allowedValue)}`
-    case 'type':
-      return `a value of type ${p.type}`
-    case 'minimum':
-    case 'maximum':
-    case 'exclusiveMinimum':
-    case 'exclusiveMaximum':
-      return `a number ${p.comparison} ${p.limit}`
-    case 'minItems':
-      return `at least ${p.limit} item(s)`
-    case 'maxLength':
-      return `at most ${p.limit} characters`
-    case 'minLength':
-      return `at least ${p.limit} character(s)`
-    case 'uniqueItems':
-      return 'no duplicate items'
-    default:
-      return error.message ?? error.keyword
-  }
-}
+const ajv = new Ajv({allErrors: true, strict: true, allowUnionTypes: true, verbose: true})
+const validateSchema = ajv.compile<RecipeContract>(recipeSchema)
 
 function hintFor(error: ErrorObject): string {
   const p = error.params as Record<string, unknown>
-  if (error.keyword === 'additionalProperties') return `Remove "${p.additionalProperty}" or check its spelling.`
+  if (error.keyword === 'additionalProperties') return `Remove "${String(p.additionalProperty)}" or check its spelling.`
   if (error.keyword === 'pattern') return 'Only letters, digits and . _ - / are allowed here; values reach shell scripts and paths.'
-  if (error.keyword === 'required') return `Add "${p.missingProperty}"; see the built-in recipes in recipes/ for complete examples.`
+  if (error.keyword === 'required') return `Add "${String(p.missingProperty)}"; see the built-in recipes in recipes/ for complete examples.`
   return 'See the recipe contract reference in README.md.'
 }
 
-/** Keep the most specific error per location; oneOf/anyOf add noise on top of their branch errors. */
-function usefulErrors(errors: ErrorObject[]): ErrorObject[] {
-  const specific = errors.filter((e) => !['anyOf', 'oneOf', 'if'].includes(e.keyword))
-  const chosen = specific.length > 0 ? specific : errors
-  const seen = new Set<string>()
-  return chosen.filter((e) => {
-    const key = `${e.instancePath}|${e.keyword}|${JSON.stringify(e.params)}`
-    if (seen.has(key)) return false
-    seen.add(key)
-    return true
-  })
-}
-
-function pointerSegments(pointer: string): string[] {
-  if (!pointer) return []
-  return pointer
-    .split('/')
-    .slice(1)
-    .map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~'))
-}
-
-/** 1-based line of the node at a JSON pointer, or of its nearest existing parent. */
-export function lineOfPointer(doc: Document | undefined, lineCounter: LineCounter | undefined, pointer: string): number | null {
-  if (!doc || !lineCounter) return null
-  const segments = pointerSegments(pointer)
-  for (let n = segments.length; n >= 0; n--) {
-    const path = segments.slice(0, n).map((s) => (/^\d+$/.test(s) ? Number(s) : s))
-    const node: any = n === 0 ? doc.contents : doc.getIn(path, true)
-    if (node && (isMap(node) || isSeq(node) || isScalar(node)) && node.range) {
-      // For a map entry, point at the key line rather than the value.
-      if (n > 0 && n === segments.length) {
-        const parent: any = n === 1 ? doc.contents : doc.getIn(path.slice(0, -1), true)
-        if (isMap(parent)) {
-          const pair = parent.items.find((it: any) => isScalar(it.key) && String(it.key.value) === String(path.at(-1)))
-          if (pair && isScalar(pair.key) && pair.key.range) return lineCounter.linePos(pair.key.range[0]).line
-        }
-      }
-      return lineCounter.linePos(node.range[0]).line
-    }
-  }
-  return null
+function lineOf(doc: Document | undefined, lineCounter: LineCounter | undefined, pointer: string): number | null {
+  return doc && lineCounter ? yamlLineOf(doc, lineCounter, pointerPath(pointer)) : null
 }
 
 export function problemsFromSchema(errors: ErrorObject[], file: string, doc?: Document, lineCounter?: LineCounter): ContractProblem[] {
-  return usefulErrors(errors).map((error) => {
-    const pointer = error.keyword === 'required' ? error.instancePath : error.instancePath || ''
-    const fieldPointer =
-      error.keyword === 'additionalProperties' ? `${error.instancePath}/${String((error.params as Record<string, unknown>).additionalProperty)}` : pointer
-    return {
-      file,
-      line: lineOfPointer(doc, lineCounter, fieldPointer),
-      pointer: fieldPointer || '/',
-      message: `${fieldPointer || '/'}: expected ${describeExpectation(error)}`,
-      expected: describeExpectation(error),
-      hint: hintFor(error),
-    }
-  })
+  return schemaProblems(errors).map((problem) => ({
+    file,
+    line: lineOf(doc, lineCounter, problem.pointer),
+    pointer: problem.pointer || '/',
+    message: `${problem.pointer || '/'} ${problem.expected}`,
+    expected: problem.expected,
+    hint: hintFor(problem.error),
+  }))
 }
 
 export function contractError(file: string, problems: ContractProblem[]): GymError {
@@ -138,7 +61,7 @@ export function contractProblems(value: unknown, file = '<contract>', doc?: Docu
   if (!validateSchema(value)) return problemsFromSchema(validateSchema.errors ?? [], file, doc, lineCounter)
   return checkContractInvariants(value).map((v) => ({
     file,
-    line: lineOfPointer(doc, lineCounter, v.pointer),
+    line: lineOf(doc, lineCounter, v.pointer),
     pointer: v.pointer,
     message: `${v.pointer}: ${v.message}`,
     expected: v.expected,

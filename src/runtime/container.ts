@@ -136,10 +136,10 @@ export interface LogOptions {
 export async function containerLogChunks(docker: Docker, id: string, options: LogOptions = {}): Promise<LogChunk[]> {
   const container = docker.getContainer(id)
   const info = await container.inspect()
-  const query: Record<string, unknown> = {stdout: true, stderr: true, follow: false, timestamps: Boolean(options.timestamps)}
+  const query: Docker.ContainerLogsOptions & {follow: false} = {stdout: true, stderr: true, follow: false, timestamps: Boolean(options.timestamps)}
   if (options.tail !== undefined) query.tail = options.tail
   if (options.sinceSeconds !== undefined) query.since = options.sinceSeconds.toFixed(9)
-  const raw = (await container.logs(query as any)) as unknown
+  const raw: unknown = await container.logs(query)
   const buffer = Buffer.isBuffer(raw) ? raw : Buffer.from(String(raw ?? ''))
   return demuxLogBuffer(buffer, Boolean(info.Config?.Tty))
 }
@@ -172,8 +172,8 @@ export async function followContainerLogs(
   const stream = (await container.logs({stdout: true, stderr: true, follow: true, ...(options.tail === undefined ? {} : {tail: options.tail})})) as unknown as Readable
   const out = new PassThrough()
   const err = new PassThrough()
-  out.pipe(sinks.stdout as any, {end: false})
-  err.pipe(sinks.stderr as any, {end: false})
+  out.pipe(sinks.stdout, {end: false})
+  err.pipe(sinks.stderr, {end: false})
   if (info.Config?.Tty) stream.pipe(out)
   else docker.modem.demuxStream(stream, out, err)
   const done = new Promise<void>((resolve) => {

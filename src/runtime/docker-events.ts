@@ -22,13 +22,23 @@ export interface EventWatch {
  * Subscribe to container events whose container carries every label in `labels` (key=value).
  * Resolves once the daemon has accepted the subscription, so nothing created afterwards is missed.
  */
+/** An event as the Engine API streams it (older daemons also send id, status and time). */
+interface EngineEvent {
+  Action?: string
+  Actor?: {ID?: string; Attributes?: Record<string, string>}
+  id?: string
+  status?: string
+  time?: number
+  timeNano?: number | string
+}
+
 export async function watchContainerEvents(
   docker: Docker,
   labels: string[],
   onEvent: (event: ContainerEvent) => void,
   onError?: (error: Error) => void,
 ): Promise<EventWatch> {
-  const stream = (await docker.getEvents({filters: {type: ['container'], label: labels}} as any)) as unknown as Readable
+  const stream = (await docker.getEvents({filters: {type: ['container'], label: labels}})) as unknown as Readable
   let buffered = ''
   stream.on('data', (chunk: Buffer) => {
     buffered += chunk.toString('utf8')
@@ -37,9 +47,9 @@ export async function watchContainerEvents(
       const line = buffered.slice(0, newline).trim()
       buffered = buffered.slice(newline + 1)
       if (!line) continue
-      let raw: any
+      let raw: EngineEvent
       try {
-        raw = JSON.parse(line)
+        raw = JSON.parse(line) as EngineEvent
       } catch {
         continue
       }

@@ -10,7 +10,8 @@ import {causeOf, messageOf} from '../errors.js'
 export interface GatewayAnswer {
   /** HTTP status, or 0 when the request never got an answer. */
   status: number
-  body: any
+  /** The JSON answer, the text of a non-JSON one, or undefined without an answer. */
+  body: unknown
   /** Transport error text when status is 0. */
   error?: string
 }
@@ -36,6 +37,18 @@ export interface ReadyzBody {
   gym_commit?: string
   janitor_healthy?: boolean
   [key: string]: unknown
+}
+
+/** The trial snapshot an answer carries (a 200 from GET, the 202 of create or abort), or null. */
+export function snapshotOf(answer: GatewayAnswer, ...statuses: number[]): TrialSnapshot | null {
+  const {body} = answer
+  return statuses.includes(answer.status) && body && typeof body === 'object' && !Array.isArray(body) ? (body as TrialSnapshot) : null
+}
+
+/** The fields of a JSON object answer (`{}` for anything else). */
+export function answerFields(answer: GatewayAnswer): Record<string, unknown> {
+  const {body} = answer
+  return body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {}
 }
 
 /** A JSON request that never throws: transport failures come back as status 0 with the reason. */

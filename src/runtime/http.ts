@@ -33,6 +33,11 @@ export async function httpRequest(
   return {status: response.status, json, text}
 }
 
+/** The fields of a JSON object answer (`{}` for anything else), each to be checked before use. */
+export function objectFields(json: unknown): Record<string, unknown> {
+  return json && typeof json === 'object' && !Array.isArray(json) ? (json as Record<string, unknown>) : {}
+}
+
 /** One GET /readyz; transport errors become `{error}` instead of throwing. */
 export async function readyz(gatewayUrl: string, timeoutMs = 2000): Promise<{answer?: HttpAnswer; error?: string}> {
   try {

@@ -76,20 +76,22 @@ function hex(bytes: number): string {
   return randomBytes(bytes).toString('hex')
 }
 
+/** The fields of a JSON object (`{}` for anything else): a request body is whatever the agent sent. */
+function fieldsOf(value: unknown): Record<string, unknown> {
+  return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {}
+}
+
+function listOf(value: unknown): Array<Record<string, unknown>> {
+  return Array.isArray(value) ? value.map(fieldsOf) : []
+}
+
 /** Count the tool results a request carries, per protocol. */
-export function countToolResults(protocol: CallbackProtocol, body: any): number {
-  if (!body || typeof body !== 'object') return 0
-  if (protocol === 'responses') {
-    const input = Array.isArray(body.input) ? body.input : []
-    return input.filter((item: any) => item && typeof item === 'object' && item.type === 'function_call_output').length
-  }
-  const messages = Array.isArray(body.messages) ? body.messages : []
-  if (protocol === 'chat_completions') return messages.filter((m: any) => m && m.role === 'tool').length
-  let count = 0
-  for (const m of messages) {
-    if (m && Array.isArray(m.content)) count += m.content.filter((b: any) => b && b.type === 'tool_result').length
-  }
-  return count
+export function countToolResults(protocol: CallbackProtocol, body: unknown): number {
+  const request = fieldsOf(body)
+  if (protocol === 'responses') return listOf(request.input).filter((item) => item.type === 'function_call_output').length
+  const messages = listOf(request.messages)
+  if (protocol === 'chat_completions') return messages.filter((m) => m.role === 'tool').length
+  return messages.reduce((count, m) => count + listOf(m.content).filter((block) => block.type === 'tool_result').length, 0)
 }
 
 function responsesReply(turn: ScriptedTurn, model: string): unknown {
@@ -111,7 +113,13 @@ function responsesReply(turn: ScriptedTurn, model: string): unknown {
   }
 }
 
-function chatMessage(turn: ScriptedTurn): {message: any; finish: string} {
+interface ChatMessage {
+  role: 'assistant'
+  content: string | null
+  tool_calls?: Array<{id: string; type: 'function'; function: {name: string; arguments: string}}>
+}
+
+function chatMessage(turn: ScriptedTurn): {message: ChatMessage; finish: string} {
   if (turn.tool_call) {
     return {
       message: {role: 'assistant', content: null, tool_calls: [{id: `call_${hex(8)}`, type: 'function', function: {name: turn.tool_call.name, arguments: JSON.stringify(turn.tool_call.arguments ?? {})}}]},
@@ -149,7 +157,9 @@ function chatStream(turn: ScriptedTurn, model: string): string {
   return parts.join('')
 }
 
-function messagesBlock(turn: ScriptedTurn): {block: any; stop: string} {
+type MessagesBlock = {type: 'tool_use'; id: string; name: string; input: unknown} | {type: 'text'; text: string}
+
+function messagesBlock(turn: ScriptedTurn): {block: MessagesBlock; stop: string} {
   if (turn.tool_call) return {block: {type: 'tool_use', id: `toolu_${hex(8)}`, name: turn.tool_call.name, input: turn.tool_call.arguments ?? {}}, stop: 'tool_use'}
   return {block: {type: 'text', text: turn.text ?? ''}, stop: 'end_turn'}
 }
@@ -196,20 +206,21 @@ export async function startScriptedModel(options: {host: string; port?: number; 
     req.on('data', (chunk: Buffer) => chunks.push(chunk))
     req.on('end', () => {
       const raw = Buffer.concat(chunks).toString('utf8')
-      let body: any
+      let body: unknown
       try {
         body = raw ? JSON.parse(raw) : undefined
       } catch {
         body = undefined
       }
+      const request = fieldsOf(body)
       const path = (req.url ?? '').split('?')[0]
-      const stream = body?.stream === true
+      const stream = request.stream === true
       const record: CallbackRecord = {
         index: -1,
         path,
         status: 0,
         toolResults: countToolResults(protocol, body),
-        tools: Array.isArray(body?.tools) ? body.tools.length : -1,
+        tools: Array.isArray(request.tools) ? request.tools.length : -1,
         stream,
         at: Date.now(),
       }
@@ -259,7 +270,7 @@ export async function startScriptedModel(options: {host: string; port?: number; 
           record.error = `no scripted turn ${record.index} (the script has ${session.turns.length})`
           return sendJson(400, {error: {message: `scripted model has no turn ${record.index}`, type: 'invalid_request_error'}})
         }
-        const model = typeof body.model === 'string' ? body.model : 'model'
+        const model = typeof request.model === 'string' ? request.model : 'model'
         if (protocol === 'responses') return sendJson(200, responsesReply(turn, model))
         if (protocol === 'chat_completions') return stream ? sendSse(chatStream(turn, model)) : sendJson(200, chatReply(turn, model))
         return stream ? sendSse(messagesStream(turn, model)) : sendJson(200, messagesReply(turn, model))

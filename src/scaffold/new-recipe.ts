@@ -95,12 +95,14 @@ async function readVerifierOverride(file: string): Promise<VerifierOverride> {
   })
   const doc = parseDocument(text)
   if (doc.errors.length > 0) throw usageError(`${file}: invalid YAML: ${doc.errors[0].message.split('\n')[0]}`)
-  const value: any = yamlValue(doc, file)
-  if (!value || typeof value !== 'object' || !value.verifier || typeof value.verifier !== 'object' || Array.isArray(value.verifier)) {
+  const parsed = yamlValue(doc, file)
+  // The blocks are checked in full with the whole contract; here only that they are there.
+  const value = (parsed && typeof parsed === 'object' ? parsed : {}) as Partial<VerifierOverride> & {verifier_fields?: unknown}
+  if (!value.verifier || typeof value.verifier !== 'object' || Array.isArray(value.verifier)) {
     throw usageError(`${file} must hold a "verifier:" block (and optionally "trial:")`, 'Copy the verifier block of recipes/calendar.yaml and replace its task and outputs.')
   }
   const fields = value.verifier_fields
-  if (fields !== undefined && (!Array.isArray(fields) || !fields.every((f: unknown) => typeof f === 'string'))) {
+  if (fields !== undefined && (!Array.isArray(fields) || !fields.every((f): f is string => typeof f === 'string'))) {
     throw usageError(`${file}: verifier_fields must be a list of row keys`, 'e.g. verifier_fields: [responses_create_params.input, question, expected_answer]')
   }
   return {verifier: value.verifier, ...(value.trial === undefined ? {} : {trial: value.trial}), ...(fields === undefined ? {} : {verifier_fields: fields})}

@@ -61,7 +61,7 @@ function diffOf(name: string, before: string, after: string): string {
 export async function planRecipe(dir: string, rendered: RenderedFile[], contract: RecipeContract, force: boolean): Promise<RecipePlan> {
   await refuseLinkedFolder(dir)
   const previousText = await readIfExists(path.join(dir, CONTRACT_FILE))
-  let previous: any
+  let previous: Partial<RecipeContract> | undefined
   try {
     previous = previousText === undefined ? undefined : parseYaml(previousText)
   } catch {

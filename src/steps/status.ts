@@ -8,7 +8,7 @@ import {inspectContainer} from '../runtime/container.js'
 import {dockerTarget, tryDocker, unsupportedHostMessage} from '../runtime/docker.js'
 import {pathExists} from '../runtime/fs.js'
 import {gatewayRegisters} from '../runtime/gateway-trials.js'
-import {readyz} from '../runtime/http.js'
+import {objectFields, readyz} from '../runtime/http.js'
 import {rayJobHeadersFromEnv, rayJobsClient, redactUrl} from '../runtime/ray-jobs.js'
 import {recipeEnvironment} from '../runtime/recipe-env.js'
 import {resolveRecipe} from '../ladder/target.js'
@@ -131,7 +131,7 @@ export async function recipeStatus(options: {relaxRoot: string; recipe: string; 
     if (!answer) {
       gateway.problem = `no answer: ${error}`
     } else {
-      const body = (answer.json && typeof answer.json === 'object' ? answer.json : {}) as Record<string, any>
+      const body = objectFields(answer.json)
       gateway.reachable = true
       gateway.httpStatus = answer.status
       gateway.ready = typeof body.ready === 'boolean' ? body.ready : null

@@ -13,7 +13,7 @@ import type {RecipeTarget} from '../ladder/types.js'
 import {inspectContainer} from '../runtime/container.js'
 import {dockerTarget, tryDocker} from '../runtime/docker.js'
 import {gatewayRegisters} from '../runtime/gateway-trials.js'
-import {readyz} from '../runtime/http.js'
+import {objectFields, readyz} from '../runtime/http.js'
 import {which} from '../runtime/process.js'
 import {dashboardAddressFromEnv, dashboardResolveProblem, rayJobHeadersFromEnv, rayJobsClient, redactUrl} from '../runtime/ray-jobs.js'
 import {trainingGateway} from '../contract/endpoints.js'
@@ -128,7 +128,7 @@ export async function checkGateway(input: PreflightInput): Promise<PreflightItem
   const {answer, error} = await readyz(gateway.url, 5000)
   if (!answer) return fail('gateway', title, `no answer from ${url}: ${error}`, `Start the service first: gymrecipe start ${input.target.id}`, {gateway: gateway.url})
   const status = answer.status
-  const body = (answer.json && typeof answer.json === 'object' ? answer.json : undefined) as Record<string, any> | undefined
+  const body = answer.json && typeof answer.json === 'object' ? objectFields(answer.json) : undefined
   const evidence = {
     gateway: gateway.url,
     httpStatus: status,

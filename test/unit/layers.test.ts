@@ -1,6 +1,7 @@
 /**
  * The import-layer rule of eslint.config.js: an upward import or a process/Docker/HTTP import
- * outside src/runtime fails the lint (and so `npm test`), while downward imports pass.
+ * outside src/runtime fails the lint (and so `npm test`), while downward imports pass; so does an
+ * explicit `any` in src/.
  */
 import {ESLint} from 'eslint'
 import path from 'node:path'
@@ -35,5 +36,17 @@ describe('import layers', () => {
     ['src/ladder/x.ts', "import type Docker from 'dockerode'\nexport type X = Docker\n"],
   ])('%s: downward imports and type-only Docker imports pass', async (file, code) => {
     expect(await layerErrors(file, code)).toEqual([])
+  })
+})
+
+describe('types in the product code', () => {
+  const anyErrors = async (file: string) => {
+    const [result] = await eslint.lintText('export function f(body: any): number {\n  return body.n\n}\n', {filePath: path.join(repoRoot, file)})
+    return result.messages.filter((m) => m.ruleId === '@typescript-eslint/no-explicit-any').length
+  }
+
+  it('an explicit any fails the lint in src/, and is allowed in tests', async () => {
+    expect(await anyErrors('src/gym/call/x.ts')).toBe(1)
+    expect(await anyErrors('test/unit/x.test.ts')).toBe(0)
   })
 })

@@ -2,12 +2,13 @@ import {Ajv, type ErrorObject} from 'ajv'
 import addFormats from 'ajv-formats'
 import {LosslessNumber} from 'lossless-json'
 import {promises as fsp} from 'node:fs'
-import {isMap, isScalar, isSeq, LineCounter, parseDocument} from 'yaml'
+import {LineCounter, parseDocument} from 'yaml'
 
 import {codeOf, GymError, messageOf, ExitCode} from '../../errors.js'
 import {isDotPath} from './paths.js'
 import type {CallConfig, CallKind, SessionConfig, SessionStepConfig} from './types.js'
 import {yamlValue} from '../../yaml-value.js'
+import {pointerPath, schemaProblems, yamlLineOf} from '../../schema-errors.js'
 
 /** Defaults for what the contract leaves open (documented in the README). */
 export const CALL_DEFAULTS = {
@@ -88,7 +89,7 @@ export function callConfigSchema(kind: CallKind): Record<string, unknown> {
 let ajvInstance: Ajv | undefined
 function ajv(): Ajv {
   if (ajvInstance) return ajvInstance
-  const instance = new Ajv({allErrors: true, strict: true, allowUnionTypes: true})
+  const instance = new Ajv({allErrors: true, strict: true, allowUnionTypes: true, verbose: true})
   addFormats.default(instance)
   instance.addFormat('dot-path', {type: 'string', validate: isDotPath})
   instance.addFormat('http-url', {
@@ -138,36 +139,16 @@ function hintFor(pointer: string): string {
   return 'see `gymrecipe call resource --help` and the README section "Calling Gym services"'
 }
 
-function describeAjvError(error: ErrorObject): {pointer: string; expected: string} {
+/** What the call config's own formats and fields mean, where the shared wording would be vaguer. */
+function callWording(error: ErrorObject): string | undefined {
   const base = error.instancePath
-  switch (error.keyword) {
-    case 'required':
-      return {pointer: `${base}/${param(error, 'missingProperty')}`, expected: 'is required'}
-    case 'additionalProperties':
-      return {pointer: `${base}/${param(error, 'additionalProperty')}`, expected: 'is not a known field here'}
-    case 'format': {
-      const format = param(error, 'format')
-      if (format === 'dot-path') return {pointer: base, expected: 'must be a dot path like `candidate.sql` (non-empty parts, no surrounding spaces)'}
-      if (format === 'http-url') return {pointer: base, expected: 'must be an http:// or https:// URL without credentials, query or fragment'}
-      return {pointer: base, expected: `must be a ${format}`}
-    }
-    case 'pattern':
-      if (base.endsWith('/route')) return {pointer: base, expected: 'must be an HTTP path starting with "/"'}
-      if (base.endsWith('bearer_token_env')) return {pointer: base, expected: 'must be an environment variable name (letters, digits, underscore)'}
-      return {pointer: base, expected: `must match ${param(error, 'pattern')}`}
-    case 'propertyNames':
-      return {pointer: `${base}/${param(error, 'propertyName')}`, expected: 'is not a valid name here'}
-    case 'enum':
-      return {pointer: base, expected: `must be one of ${(param(error, 'allowedValues') as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`}
-    case 'exclusiveMinimum':
-      return {pointer: base, expected: 'must be a number of seconds greater than 0'}
-    case 'maximum':
-      return {pointer: base, expected: `must be at most ${param(error, 'limit')}`}
-    case 'anyOf':
-      return {pointer: base, expected: 'must be a number of seconds greater than 0, or null'}
-    default:
-      return {pointer: base, expected: error.message ?? 'is invalid'}
-  }
+  if (error.keyword === 'format' && param(error, 'format') === 'dot-path') return 'must be a dot path like `candidate.sql` (non-empty parts, no surrounding spaces)'
+  if (error.keyword === 'format' && param(error, 'format') === 'http-url') return 'must be an http:// or https:// URL without credentials, query or fragment'
+  if (error.keyword === 'pattern' && base.endsWith('/route')) return 'must be an HTTP path starting with "/"'
+  if (error.keyword === 'pattern' && base.endsWith('bearer_token_env')) return 'must be an environment variable name (letters, digits, underscore)'
+  if (error.keyword === 'exclusiveMinimum') return 'must be a number of seconds greater than 0'
+  if (error.keyword === 'anyOf') return 'must be a number of seconds greater than 0, or null'
+  return undefined
 }
 
 /** Convert YAML bigints: inside request_values they become lossless numbers; elsewhere plain numbers. */
@@ -213,48 +194,20 @@ export function parseCallConfig(text: string, kind: CallKind, file = '<config>')
     })
   }
   const raw = normalizeNumbers(yamlValue(doc, file), false)
-  const lineOf = (pointer: string): number | undefined => {
-    const path = pointer.split('/').filter(Boolean).map((p) => p.replace(/~1/gu, '/').replace(/~0/gu, '~'))
-    for (let n = path.length; n >= 0; n--) {
-      const node: any = n === 0 ? doc.contents : doc.getIn(path.slice(0, n).map((p) => (/^\d+$/u.test(p) ? Number(p) : p)), true)
-      if (node && (isScalar(node) || isMap(node) || isSeq(node)) && node.range) return lineCounter.linePos(node.range[0]).line
-      // a missing key: locate the parent map's key instead
-      if (n === path.length && n > 0) {
-        const parent: any = n === 1 ? doc.contents : doc.getIn(path.slice(0, n - 1).map((p) => (/^\d+$/u.test(p) ? Number(p) : p)), true)
-        if (isMap(parent)) {
-          const pair: any = parent.items.find((item: any) => isScalar(item.key) && String(item.key.value) === path[n - 1])
-          if (pair?.key?.range) return lineCounter.linePos(pair.key.range[0]).line
-        }
-      }
-    }
-    return undefined
-  }
-
   const problems: ConfigProblem[] = []
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     problems.push({pointer: '', expected: 'must be a mapping of config fields', hint: 'start from the example in the README section "Calling Gym services"'})
   } else {
     const validate = ajv().getSchema(`gymrecipe/call-${kind}.json`) ?? ajv().compile(callConfigSchema(kind))
     if (!validate(raw)) {
-      const seen = new Set<string>()
-      for (const error of validate.errors ?? []) {
-        if (error.keyword === 'anyOf' || seen.has(error.instancePath + error.keyword)) continue
-        seen.add(error.instancePath + error.keyword)
-        const {pointer, expected} = describeAjvError(error)
-        problems.push({pointer, expected, hint: otherKindHint(kind, pointer) ?? hintFor(pointer)})
-      }
-      // anyOf errors only when nothing more precise was reported for that path
-      for (const error of validate.errors ?? []) {
-        if (error.keyword !== 'anyOf') continue
-        if (problems.some((p) => p.pointer === error.instancePath)) continue
-        const {pointer, expected} = describeAjvError(error)
-        problems.push({pointer, expected, hint: hintFor(pointer)})
+      for (const problem of schemaProblems(validate.errors ?? [], callWording)) {
+        problems.push({pointer: problem.pointer, expected: problem.expected, hint: otherKindHint(kind, problem.pointer) ?? hintFor(problem.pointer)})
       }
     }
-    if (problems.length === 0) problems.push(...semanticProblems(raw as Record<string, unknown>, kind))
+    if (problems.length === 0) problems.push(...semanticProblems(raw as RawCallConfig, kind))
   }
   if (problems.length > 0) {
-    for (const p of problems) p.line = lineOf(p.pointer)
+    for (const p of problems) p.line = yamlLineOf(doc, lineCounter, pointerPath(p.pointer))
     const first = problems[0]
     const lines = problems.slice(0, 8).map((p) => `  ${p.pointer || '/'}${p.line === undefined ? '' : ` (line ${p.line})`}: ${p.expected}`)
     throw new GymError(`invalid call ${kind} config:\n${lines.join('\n')}`, {
@@ -265,7 +218,7 @@ export function parseCallConfig(text: string, kind: CallKind, file = '<config>')
       details: {problems},
     })
   }
-  return normalizeConfig(raw as Record<string, any>, kind)
+  return normalizeConfig(raw as RawCallConfig, kind)
 }
 
 function otherKindHint(kind: CallKind, pointer: string): string | undefined {
@@ -279,7 +232,18 @@ function param(error: ErrorObject, name: string): unknown {
   return (error.params as Record<string, unknown>)[name]
 }
 
-function semanticProblems(raw: Record<string, any>, kind: CallKind): ConfigProblem[] {
+/** A session step as the config file gives it (the schema has admitted it; no defaults yet). */
+type RawSessionStep = Omit<SessionStepConfig, 'endpoint'> & {endpoint?: string}
+
+/** A call config as the file gives it, once the schema has admitted it: CallConfig before its defaults. */
+type RawCallConfig = Partial<Omit<CallConfig, 'kind' | 'session' | 'queue_timeout'>> & {
+  name: string
+  endpoint: string
+  queue_timeout?: number | null
+  session?: {initialize?: RawSessionStep[]; cleanup?: RawSessionStep[]; cleanup_timeout?: number}
+}
+
+function semanticProblems(raw: RawCallConfig, kind: CallKind): ConfigProblem[] {
   const problems: ConfigProblem[] = []
   const columns = Object.keys(raw.request_columns ?? {})
   const values = Object.keys(raw.request_values ?? {})
@@ -316,7 +280,7 @@ function semanticProblems(raw: Record<string, any>, kind: CallKind): ConfigProbl
         hint: 'add the route that releases the session, e.g. `cleanup: [{route: /cleanup}]`; stateless calls omit `session`',
       })
     }
-    init.forEach((step: any, i: number) => {
+    init.forEach((step, i) => {
       for (const header of Object.keys(step.response_headers ?? {})) {
         if (FORBIDDEN_SESSION_HEADERS.has(header.toLowerCase())) {
           problems.push({
@@ -338,9 +302,9 @@ function trimSlash(url: string): string {
   return url.endsWith('/') ? url.slice(0, -1) : url
 }
 
-function normalizeConfig(raw: Record<string, any>, kind: CallKind): CallConfig {
+function normalizeConfig(raw: RawCallConfig, kind: CallKind): CallConfig {
   const endpoint = trimSlash(raw.endpoint)
-  const step = (s: any): SessionStepConfig => ({
+  const step = (s: RawSessionStep): SessionStepConfig => ({
     endpoint: s.endpoint === undefined ? endpoint : trimSlash(s.endpoint),
     route: s.route,
     ...(s.request_column === undefined ? {} : {request_column: s.request_column}),

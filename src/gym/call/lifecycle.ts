@@ -12,6 +12,7 @@ import {buildRowPlan, type RowPlan, type RowPlanResult} from './request.js'
 import {RowSession} from './session.js'
 import {AbortedError, Cancel, type HttpResponse, type HttpTransport, TransportError} from '../../runtime/call-transport.js'
 import type {CallConfig, CallEnvelope, EpisodeFields, FailureKind, FailureStage, HarnessEvidence, ResourceEnvelope, RowColumns} from './types.js'
+import {codeOf, messageOf} from '../../errors.js'
 
 /** Writes one attempt artifact; returns its path relative to the evidence directory. */
 export interface AttemptWriter {
@@ -564,8 +565,7 @@ function finishRecord(ctx: RowCallContext, record: RowRecord, ref: string | unde
   if (ref !== undefined) {
     envelope.artifact = ref
   } else {
-    const error = writeError as any
-    const reason = `attempt evidence could not be written: ${error?.code ?? ''} ${error?.message ?? error}`.trim()
+    const reason = `attempt evidence could not be written: ${codeOf(writeError) ?? ''} ${messageOf(writeError)}`.trim()
     answer = null
     if (envelope.status === 'completed') {
       envelope.status = 'failed'

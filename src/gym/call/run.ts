@@ -15,7 +15,7 @@ import {type PreparedRow, prepareRow, type RowCallContext, runPreparedRow, type 
 import {type Admission, Limiter} from './limiter.js'
 import {buildRowPlan} from './request.js'
 import {type HttpTransport, nodeHttpTransport} from '../../runtime/call-transport.js'
-import type {CallConfig, FailureKind} from './types.js'
+import type {CallConfig, FailureKind, ResourceEnvelope} from './types.js'
 import {verbatim} from '../../json-document.js'
 
 export interface CallProgress {
@@ -309,8 +309,8 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
     if (summary.answers) summary.answers[answered ? 'answered' : 'unanswered']++
   }
   // rows finished by an earlier run are tallied while the journal is read back
-  const tallyRecorded = (columns: Record<string, any>) => {
-    const envelope = config.kind === 'harness' ? columns[config.evidence_column!] : columns[config.name]
+  const tallyRecorded = (columns: Record<string, unknown>) => {
+    const envelope = (config.kind === 'harness' ? columns[config.evidence_column!] : columns[config.name]) as Partial<ResourceEnvelope> | undefined
     summary.resumed++
     tally(envelope?.status, envelope?.failure_kind, envelope?.episode_status ?? null, config.kind === 'harness' ? columns[config.name] !== null : undefined)
   }

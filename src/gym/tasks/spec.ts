@@ -1,13 +1,14 @@
 import {promises as fsp} from 'node:fs'
 
 import {Ajv, type ErrorObject} from 'ajv'
-import {type Document, isMap, isSeq, LineCounter, parseDocument} from 'yaml'
+import {LineCounter, parseDocument} from 'yaml'
 
 import {ExitCode, GymError} from '../../errors.js'
 import {FieldError, type JsonObject, type JsonValue, LosslessNumber, setMember} from '../json.js'
 import {compareCodePoints, pythonFloatRepr, pythonStrip} from './python.js'
 import {MANAGED_TASK_FIELDS} from './task.js'
 import {yamlValue} from '../../yaml-value.js'
+import {fieldName, pointerPath, schemaProblems, yamlLineOf} from '../../schema-errors.js'
 
 /**
  * The task spec of `tasks build`: the Data Designer Gym processor config
@@ -76,49 +77,13 @@ const validateShape = ajv.compile(TASK_SPEC_SCHEMA)
 
 const RESERVED_TASK_FIELDS = [...MANAGED_TASK_FIELDS, 'responses_create_params']
 
-function fieldName(path: (string | number)[]): string {
-  return path.map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? part : `.${part}`)).join('')
-}
-
-function pointerPath(pointer: string): (string | number)[] {
-  if (pointer === '') return []
-  return pointer
-    .slice(1)
-    .split('/')
-    .map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'))
-    .map((part) => (/^\d+$/.test(part) ? Number(part) : part))
-}
-
-/** Which violation to report when a spec has several: unknown fields and wrong types say the most. */
-const KEYWORD_PRIORITY = ['additionalProperties', 'type', 'required']
-
-function firstError(errors: ErrorObject[]): ErrorObject {
-  const rank = (error: ErrorObject) => {
-    const i = KEYWORD_PRIORITY.indexOf(error.keyword)
-    return i === -1 ? KEYWORD_PRIORITY.length : i
-  }
-  return [...errors].sort((a, b) => rank(a) - rank(b))[0]
-}
-
-/** A schema violation as one sentence, and the path of the offending field. */
-function describeSchemaError(error: ErrorObject): {path: (string | number)[]; message: string} {
+/** Where the task spec says more than the shared wording. */
+function specWording(error: ErrorObject): string | undefined {
   const path = pointerPath(error.instancePath)
-  const expected = (error.parentSchema as {description?: string} | undefined)?.description
-  switch (error.keyword) {
-    case 'additionalProperties': {
-      const key = (error.params as {additionalProperty: string}).additionalProperty
-      const allowed = Object.keys((error.parentSchema as {properties: object}).properties).join(', ')
-      return {path: [...path, key], message: `unknown field "${key}" (allowed: ${allowed})`}
-    }
-    case 'required': {
-      const key = (error.params as {missingProperty: string}).missingProperty
-      return {path: [...path, key], message: 'is required'}
-    }
-    case 'minLength':
-      return {path, message: path[0] === 'messages' ? 'message mapping values must not be empty' : 'must not be empty'}
-    default:
-      return {path, message: path.length === 0 ? `the task spec must be ${expected}` : `must be ${expected}`}
-  }
+  if (error.keyword === 'minLength' && path[0] === 'messages') return 'message mapping values must not be empty'
+  const description = (error.parentSchema as {description?: unknown} | undefined)?.description
+  if (path.length === 0 && typeof description === 'string' && error.keyword === 'type') return `the task spec must be ${description}`
+  return undefined
 }
 
 /** YAML values as lossless JSON: integers exact, floats with Python's spelling, nothing that is not JSON. */
@@ -202,10 +167,12 @@ function orUndefined<T>(value: T | null | undefined): T | undefined {
 /** Validate a parsed spec document (plain JS values; integers as bigint). Throws FieldError. */
 export function taskSpecFrom(raw: unknown): TaskSpec {
   if (!validateShape(raw)) {
-    const {path, message} = describeSchemaError(firstError(validateShape.errors ?? []))
-    throw new FieldError(path.length > 0 ? fieldName(path) : undefined, message)
+    const [first] = schemaProblems(validateShape.errors ?? [], specWording)
+    throw new FieldError(first.path.length > 0 ? fieldName(first.path) : undefined, first.expected)
   }
-  const input = raw as Record<string, any>
+  // The schema has admitted it: TaskSpec's fields, each optional or null, the JSON ones not yet converted.
+  type Nullable<T> = {[K in keyof T]?: T[K] | null}
+  const input = raw as Nullable<Omit<TaskSpec, 'response_params' | 'task_values'>> & {response_params?: unknown; task_values?: unknown}
   const messages = (input.messages ?? []) as TaskSpec['messages']
   const blankRole = messages.findIndex((message) => pythonStrip(message.role) === '' || pythonStrip(message.content_column) === '')
   if (blankRole !== -1) throw new FieldError(`messages[${blankRole}]`, 'message mapping values must not be empty')
@@ -224,26 +191,6 @@ export function taskSpecFrom(raw: unknown): TaskSpec {
   }
   checkRules(spec)
   return spec
-}
-
-/** 1-based line of the deepest node along path that exists in the document. */
-function lineOf(doc: Document, lines: LineCounter, path: (string | number)[]): number {
-  let node: unknown = doc.contents
-  let offset = (doc.contents?.range?.[0] as number | undefined) ?? 0
-  for (const part of path) {
-    if (isMap(node)) {
-      const pair = node.items.find((item) => (item.key as {value?: unknown} | null)?.value === part)
-      if (!pair) break
-      offset = (pair.key as {range?: [number]}).range?.[0] ?? offset
-      node = pair.value
-    } else if (isSeq(node) && typeof part === 'number' && node.items[part]) {
-      node = node.items[part]
-      offset = (node as {range?: [number]}).range?.[0] ?? offset
-    } else {
-      break
-    }
-  }
-  return lines.linePos(offset).line
 }
 
 function fieldPath(field: string): (string | number)[] {
@@ -275,6 +222,6 @@ export async function loadTaskSpec(file: string): Promise<TaskSpec> {
     return taskSpecFrom(yamlValue(doc, file))
   } catch (error) {
     if (!(error instanceof FieldError)) throw error
-    throw specError(error.message, file, lineOf(doc, lines, error.field ? fieldPath(error.field) : []), error.field)
+    throw specError(error.message, file, yamlLineOf(doc, lines, error.field ? fieldPath(error.field) : []), error.field)
   }
 }

@@ -12,7 +12,8 @@ import path from 'node:path'
 import {containerLogChunks, containerLogTail, execInContainer, imageIdOf, inspectContainer} from '../../runtime/container.js'
 import {OWNERSHIP_LABEL} from '../../runtime/docker.js'
 import {lastGatewayUse} from '../../runtime/gateway-ledger.js'
-import {httpRequest, readyz} from '../../runtime/http.js'
+import {httpRequest, objectFields, readyz} from '../../runtime/http.js'
+import {verbatim} from '../../json-document.js'
 import type {Check, CheckResult} from '../types.js'
 import {dockerFor, runningService, service} from './context.js'
 import {codeOf, messageOf} from '../../errors.js'
@@ -137,8 +138,8 @@ export const readyzCheck: Check = {
     const {desc, urls, container} = found.ok
     const {answer, error} = await readyz(urls.gateway, 5000)
     if (!answer) return [{id: 'service.readyz', title: 'GET /readyz answers 200 with ready: true', status: 'fail', message: `${urls.gateway}/readyz: ${error}`, hint: `Is the Gateway up? gymrecipe logs ${desc.recipe}`}]
-    const body = (answer.json ?? {}) as Record<string, any>
-    const evidence = {url: `${urls.gateway}/readyz`, status: answer.status, body: answer.json ?? answer.text.slice(0, 500)}
+    const body = objectFields(answer.json)
+    const evidence = {url: `${urls.gateway}/readyz`, status: answer.status, body: verbatim(answer.json) ?? answer.text.slice(0, 500)}
     const out: Result[] = []
     out.push(answer.status === 200 && body.ready === true
       ? {id: 'service.readyz', title: 'GET /readyz answers 200 with ready: true', status: 'pass', message: `200 ready (service_epoch ${body.service_epoch})`, evidence}

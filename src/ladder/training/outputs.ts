@@ -56,7 +56,7 @@ export async function readRolloutDumps(saveDir: string): Promise<Dumps> {
     const lines = text.split('\n')
     for (let i = 0; i < lines.length; i++) {
       if (!lines[i].trim()) continue
-      let record: any
+      let record: unknown
       try {
         record = JSON.parse(lines[i])
       } catch (error) {
@@ -67,11 +67,12 @@ export async function readRolloutDumps(saveDir: string): Promise<Dumps> {
         problems.push({file, line: i + 1, message: 'not a JSON object'})
         continue
       }
-      const missing = DUMP_FIELDS.filter((f) => !(f in record))
+      const fields = record as Record<string, unknown>
+      const missing = DUMP_FIELDS.filter((f) => !(f in fields))
       if (missing.length > 0) problems.push({file, line: i + 1, message: `missing ${missing.join(', ')}`})
       samples.push({
-        file, line: i + 1, rollout_id: record.rollout_id, group_index: record.group_index, sample_index: record.sample_index,
-        reward: record.reward, status: record.status, agent_turns: record.agent_turns, response: record.response,
+        file, line: i + 1, rollout_id: fields.rollout_id, group_index: fields.group_index, sample_index: fields.sample_index,
+        reward: fields.reward, status: fields.status, agent_turns: fields.agent_turns, response: fields.response,
       })
     }
   }

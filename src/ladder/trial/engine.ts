@@ -7,7 +7,7 @@
 import {setTimeout as sleep} from 'node:timers/promises'
 import {randomBytes} from 'node:crypto'
 
-import {type GatewayClient, type GatewayAnswer, type TrialSnapshot, isTerminal} from '../../runtime/gateway-trials.js'
+import {type GatewayClient, type GatewayAnswer, type TrialSnapshot, isTerminal, snapshotOf} from '../../runtime/gateway-trials.js'
 import type {CallbackRecord, ScriptedModel, ScriptedTurn} from '../../runtime/scripted-model.js'
 import type {RelaxTask} from './task.js'
 
@@ -96,7 +96,7 @@ async function pollToTerminal(
     if (Date.now() >= giveUpAt || plan.signal?.aborted) {
       const aborted = await gateway.abort(id)
       // Abort is asynchronous: its 202 carries the snapshot from before the cleanup ran.
-      return {snapshot: await settleAfterAbort(gateway, id, aborted.status === 202 ? aborted.body : snapshot, poll), timedOut: true}
+      return {snapshot: await settleAfterAbort(gateway, id, snapshotOf(aborted, 202) ?? snapshot, poll), timedOut: true}
     }
     await sleep(poll)
     if (Date.now() >= nextRenew) {
@@ -105,8 +105,7 @@ async function pollToTerminal(
       else run.renewFailures.push({status: renewed.status, detail: renewed.body ?? renewed.error})
       nextRenew = Date.now() + renewEvery
     }
-    const got = await gateway.get(id)
-    if (got.status === 200 && got.body && typeof got.body === 'object') snapshot = got.body
+    snapshot = snapshotOf(await gateway.get(id), 200) ?? snapshot
   }
   return {snapshot, timedOut: false}
 }
@@ -117,8 +116,7 @@ async function settleAfterAbort(gateway: GatewayClient, id: string, last: TrialS
   let snapshot = last
   while (!isTerminal(snapshot?.status) && Date.now() < until) {
     await sleep(poll)
-    const got = await gateway.get(id)
-    if (got.status === 200 && got.body && typeof got.body === 'object') snapshot = got.body
+    snapshot = snapshotOf(await gateway.get(id), 200) ?? snapshot
   }
   return snapshot
 }
@@ -131,7 +129,7 @@ export async function runTrial(gateway: GatewayClient, model: ScriptedModel, pla
   const run: TrialRun = {requestId: id, create: {status: 0, body: undefined}, snapshot: null, history: [], callbacks: [], renewals: 0, renewFailures: [], timedOut: false, elapsedMs: 0}
   run.create = await gateway.create(trialPayload(plan, id, model.baseUrl, apiKey))
   if (run.create.status === 202) {
-    const {snapshot, timedOut} = await pollToTerminal(gateway, id, run.create.body, plan, run)
+    const {snapshot, timedOut} = await pollToTerminal(gateway, id, snapshotOf(run.create, 202), plan, run)
     run.snapshot = snapshot
     run.timedOut = timedOut
   }
@@ -172,7 +170,7 @@ export async function runAbortedTrial(gateway: GatewayClient, model: ScriptedMod
     void session.held.then(() => {
       reached = true
     })
-    let snapshot: TrialSnapshot | null = run.create.body
+    let snapshot: TrialSnapshot | null = snapshotOf(run.create, 202)
     let nextRenew = Date.now() + Math.max(50, (plan.leaseS * 1000) / 3)
     while (!reached && Date.now() < holdDeadline && !isTerminal(snapshot?.status)) {
       await sleep(50)
@@ -182,12 +180,11 @@ export async function runAbortedTrial(gateway: GatewayClient, model: ScriptedMod
         else run.renewFailures.push({status: renewed.status, detail: renewed.body ?? renewed.error})
         nextRenew = Date.now() + Math.max(50, (plan.leaseS * 1000) / 3)
       }
-      const got = await gateway.get(id)
-      if (got.status === 200 && got.body) snapshot = got.body
+      snapshot = snapshotOf(await gateway.get(id), 200) ?? snapshot
     }
     run.reachedHold = reached
     run.abort = await gateway.abort(id)
-    const first = run.abort.status === 202 && run.abort.body ? (run.abort.body as TrialSnapshot) : snapshot
+    const first = snapshotOf(run.abort, 202) ?? snapshot
     const {snapshot: final, timedOut} = await pollToTerminal(gateway, id, first, {...plan, deadlineS: 0, graceMs: 120_000}, run)
     run.snapshot = final
     run.timedOut = timedOut

@@ -8,7 +8,8 @@ import {promises as fsp} from 'node:fs'
 
 import type {RecipeContract} from '../../contract/types.js'
 import {readContainerFile} from '../../runtime/container-file.js'
-import {type GatewayClient, httpJson} from '../../runtime/gateway-trials.js'
+import {answerFields, type GatewayClient, httpJson} from '../../runtime/gateway-trials.js'
+import {objectFields} from '../../runtime/http.js'
 import type {CallbackRecord} from '../../runtime/scripted-model.js'
 import type {CheckResult} from '../types.js'
 import {allowlistCovers} from './context.js'
@@ -71,8 +72,9 @@ export function evaluateCreate(
   const id = 'trial.created'
   const title = 'Trial created'
   const {status, body, error} = run.create
-  const detail = typeof body?.detail === 'string' ? body.detail : JSON.stringify(body?.detail ?? body ?? null)
-  const ev = {request_id: o.requestId, http_status: status, detail: body?.detail ?? body ?? error ?? null, callback_base_url: o.callbackBaseUrl}
+  const said = answerFields(run.create).detail
+  const detail = typeof said === 'string' ? said : JSON.stringify(said ?? body ?? null)
+  const ev = {request_id: o.requestId, http_status: status, detail: said ?? body ?? error ?? null, callback_base_url: o.callbackBaseUrl}
   if (status === 202) return {id, title, status: 'pass', message: `${what} ${o.requestId} accepted (202), callbacks to ${o.callbackBaseUrl}`, evidence: ev}
   if (status === 0) return {id, title, status: 'fail', message: `POST /v1/trials did not answer: ${error}`, hint: 'Check that the Gateway is running and reachable from this machine.', evidence: ev}
   let hint: string | undefined
@@ -198,14 +200,15 @@ export async function evaluateArtifact(run: TrialRun, artifactRoot: string | und
       return {id, title, status: 'fail', message: `artifact ${ref} is not readable on this host or in ${contract.service.container}: ${messageOf(error)}`, evidence: evidence(run)}
     }
   }
-  let doc: any
+  let parsed: unknown
   try {
-    doc = JSON.parse(text)
+    parsed = JSON.parse(text)
   } catch {
     return {id, title, status: 'fail', message: `artifact ${where} is not JSON`, evidence: evidence(run)}
   }
-  if (doc?.protocol_version !== 'relax-nemo-gym/artifact-v1' || doc?.request_id !== run.requestId) {
-    return {id, title, status: 'fail', message: `artifact ${where} has protocol_version=${doc?.protocol_version} request_id=${doc?.request_id}, expected relax-nemo-gym/artifact-v1 and ${run.requestId}`, evidence: evidence(run)}
+  const doc = objectFields(parsed)
+  if (doc.protocol_version !== 'relax-nemo-gym/artifact-v1' || doc.request_id !== run.requestId) {
+    return {id, title, status: 'fail', message: `artifact ${where} has protocol_version=${String(doc.protocol_version)} request_id=${String(doc.request_id)}, expected relax-nemo-gym/artifact-v1 and ${run.requestId}`, evidence: evidence(run)}
   }
   // The real Gateway's manifest: status and reward live in the trial snapshot, not here.
   const missing = ARTIFACT_KEYS.filter((k) => !(k in doc))
@@ -258,7 +261,7 @@ export async function evaluateProbe(serverUrl: string, pathTemplate: string): Pr
   const shown = serverUrl + pathTemplate
   const answer = await httpJson('GET', url, undefined, 10_000)
   const ev = {probe_url: shown, http_status: answer.status, body: answer.body ?? answer.error ?? null}
-  if (answer.status === 200 && answer.body && typeof answer.body === 'object' && answer.body.clean === true) {
+  if (answer.status === 200 && answerFields(answer).clean === true) {
     return {id, title, status: 'pass', message: `GET ${shown} answered {"clean": true}`, evidence: ev}
   }
   const got = answer.status === 0 ? `no answer (${answer.error})` : `${answer.status} ${JSON.stringify(answer.body)}`
