@@ -30,7 +30,7 @@ export function snakeCaseKey(key: string): string {
     .toLowerCase()
 }
 
-/** A copy of a JSON-able value with every plain object's keys in snake_case, verbatim values untouched. */
+/** A copy of a JSON-able value with every plain object's keys in snake_case (undefined properties dropped), verbatim values untouched. */
 export function snakeCaseKeys<T>(value: T): T {
   return walk(value) as T
 }
@@ -41,6 +41,8 @@ function walk(value: unknown): unknown {
   if (Object.getPrototypeOf(value) !== Object.prototype && Object.getPrototypeOf(value) !== null) return value
   const out: Record<string, unknown> = {}
   for (const [key, inner] of Object.entries(value)) {
+    // As JSON.stringify does: a property that is undefined is not printed at all.
+    if (inner === undefined) continue
     const name = snakeCaseKey(key)
     if (name !== key && Object.hasOwn(value, name)) throw new Error(`document has both ${key} and ${name}`)
     out[name] = walk(inner)

@@ -100,7 +100,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     const gym = isGymError(error) ? error : undefined
     const exitCode = exitOf(error)
     const body: EnvelopeError = gym
-      ? {code: gym.code, message: gym.message, hint: gym.hint ?? null, location: gym.location ?? null, details: snakeCaseKeys(gym.details ?? null)}
+      ? {code: gym.code, message: gym.message, hint: gym.hint ?? null, location: locationOf(gym.location), details: snakeCaseKeys(gym.details ?? null)}
       : {code: codeOf(error) ?? (exitCode === ExitCode.usage ? 'E_USAGE' : 'E_FAILED'), message: messageOf(error), hint: null, location: null, details: null}
     return this.redactor.value(envelope(exitCode, null, this.warnings, body))
   }
@@ -200,6 +200,12 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     }
     this.error(this.redactor.text(error.located), {code: error.code, exit: error.exit, suggestions})
   }
+}
+
+/** Where an error is, with only the parts that are known; null when nothing is. */
+function locationOf(location: EnvelopeError['location'] | undefined): EnvelopeError['location'] {
+  const known = Object.fromEntries(Object.entries(location ?? {}).filter(([, value]) => value !== undefined && value !== null))
+  return Object.keys(known).length > 0 ? known : null
 }
 
 /** The exit status an error ends the command with: a GymError's own, oclif's for its parse errors, else 1. */

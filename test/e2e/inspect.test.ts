@@ -86,6 +86,9 @@ describe('gymrecipe inspect', () => {
     const json = await runCli(['inspect', '--gym-root', fixtureRoot, '--gym-config', 'errors/includes-invalid.yaml', '--json'])
     expect(json.exitCode).toBe(2)
     expect(json.json.error).toMatchObject({code: 'E_GYM_CONFIG', exit: 2, location: {file: 'errors/invalid-yaml.yaml', line: 6}})
+    // An error with no place in a file has location null, never an empty object.
+    const nowhere = await runCli(['inspect', '--gym-root', path.join(fixtureRoot, 'no-such-root'), '--gym-config', 'x.yaml', '--json'])
+    expect(nowhere.envelope).toMatchObject({status: 'bad-input', error: {code: 'E_GYM_CONFIG', location: null}})
   })
 
   it('exits 2 when a config escapes the Gym root', async () => {

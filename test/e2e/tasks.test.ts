@@ -128,6 +128,9 @@ describe('gymrecipe tasks build', () => {
     expect(result.exitCode).toBe(0)
     expect(result.json).toMatchObject({dry_run: true, bundles: 1, output})
     expect(await readdir(dir)).toEqual([])
+    // Without --output there is no file to name.
+    const bare = await runCli(['tasks', 'build', path.join(fixtures, 'seed-rows.jsonl'), '--spec', path.join(fixtures, 'workplace-declarative.yaml'), '--dry-run', '--json'])
+    expect(bare.json).toMatchObject({dry_run: true, bundles: 1, output: null})
   })
 
   it('exits 2 naming the spec file, line and field of a broken rule', async () => {

@@ -17,6 +17,10 @@ describe('--json document keys', () => {
     expect((doc as {big: unknown}).big).toBeInstanceOf(LosslessNumber)
   })
 
+  it('leave out undefined properties, as JSON.stringify does', () => {
+    expect(snakeCaseKeys({location: {file: undefined, line: undefined}, hintText: undefined, x: null})).toEqual({location: {}, x: null})
+  })
+
   it('refuse a document that would have the same key twice', () => {
     expect(() => snakeCaseKeys({dryRun: true, dry_run: false})).toThrow('document has both dryRun and dry_run')
   })

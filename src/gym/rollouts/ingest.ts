@@ -17,7 +17,8 @@ export interface IngestSummary {
   tasks: {path: string; lines: number; distinct: number; identicalDuplicates: number}
   rollouts: {path: string; records: number}
   failures: {path: string | null; records: number}
-  output: string
+  /** The file written; null on a dry run without --output. */
+  output: string | null
   dryRun: boolean
   records: number
 }
@@ -59,7 +60,7 @@ export async function ingestRollouts(options: IngestOptions): Promise<IngestSumm
     tasks: {path: tasksFile, lines: table.lines, distinct: table.entries.size, identicalDuplicates: table.identicalDuplicates},
     rollouts: {path: rollouts, records: counts.completed},
     failures: {path: failures ?? null, records: counts.failed},
-    output,
+    output: output || null,
     dryRun,
     records: counts.completed + counts.failed,
   }

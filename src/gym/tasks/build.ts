@@ -110,7 +110,8 @@ export function scenarioFromRow(row: JsonObject, spec: TaskSpec): ScenarioBundle
 
 export interface BuildSummary {
   input: string
-  output: string
+  /** The file written; null on a dry run without --output. */
+  output: string | null
   dryRun: boolean
   rows: number
   skipped: number
@@ -123,7 +124,7 @@ export interface BuildSummary {
 export async function buildScenarios(options: {input: string; spec: TaskSpec; output: string; dryRun: boolean; onProgress?: (progress: ReadProgress) => void}): Promise<BuildSummary> {
   const {input, spec, output, dryRun} = options
   const seen = new Set<string>()
-  const summary: BuildSummary = {input, output, dryRun, rows: 0, skipped: 0, bundles: 0, repeatedScenarioIds: 0}
+  const summary: BuildSummary = {input, output: output || null, dryRun, rows: 0, skipped: 0, bundles: 0, repeatedScenarioIds: 0}
   await withJsonlOutput(output, dryRun, async (out) => {
     for await (const line of readJsonlLines(input, 'ROWS', options.onProgress)) {
       summary.rows++

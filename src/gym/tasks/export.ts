@@ -90,7 +90,8 @@ export function exportBundle({members: bundle, hasNonFinite}: ScannedObject): st
 
 export interface ExportSummary {
   input: string
-  output: string
+  /** The file written; null on a dry run without --output. */
+  output: string | null
   dryRun: boolean
   tasks: number
 }
@@ -111,5 +112,5 @@ export async function exportTasks(options: {input: string; output: string; dryRu
     }
     return out.lines
   })
-  return {input, output, dryRun, tasks}
+  return {input, output: output || null, dryRun, tasks}
 }
