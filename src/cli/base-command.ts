@@ -8,6 +8,7 @@ import type {ReadProgress} from '../gym/json.js'
 import {envelope, type EnvelopeError} from './envelope.js'
 import {type ProgressHost, type ProgressLine, readProgress, type ScriptOutputSink, scriptOutputSink, type StepLine, stepLine} from './progress.js'
 import {removeOpenTemporariesSync} from '../runtime/fs.js'
+import {type InterruptOptions, onInterrupt, removeOnInterrupt} from '../runtime/interrupt.js'
 import {Redactor} from './redact.js'
 import {snakeCaseKeys} from '../json-document.js'
 
@@ -63,18 +64,9 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     })
     this.flags = flags as BaseFlags<T>
     this.args = args as BaseArgs<T>
-    if ((this.ctor as typeof BaseCommand).removesPartialOutputOnInterrupt) this.removePartialOutputOnInterrupt()
-  }
-
-  private removePartialOutputOnInterrupt(): void {
-    const onSignal = (signal: NodeJS.Signals) => {
-      const removed = removeOpenTemporariesSync()
-      const what = removed.length > 0 ? 'the partial output was removed and nothing was written' : 'nothing was written'
-      process.stderr.write(`interrupted (${signal}): ${what}\n`)
-      process.exit(ExitCode.interrupted)
+    if ((this.ctor as typeof BaseCommand).removesPartialOutputOnInterrupt) {
+      removeOnInterrupt(() => (removeOpenTemporariesSync().length > 0 ? 'the partial output was removed and nothing was written' : 'nothing was written'))
     }
-    process.once('SIGINT', onSignal)
-    process.once('SIGTERM', onSignal)
   }
 
   public override log(message = '', ...args: unknown[]): void {
@@ -140,6 +132,14 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   private progressHost(): ProgressHost {
     return {jsonEnabled: () => this.jsonEnabled(), warnLine: (m) => this.warnLine(m)}
+  }
+
+  /**
+   * Run work that winds down itself on Ctrl+C / SIGTERM: the first aborts its signal (after
+   * `notice`), a second exits 130 at once.
+   */
+  protected interruptible<R>(options: InterruptOptions, work: (signal: AbortSignal) => Promise<R>): Promise<R> {
+    return onInterrupt(options, work)
   }
 
   /** A spinner beside the step under way, on a terminal (see ./progress.ts). */

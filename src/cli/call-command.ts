@@ -5,6 +5,7 @@ import {loadCallConfig} from '../gym/call/config.js'
 import {stringifyJson} from '../gym/json.js'
 import {type CallProgress, type CallSummary, runCall} from '../gym/call/run.js'
 import type {CallKind} from '../gym/call/types.js'
+import {onInterrupt} from '../runtime/interrupt.js'
 import {BaseCommand} from './base-command.js'
 import {progressLine, type ProgressLine} from './progress.js'
 
@@ -74,36 +75,22 @@ interface CallFlagValues {
 /** The body of `call resource` / `call harness`: load, run with signal handling and progress, report. */
 export async function runCallCommand(host: CallCommandHost, kind: CallKind, rowsFile: string, flags: CallFlagValues): Promise<CallSummary> {
   const config = await loadCallConfig(flags.config, kind)
-  const controller = new AbortController()
-  let signals = 0
-  const onSignal = (signal: NodeJS.Signals) => {
-    signals++
-    if (signals === 1) {
-      host.warnLine(`\n${signal}: stopping; cancelling in-flight rows and running their cleanup (press Ctrl+C again to exit at once, skipping cleanup)`)
-      controller.abort()
-    } else {
-      process.exit(ExitCode.interrupted)
-    }
-  }
-  process.on('SIGINT', onSignal)
-  process.on('SIGTERM', onSignal)
+  const stopping = (signal: NodeJS.Signals) => host.warnLine(`\n${signal}: stopping; cancelling in-flight rows and running their cleanup (press Ctrl+C again to exit at once, skipping cleanup)`)
   const progress = progressPrinter(host, `call ${kind} ${config.name}`)
   let summary: CallSummary
   try {
-    summary = await runCall({
+    summary = await onInterrupt({notice: stopping}, (signal) => runCall({
       config,
       input: rowsFile,
       output: flags.output,
       evidenceDir: flags['evidence-dir'],
       resume: flags.resume,
       dryRun: flags['dry-run'],
-      signal: controller.signal,
+      signal,
       onProgress: progress.update,
-    })
+    }))
   } finally {
     progress.stop()
-    process.off('SIGINT', onSignal)
-    process.off('SIGTERM', onSignal)
   }
   report(host, kind, summary)
   if (summary.interrupted) return host.withExitCode(summary, ExitCode.interrupted)

@@ -34,24 +34,18 @@ EXIT STATUS
 
   public async run(): Promise<LogsReport> {
     if (this.flags.follow && this.jsonEnabled()) throw usageError('--follow cannot be combined with --json', 'Drop --follow to get the logs as JSON.')
-    const controller = new AbortController()
-    const onSignal = () => controller.abort()
-    process.on('SIGINT', onSignal)
-    process.on('SIGTERM', onSignal)
-    try {
+    // Ctrl+C ends --follow: the logs so far are the command's result.
+    return this.interruptible({}, async (signal) => {
       const report = await recipeLogs({
         relaxRoot: this.flags['relax-root'],
         recipe: this.args.recipe,
         env: process.env,
         tail: this.flags.tail,
         follow: this.flags.follow,
-        signal: controller.signal,
+        signal,
       })
       if (!this.jsonEnabled()) for (const chunk of report.chunks) (chunk.stream === 'stderr' ? process.stderr : process.stdout).write(chunk.text)
       return report
-    } finally {
-      process.off('SIGINT', onSignal)
-      process.off('SIGTERM', onSignal)
-    }
+    })
   }
 }

@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 import path from 'node:path'
 
 import {BaseCommand} from '../cli/base-command.js'
-import {dryRunFlag, recipeArg, relaxRootFlag, smokeFlag} from '../cli/flags.js'
+import {dryRunFlag, ladderGymRootFlag, recipeArg, relaxRootFlag, smokeFlag} from '../cli/flags.js'
 import {summarizeLadder} from '../cli/ladder-output.js'
 import {sinkStream} from '../cli/progress.js'
 import {nextAfterLadder} from '../cli/next-step.js'
@@ -53,7 +53,7 @@ EXIT STATUS
 
   static override flags = {
     'relax-root': relaxRootFlag,
-    'gym-root': Flags.directory({summary: 'Pinned Gym checkout for the static rung of a recipe without recipe.yaml.', env: 'GYMRECIPE_GYM_ROOT'}),
+    'gym-root': ladderGymRootFlag,
     smoke: smokeFlag,
     'dry-run': dryRunFlag,
     verbose: Flags.boolean({summary: "Stream the script's whole output (docker build included) as it comes; by default it is one progress line, with the last lines shown on failure.", default: false}),
@@ -61,19 +61,10 @@ EXIT STATUS
 
   public async run(): Promise<PrepareResult> {
     const json = this.jsonEnabled()
-    const controller = new AbortController()
-    let signals = 0
-    const onSignal = (signal: NodeJS.Signals) => {
-      if (++signals > 1) process.exit(ExitCode.interrupted)
-      process.stderr.write(`\n${signal}: stopping the prepare script (Ctrl+C again exits at once)\n`)
-      controller.abort()
-    }
-    process.on('SIGINT', onSignal)
-    process.on('SIGTERM', onSignal)
-    let result: PrepareResult
     const output = this.scriptOutput('prepare script', this.flags.verbose)
-    try {
-      result = await prepareRecipe({
+    const stopping = (signal: NodeJS.Signals) => process.stderr.write(`\n${signal}: stopping the prepare script (Ctrl+C again exits at once)\n`)
+    const result = await this.interruptible({notice: stopping}, (signal) =>
+      prepareRecipe({
         relaxRoot: this.flags['relax-root'],
         recipe: this.args.recipe,
         dryRun: this.flags['dry-run'],
@@ -84,13 +75,9 @@ EXIT STATUS
         stdout: sinkStream(output, 'stdout'),
         stderr: sinkStream(output, 'stderr'),
         note: (line) => this.say(line),
-        signal: controller.signal,
-      })
-    } finally {
-      output.stop()
-      process.off('SIGINT', onSignal)
-      process.off('SIGTERM', onSignal)
-    }
+        signal,
+      }),
+    ).finally(() => output.stop())
     this.report(result)
     return this.withExitCode(result, EXIT_FOR[result.status])
   }

@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../cli/base-command.js'
-import {dryRunFlag, recipeArg, relaxRootFlag, smokeFlag} from '../cli/flags.js'
+import {dryRunFlag, ladderGymRootFlag, recipeArg, relaxRootFlag, smokeFlag} from '../cli/flags.js'
 import {summarizeLadder} from '../cli/ladder-output.js'
 import {nextAfterLadder} from '../cli/next-step.js'
 import {ExitCode} from '../errors.js'
@@ -41,7 +41,7 @@ EXIT STATUS
 
   static override flags = {
     'relax-root': relaxRootFlag,
-    'gym-root': Flags.directory({summary: 'Pinned Gym checkout for the static rung of a recipe without recipe.yaml.', env: 'GYMRECIPE_GYM_ROOT'}),
+    'gym-root': ladderGymRootFlag,
     timeout: Flags.integer({summary: 'Seconds to wait for /readyz after the container starts.', min: 1}),
     smoke: smokeFlag,
     'dry-run': dryRunFlag,
@@ -50,20 +50,11 @@ EXIT STATUS
 
   public async run(): Promise<StartReport> {
     const json = this.jsonEnabled()
-    const controller = new AbortController()
-    let signals = 0
-    const onSignal = (signal: NodeJS.Signals) => {
-      signals++
-      if (signals > 1) process.exit(ExitCode.interrupted)
-      process.stderr.write(`\n${signal}: stopping what this start began (press Ctrl+C again to exit at once, skipping cleanup)\n`)
-      controller.abort()
-    }
-    process.on('SIGINT', onSignal)
-    process.on('SIGTERM', onSignal)
-    let report: StartReport
     const output = this.scriptOutput('start script', this.flags.verbose)
+    const stopping = (signal: NodeJS.Signals) => process.stderr.write(`\n${signal}: stopping what this start began (press Ctrl+C again to exit at once, skipping cleanup)\n`)
+    let report: StartReport
     try {
-      report = await startRecipe({
+      report = await this.interruptible({notice: stopping}, (signal) => startRecipe({
         relaxRoot: this.flags['relax-root'],
         recipe: this.args.recipe,
         env: process.env,
@@ -72,20 +63,18 @@ EXIT STATUS
         gymRoot: this.flags['gym-root'],
         smoke: this.flags.smoke,
         render: !json,
-        signal: controller.signal,
+        signal,
         io: {
           scriptOutput: (stream, text) => output.write(stream, text),
           note: (line) => (json ? process.stderr.write(`${this.redactor.text(line)}\n`) : this.log(line)),
         },
-      })
+      }))
     } catch (error) {
       output.stop()
       if (!this.flags.verbose) for (const line of output.tail()) this.warnLine(`  | ${line}`)
       throw error
     } finally {
       output.stop()
-      process.off('SIGINT', onSignal)
-      process.off('SIGTERM', onSignal)
     }
     if (report.dryRun) {
       const plan = report.plan!

@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 import readline from 'node:readline/promises'
 
 import {BaseCommand} from '../cli/base-command.js'
-import {dryRunFlag, recipeArg, relaxRootFlag, smokeFlag} from '../cli/flags.js'
+import {dryRunFlag, ladderGymRootFlag, recipeArg, relaxRootFlag, smokeFlag} from '../cli/flags.js'
 import {train, type TrainReport} from '../steps/train.js'
 
 export default class Train extends BaseCommand<typeof Train> {
@@ -47,21 +47,16 @@ EXIT STATUS
     'dry-run': dryRunFlag,
     'stop-on-interrupt': Flags.boolean({summary: 'When interrupted without a terminal to ask, stop this run\'s own submission (by id).', default: false}),
     smoke: smokeFlag,
-    'gym-root': Flags.directory({summary: 'Pinned Gym checkout for the static rung\'s graph-name checks.', env: 'GYMRECIPE_GYM_ROOT'}),
+    'gym-root': ladderGymRootFlag,
     'worker-log': Flags.string({summary: 'Ray worker log file or directory for the training rung to scan for OOM and tracebacks (repeatable).', multiple: true}),
     'poll-interval': Flags.integer({summary: 'Seconds between Ray Jobs API polls.', default: 2, min: 1, hidden: true}),
   }
 
   public async run(): Promise<TrainReport> {
     const json = this.jsonEnabled()
-    const controller = new AbortController()
-    const onSignal = (signal: NodeJS.Signals) => {
-      if (!controller.signal.aborted) controller.abort(signal)
-    }
-    process.on('SIGINT', onSignal)
-    process.on('SIGTERM', onSignal)
     const interactive = !json && Boolean(process.stdin.isTTY) && Boolean(process.stderr.isTTY)
-    try {
+    // The first interrupt starts train's own wind-down (asking about the job on a terminal); a second one must not cut it short.
+    return this.interruptible({keepsSecond: true}, async (interrupt) => {
       const report = await train({
         relaxRoot: this.flags['relax-root'],
         recipe: this.args.recipe,
@@ -71,7 +66,7 @@ EXIT STATUS
         smoke: this.flags.smoke,
         gymRoot: this.flags['gym-root'],
         workerLogs: this.flags['worker-log'],
-        interrupt: controller.signal,
+        interrupt,
         pollIntervalMs: this.flags['poll-interval'] * 1000,
         say: (line) => this.say(line),
         working: this.stepLine(),
@@ -91,9 +86,6 @@ EXIT STATUS
       })
       this.say(`${report.exitCode === 0 ? '✔' : '✖'} ${report.message}`)
       return this.withExitCode(report, report.exitCode)
-    } finally {
-      process.removeListener('SIGINT', onSignal)
-      process.removeListener('SIGTERM', onSignal)
-    }
+    })
   }
 }
