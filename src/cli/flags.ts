@@ -15,6 +15,12 @@ export const gymRootFlag = Flags.directory({
   required: true,
 })
 
+/** For the commands that climb the ladder: optional, since recipe.yaml records the graph names; a hand-written recipe has none. */
+export const ladderGymRootFlag = Flags.directory({
+  summary: "Pinned NeMo Gym checkout to check the scripts' graph names against (needed for a recipe without recipe.yaml).",
+  env: 'GYMRECIPE_GYM_ROOT',
+})
+
 export const dryRunFlag = Flags.boolean({summary: 'Show what would change; change nothing.', default: false})
 
 export const smokeFlag = Flags.boolean({summary: 'Accept a non-training split for a smoke run; every report says so.', default: false})

@@ -2,6 +2,7 @@ import path from 'node:path'
 import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../cli/base-command.js'
+import {gymRootFlag} from '../cli/flags.js'
 import {type GymGraph, loadGymGraph, redactSecrets} from '../contract/gym-config.js'
 import {renderGraph} from '../contract/gym-config/render.js'
 import {ExitCode} from '../errors.js'
@@ -29,11 +30,7 @@ EXIT STATUS
   ]
 
   static override flags = {
-    'gym-root': Flags.string({
-      summary: 'Pinned NeMo Gym checkout; config paths are resolved against it and must stay inside it.',
-      env: 'GYMRECIPE_GYM_ROOT',
-      required: true,
-    }),
+    'gym-root': gymRootFlag,
     'gym-config': Flags.string({
       summary: 'Config file relative to the Gym root. Repeat to merge several, left to right.',
       multiple: true,

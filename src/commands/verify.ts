@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../cli/base-command.js'
-import {recipeArg, relaxRootFlag, smokeFlag} from '../cli/flags.js'
+import {ladderGymRootFlag, recipeArg, relaxRootFlag, smokeFlag} from '../cli/flags.js'
 import {summarizeLadder} from '../cli/ladder-output.js'
 import {nextAfterLadder} from '../cli/next-step.js'
 import {ExitCode} from '../errors.js'
@@ -46,7 +46,7 @@ EXIT STATUS
     level: Flags.string({summary: 'Highest rung to climb.', options: [...RUNGS], default: 'static', exclusive: ['only']}),
     only: Flags.string({summary: 'Check this one rung on its own against what is deployed now (the ladder is not climbed).', options: [...RUNGS], exclusive: ['level']}),
     'relax-root': relaxRootFlag,
-    'gym-root': Flags.directory({summary: 'Pinned Gym checkout to check graph names against.', env: 'GYMRECIPE_GYM_ROOT'}),
+    'gym-root': ladderGymRootFlag,
     smoke: smokeFlag,
     'callback-host': Flags.string({summary: 'trial: host the scripted model listens on and the Gateway calls back (default: GYM_HOST); must be inside the callback allowlist.'}),
     'callback-port': Flags.integer({summary: 'trial: port of the scripted model (default: any free port).', min: 1, max: 65535}),
