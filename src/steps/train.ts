@@ -12,12 +12,11 @@
  */
 import {setTimeout as sleep} from 'node:timers/promises'
 import {randomBytes} from 'node:crypto'
-import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
 import {codeOf, ExitCode, GymError, messageOf} from '../errors.js'
 import {resolveRecipe} from '../ladder/target.js'
-import {trainingRung} from '../ladder/training/index.js'
+import {newestTrainingLog, trainingRung} from '../ladder/training/index.js'
 import type {RecipeTarget, RungReport} from '../ladder/types.js'
 import {
   dashboardAddressFromEnv,
@@ -34,7 +33,7 @@ import {readyz} from '../runtime/http.js'
 import {recipeEnvironment} from '../runtime/recipe-env.js'
 import {runScript, type ScriptRun} from '../runtime/script.js'
 import type {RecipeContract} from '../contract/types.js'
-import {submissionIdFor, trainingGateway, trainingLogName} from '../contract/endpoints.js'
+import {submissionIdFor, trainingGateway} from '../contract/endpoints.js'
 import {type RecipeRunState, writeRunState} from '../runtime/run-state.js'
 import {checkLines} from '../ladder/render.js'
 import {shellWord} from '../shell-words.js'
@@ -132,26 +131,6 @@ async function requireContract(target: RecipeTarget): Promise<RecipeTarget & {co
     })
   }
   return target as RecipeTarget & {contract: RecipeContract}
-}
-
-/** The newest `log/<name>-*.log` the script's tee created since `since` (ms). */
-async function findScriptLog(cwd: string, logName: string, since: number): Promise<string | null> {
-  const dir = path.join(cwd, 'log')
-  let entries: string[]
-  try {
-    entries = await fsp.readdir(dir)
-  } catch {
-    return null
-  }
-  let best: {file: string; mtime: number} | null = null
-  for (const entry of entries) {
-    if (!entry.startsWith(`${logName}-`) || !entry.endsWith('.log')) continue
-    const file = path.join(dir, entry)
-    const stat = await fsp.stat(file).catch(() => undefined)
-    if (!stat || stat.mtimeMs < since - 2000) continue
-    if (!best || stat.mtimeMs > best.mtime) best = {file, mtime: stat.mtimeMs}
-  }
-  return best?.file ?? null
 }
 
 /**
@@ -256,8 +235,9 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
   // ---------------------------------------------------------------- run the script
   const client = rayJobsClient(dashboard, {headers: rayJobHeadersFromEnv(scriptEnv)})
   const interval = options.pollIntervalMs ?? 2000
-  const logName = trainingLogName(contract)
   const startedAt = Date.now()
+  // The tee of this run, not an older one (2 s of slack for file-system time stamps).
+  const scriptLog = async () => (await newestTrainingLog([path.join(command.cwd, 'log')], contract, startedAt - 2000)) ?? null
   let job: JobDetails | undefined
   let logs = ''
   let state: RecipeRunState | undefined
@@ -294,7 +274,7 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
       // keep the previous text
     }
     if (!state.logFile) {
-      const found = await findScriptLog(command.cwd, logName, startedAt)
+      const found = await scriptLog()
       if (found) {
         state.logFile = found
         report.logFile = found
@@ -407,7 +387,7 @@ export async function train(options: TrainOptions): Promise<TrainReport> {
       return finish('follow-lost', ExitCode.failure, `lost track of ${submissionId} (${messageOf(error)}); it may still be running: check with gymrecipe status ${target.id}, stop it with ${stopCommand}`)
     }
   }
-  if (!report.logFile) report.logFile = await findScriptLog(command.cwd, logName, startedAt)
+  if (!report.logFile) report.logFile = await scriptLog()
   if (state && report.logFile && state.logFile !== report.logFile) {
     state.logFile = report.logFile
     await record()

@@ -14,6 +14,7 @@
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
+import {trainingLogName} from '../../contract/endpoints.js'
 import type {RecipeContract} from '../../contract/types.js'
 import {gatewayClient} from '../../runtime/gateway-trials.js'
 import {normalizeDashboardAddress, rayJobHeadersFromEnv, rayJobsClient} from '../../runtime/ray-jobs.js'
@@ -71,12 +72,12 @@ export function saveDirOf(contract: RecipeContract, env: Record<string, string |
   return {saveDir: path.join(expDir, `${contract.training.model.name}_mcore_${contract.training.gpus}xgpu`), expDir, defaulted: !exp}
 }
 
-/** `log/<slug>-<gpus>xgpu-nemo-gym-<id>-<time>.log` written by the training script's tee. */
-export function logPrefix(contract: RecipeContract): string {
-  return `${contract.training.model.slug}-${contract.training.gpus}xgpu-nemo-gym-${contract.id}-`
-}
-
-async function newestLog(dirs: string[], prefix: string): Promise<string | undefined> {
+/**
+ * The newest `log/<slug>-<gpus>xgpu-nemo-gym-<id>-<time>.log` the training script's tee wrote in
+ * any of `dirs`, optionally only one modified since `sinceMs` (a run's own log, not an older one).
+ */
+export async function newestTrainingLog(dirs: string[], contract: Pick<RecipeContract, 'id' | 'training'>, sinceMs = 0): Promise<string | undefined> {
+  const prefix = `${trainingLogName(contract)}-`
   let best: {file: string; mtime: number} | undefined
   for (const dir of dirs) {
     const entries = await fsp.readdir(dir).catch(() => [] as string[])
@@ -84,7 +85,7 @@ async function newestLog(dirs: string[], prefix: string): Promise<string | undef
       if (!entry.startsWith(prefix) || !entry.endsWith('.log')) continue
       const file = path.join(dir, entry)
       const stat = await fsp.stat(file).catch(() => null)
-      if (stat && (!best || stat.mtimeMs > best.mtime)) best = {file, mtime: stat.mtimeMs}
+      if (stat && stat.mtimeMs >= sinceMs && (!best || stat.mtimeMs > best.mtime)) best = {file, mtime: stat.mtimeMs}
     }
   }
   return best?.file
@@ -221,8 +222,8 @@ async function loadJobLog(ctx: CheckContext, f: Facts): Promise<{log?: JobLog; p
     }
   }
   const dirs = [...new Set([path.join(ctx.target.relaxRoot, 'log'), path.join(process.cwd(), 'log')])]
-  tried.push(...dirs.map((d) => path.join(d, `${logPrefix(contract)}*.log`)))
-  const found = await newestLog(dirs, logPrefix(contract))
+  tried.push(...dirs.map((d) => path.join(d, `${trainingLogName(contract)}-*.log`)))
+  const found = await newestTrainingLog(dirs, contract)
   if (found) return {log: {text: await fsp.readFile(found, 'utf8'), source: found}, tried}
   return {problem: 'no job log found', tried}
 }
