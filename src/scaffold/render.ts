@@ -32,19 +32,16 @@ export interface RenderedFile {
 }
 
 import {shellQuote} from '../shell-words.js'
+import {pythonLiteral} from './python-literal.js'
 
 export {shellQuote}
 
-/** A JSON document as a Python string literal (JSON string escapes are valid Python escapes). */
-export function pythonJsonLiteral(value: unknown): string {
-  return JSON.stringify(typeof value === 'string' ? value : JSON.stringify(value))
-}
 
 function makeHandlebars(): typeof Handlebars {
   const hb = Handlebars.create()
   hb.registerHelper('sh', (value: unknown) => shellQuote(value))
   hb.registerHelper('json', (value: unknown) => JSON.stringify(value))
-  hb.registerHelper('pyjson', (value: unknown) => pythonJsonLiteral(value))
+  hb.registerHelper('py', (value: unknown) => pythonLiteral(value))
   hb.registerHelper('join', (list: unknown[], sep: unknown) => list.join(typeof sep === 'string' ? sep : ','))
   // "${NAME:-default}": the default is fixed at generation time, the caller's environment still wins.
   hb.registerHelper('envdefault', (...args: unknown[]) => {

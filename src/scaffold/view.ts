@@ -1,6 +1,7 @@
 import type {RecipeContract, ScriptedTurn} from '../contract/types.js'
 import {recipeFileNames, RECIPES_DIR, servicePorts} from '../contract/types.js'
 import {RAY_COMPONENT_PORTS} from '../contract/ports.js'
+import {trainingLogName} from '../contract/endpoints.js'
 
 /** Formats a number the way the proven scripts spell it: 1e-06 as 1e-6, 0.7 as 0.7. */
 export function formatNumber(n: number): string {
@@ -108,8 +109,8 @@ export function buildView(contract: RecipeContract) {
     configPathsList: allConfigPaths.join(','),
     gymConfigPaths: c.gym.config_paths,
     rayComponentFlags,
-    readinessAgent: c.gateway.readiness.includes('agent'),
-    readinessResource: c.gateway.readiness.includes('resource'),
+    // The Gateway waits on these before it reports ready: agent first, then the resources server.
+    readiness: (['agent', 'resource'] as const).filter((server) => c.gateway.readiness.includes(server)),
     cleanup: c.gateway.cleanup,
     cleanupUrl,
     callbackNetworks: c.service.callback_networks.join(','),
@@ -131,14 +132,14 @@ export function buildView(contract: RecipeContract) {
     optimizer: {lr: num(t.optimizer.lr), weightDecay: num(t.optimizer.weight_decay), beta1: num(t.optimizer.adam_beta1), beta2: num(t.optimizer.adam_beta2)},
     sglang: {...t.sglang, memFraction: num(t.sglang.mem_fraction_static)},
     resourceJson: JSON.stringify({actor: [1, t.gpus], rollout: [1, t.gpus]}),
-    logName: `${t.model.slug}-${t.gpus}xgpu-nemo-gym-${c.id}`,
+    logName: trainingLogName(c),
     submissionPrefix: `relax-nemo-gym-${c.id}`,
     deadline: num(c.gateway.deadline_s),
     lease: num(c.gateway.lease_s),
     maxDeadline: num(c.gateway.max_deadline_s),
-    verifierPayloadJson: c.verifier.payload === null ? null : JSON.stringify(c.verifier.payload),
-    verifierCorrectJson: JSON.stringify(turnsToOutputItems(c.verifier.correct)),
-    verifierWrongJson: JSON.stringify(turnsToOutputItems(c.verifier.wrong)),
+    verifierPayload: c.verifier.payload,
+    verifierCorrect: turnsToOutputItems(c.verifier.correct),
+    verifierWrong: turnsToOutputItems(c.verifier.wrong),
     verifierTaskPath: c.verifier.task ? `${gymRoot}/${c.verifier.task.file}` : null,
     verifierGolden: c.verifier.kind === 'golden',
     successReward: num(c.verifier.success_reward),

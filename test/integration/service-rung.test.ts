@@ -42,7 +42,7 @@ describe.skipIf(unavailable !== undefined)('service rung on a faulty service', (
     fx = await startFixture({purpose: 'svcrung', portBase: 24300, faults: {stale_trials: 2, gym_commit: OTHER_COMMIT, silent_500: true}})
     // A verifier whose known-wrong output is the known-correct one: it can no longer tell them apart.
     const verify = `verify_${fx.id.replaceAll('-', '_')}.py`
-    await editFile(fx.dir, verify, (t) => t.replace(/^WRONG_OUTPUT = .*$/m, 'WRONG_OUTPUT = CORRECT_OUTPUT'))
+    await editFile(fx.dir, verify, (t) => t.replace('\n# Proxy variables are ignored', '\nWRONG_OUTPUT = CORRECT_OUTPUT\n\n# Proxy variables are ignored'))
   })
   afterAll(async () => {
     await fx?.cleanup()
