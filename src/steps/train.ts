@@ -27,6 +27,7 @@ import {
   rayJobHeadersFromEnv,
   redactUrl,
   rayJobsClient,
+  type RayJobsClient,
 } from '../runtime/ray-jobs.js'
 import {recordGatewayUse} from '../runtime/gateway-ledger.js'
 import {readyz} from '../runtime/http.js'
@@ -162,260 +163,328 @@ async function recordTrainingTrials(recipeDir: string, gateway: ReturnType<typeo
 export async function train(options: TrainOptions): Promise<TrainReport> {
   await assertGymRoot(options.gymRoot)
   const target = await requireContract(await resolveRecipe(options.relaxRoot, options.recipe))
-  const contract = target.contract
-  const scriptEnv = await recipeEnvironment(target.dir, options.env)
-  const dashboard = dashboardAddressFromEnv(scriptEnv).address
-  const submissionId = submissionIdFor(contract, new Date(), randomBytes(3).toString('hex'))
-  const runScriptPath = path.join(target.dir, target.files.run!)
-  const waits = scriptEnv.RAY_NO_WAIT !== '1'
-  const entrypointEnv = submitOnlyEntrypoint(target.relaxRoot, scriptEnv)
-  const addedEnv = {...entrypointEnv, RELAX_SUBMISSION_ID: submissionId, RAY_DASHBOARD_ADDRESS: dashboard}
-  // Shown to people and in --json: a password in the dashboard URL never is.
-  const shownDashboard = redactUrl(dashboard)
-  const shownEnv = {...entrypointEnv, RELAX_SUBMISSION_ID: submissionId, RAY_DASHBOARD_ADDRESS: shownDashboard}
-  const relScript = path.relative(target.relaxRoot, runScriptPath)
-  const command: TrainCommand = {
-    cwd: target.relaxRoot,
-    argv: ['bash', relScript],
-    env: shownEnv,
-    shell: `cd ${shellWord(target.relaxRoot)} && ${Object.entries(shownEnv)
-      .map(([k, v]) => `${k}=${shellWord(v)}`)
-      .join(' ')} bash ${shellWord(relScript)}`,
+  const run = new TrainRun(options, target, await recipeEnvironment(target.dir, options.env))
+  return run.go()
+}
+
+/** The last word of a run: its outcome, exit status and one-line message. */
+class Finished {
+  constructor(
+    readonly outcome: TrainOutcome,
+    readonly exitCode: number,
+    readonly message: string,
+  ) {}
+}
+
+/**
+ * One `gymrecipe train`, phase by phase: plan (the command and its variables), pre-flight, run the
+ * script while polling its job, follow the job to its end, prove it with the training rung. Each
+ * phase either hands on or ends the run with a Finished; an interrupt at any point goes to
+ * `interrupted()`, which decides about this run's own submission.
+ */
+class TrainRun {
+  private readonly contract: RecipeContract
+  private readonly dashboard: string
+  private readonly shownDashboard: string
+  private readonly submissionId: string
+  private readonly stopCommand: string
+  private readonly addedEnv: Record<string, string>
+  private readonly report: TrainReport
+  private readonly interval: number
+  private client?: RayJobsClient
+  private script?: ScriptRun
+  private startedAt = 0
+  private job: JobDetails | undefined
+  private logs = ''
+  private state: RecipeRunState | undefined
+  private lastPollError: string | undefined
+
+  constructor(
+    private readonly options: TrainOptions,
+    private readonly target: RecipeTarget & {contract: RecipeContract},
+    private readonly scriptEnv: Record<string, string>,
+  ) {
+    this.contract = target.contract
+    this.dashboard = dashboardAddressFromEnv(scriptEnv).address
+    this.submissionId = submissionIdFor(this.contract, new Date(), randomBytes(3).toString('hex'))
+    this.interval = options.pollIntervalMs ?? 2000
+    const entrypointEnv = submitOnlyEntrypoint(target.relaxRoot, scriptEnv)
+    this.addedEnv = {...entrypointEnv, RELAX_SUBMISSION_ID: this.submissionId, RAY_DASHBOARD_ADDRESS: this.dashboard}
+    // Shown to people and in --json: a password in the dashboard URL never is.
+    this.shownDashboard = redactUrl(this.dashboard)
+    this.stopCommand = `ray job stop --address=${this.shownDashboard} ${this.submissionId}`
+    const shownEnv = {...entrypointEnv, RELAX_SUBMISSION_ID: this.submissionId, RAY_DASHBOARD_ADDRESS: this.shownDashboard}
+    const relScript = path.relative(target.relaxRoot, path.join(target.dir, target.files.run!))
+    this.report = {
+      recipe: target.id,
+      dir: target.dir,
+      outcome: 'dry-run',
+      exitCode: ExitCode.ok,
+      message: '',
+      submissionId: this.submissionId,
+      dashboardAddress: this.shownDashboard,
+      waits: scriptEnv.RAY_NO_WAIT !== '1',
+      command: {
+        cwd: target.relaxRoot,
+        argv: ['bash', relScript],
+        env: shownEnv,
+        shell: `cd ${shellWord(target.relaxRoot)} && ${envWords(shownEnv)} bash ${shellWord(relScript)}`,
+      },
+      preflight: [],
+      job: null,
+      logFile: null,
+      logTail: [],
+      scriptExitCode: null,
+      trainingRung: null,
+      stopCommand: null,
+    }
   }
-  const stopCommand = `ray job stop --address=${shownDashboard} ${submissionId}`
-  const report: TrainReport = {
-    recipe: target.id,
-    dir: target.dir,
-    outcome: 'dry-run',
-    exitCode: ExitCode.ok,
-    message: '',
-    submissionId,
-    dashboardAddress: shownDashboard,
-    waits,
-    command,
-    preflight: [],
-    job: null,
-    logFile: null,
-    logTail: [],
-    scriptExitCode: null,
-    trainingRung: null,
-    stopCommand: null,
+
+  async go(): Promise<TrainReport> {
+    const end = (await this.preflight()) ?? (await this.runScript()) ?? (await this.follow()) ?? (await this.prove())
+    this.report.outcome = end.outcome
+    this.report.exitCode = end.exitCode
+    this.report.message = end.message
+    return this.report
   }
-  const finish = (outcome: TrainOutcome, exitCode: number, message: string): TrainReport => {
-    report.outcome = outcome
-    report.exitCode = exitCode
-    report.message = message
-    return report
+
+  private say(line: string): void {
+    this.options.say(line)
   }
 
   // ---------------------------------------------------------------- pre-flight
-  options.say(`Pre-flight for ${target.id} (${target.dir})`)
-  try {
-    report.preflight = await runPreflight({target, callerEnv: options.env, scriptEnv, smoke: options.smoke, gymRoot: options.gymRoot, signal: options.interrupt, submissionId}, {
-      started: (doing) => options.working?.start(doing),
-      finished(item) {
-        options.working?.stop()
-        options.say(`  ${item.status === 'pass' ? '✔' : '✖'} ${item.title}: ${item.message}`)
-        if (item.status !== 'pass' && item.hint) options.say(`      hint: ${item.hint}`)
-      },
-    })
-  } finally {
-    options.working?.stop()
-  }
-  if (scriptEnv.RELAX_SUBMISSION_ID) options.say(`  note: RELAX_SUBMISSION_ID=${scriptEnv.RELAX_SUBMISSION_ID} from the environment is replaced by a fresh id`)
-  const failed = report.preflight.filter((i) => i.status !== 'pass')
-  options.say(`${options.dryRun ? 'Would run' : 'Running'} (in ${command.cwd}): ${Object.entries(shownEnv).map(([k, v]) => `${k}=${shellWord(v)}`).join(' ')} bash ${relScript}`)
-  options.say(`  the script ${waits ? 'waits for the job and streams its log (RAY_NO_WAIT=1 would return after submission)' : 'returns after submission (RAY_NO_WAIT=1); gymrecipe follows the job'}`)
-  if (options.interrupt.aborted) return finish('interrupted', ExitCode.interrupted, 'interrupted during pre-flight; nothing was submitted')
-  if (failed.length > 0) {
-    return finish('preflight-failed', ExitCode.precondition, `pre-flight failed (${failed.map((i) => i.id).join(', ')}); nothing was submitted`)
-  }
-  if (options.dryRun) return finish('dry-run', ExitCode.ok, 'dry run: pre-flight passed; nothing was submitted')
-
-  // ---------------------------------------------------------------- run the script
-  const client = rayJobsClient(dashboard, {headers: rayJobHeadersFromEnv(scriptEnv)})
-  const interval = options.pollIntervalMs ?? 2000
-  const startedAt = Date.now()
-  // The tee of this run, not an older one (2 s of slack for file-system time stamps).
-  const scriptLog = async () => (await newestTrainingLog([path.join(command.cwd, 'log')], contract, startedAt - 2000)) ?? null
-  let job: JobDetails | undefined
-  let logs = ''
-  let state: RecipeRunState | undefined
-  let lastPollError: string | undefined
-
-  const record = async () => {
-    if (!state) return
-    await writeRunState(state, options.env)
-  }
-  const poll = async () => {
+  private async preflight(): Promise<Finished | undefined> {
+    const {options, target, report} = this
+    this.say(`Pre-flight for ${target.id} (${target.dir})`)
     try {
-      job = await client.status(submissionId)
+      report.preflight = await runPreflight({target, callerEnv: options.env, scriptEnv: this.scriptEnv, smoke: options.smoke, gymRoot: options.gymRoot, signal: options.interrupt, submissionId: this.submissionId}, {
+        started: (doing) => options.working?.start(doing),
+        finished: (item) => {
+          options.working?.stop()
+          this.say(`  ${item.status === 'pass' ? '✔' : '✖'} ${item.title}: ${item.message}`)
+          if (item.status !== 'pass' && item.hint) this.say(`      hint: ${item.hint}`)
+        },
+      })
+    } finally {
+      options.working?.stop()
+    }
+    if (this.scriptEnv.RELAX_SUBMISSION_ID) this.say(`  note: RELAX_SUBMISSION_ID=${this.scriptEnv.RELAX_SUBMISSION_ID} from the environment is replaced by a fresh id`)
+    const {command, waits} = report
+    this.say(`${options.dryRun ? 'Would run' : 'Running'} (in ${command.cwd}): ${envWords(command.env)} bash ${command.argv[1]}`)
+    this.say(`  the script ${waits ? 'waits for the job and streams its log (RAY_NO_WAIT=1 would return after submission)' : 'returns after submission (RAY_NO_WAIT=1); gymrecipe follows the job'}`)
+    if (options.interrupt.aborted) return new Finished('interrupted', ExitCode.interrupted, 'interrupted during pre-flight; nothing was submitted')
+    const failed = report.preflight.filter((i) => i.status !== 'pass')
+    if (failed.length > 0) return new Finished('preflight-failed', ExitCode.precondition, `pre-flight failed (${failed.map((i) => i.id).join(', ')}); nothing was submitted`)
+    if (options.dryRun) return new Finished('dry-run', ExitCode.ok, 'dry run: pre-flight passed; nothing was submitted')
+    return undefined
+  }
+
+  // ---------------------------------------------------------------- run the script, polling its job
+  /** The tee of this run, not an older one (2 s of slack for file-system time stamps). */
+  private async scriptLog(): Promise<string | null> {
+    return (await newestTrainingLog([path.join(this.report.command.cwd, 'log')], this.contract, this.startedAt - 2000)) ?? null
+  }
+
+  private async record(): Promise<void> {
+    if (this.state) await writeRunState(this.state, this.options.env)
+  }
+
+  /** One look at the job: its details, its logs, and (once) the run state and the script's log file. */
+  private async poll(): Promise<void> {
+    let job: JobDetails
+    try {
+      job = await this.client!.status(this.submissionId)
     } catch (error) {
-      if (codeOf(error) !== 'E_RAY_JOB_NOT_FOUND') lastPollError = messageOf(error)
+      if (codeOf(error) !== 'E_RAY_JOB_NOT_FOUND') this.lastPollError = messageOf(error)
       return
     }
-    lastPollError = undefined
-    if (!state) {
-      state = {
-        recipe: target.id,
-        recipeDir: target.dir,
-        submissionId,
-        dashboardAddress: dashboard,
+    this.job = job
+    this.lastPollError = undefined
+    if (!this.state) {
+      this.state = {
+        recipe: this.target.id,
+        recipeDir: this.target.dir,
+        submissionId: this.submissionId,
+        dashboardAddress: this.dashboard,
         logFile: null,
         submittedAt: new Date().toISOString(),
-        smoke: options.smoke || contract.data.smoke,
+        smoke: this.options.smoke || this.contract.data.smoke,
       }
-      await record()
-      options.say(`gymrecipe: submission ${submissionId} is ${job.status} on ${shownDashboard}`)
+      await this.record()
+      this.say(`gymrecipe: submission ${this.submissionId} is ${job.status} on ${this.shownDashboard}`)
     }
     try {
-      logs = await client.logs(submissionId)
+      this.logs = await this.client!.logs(this.submissionId)
     } catch {
       // keep the previous text
     }
-    if (!state.logFile) {
-      const found = await scriptLog()
+    if (!this.state.logFile) {
+      const found = await this.scriptLog()
       if (found) {
-        state.logFile = found
-        report.logFile = found
-        await record()
+        this.state.logFile = found
+        this.report.logFile = found
+        await this.record()
       }
     }
   }
 
-  const script: ScriptRun = runScript(runScriptPath, {
-    cwd: command.cwd,
-    env: {...options.env, ...addedEnv},
-    onOutput: (stream, text) => options.passthrough?.(stream, text),
-  })
-  const scriptExit = script.exited
+  private noteJob(): void {
+    this.report.job = publicJob(this.job)
+    this.report.logTail = logTail(this.logs)
+  }
 
-  const interrupted = async (): Promise<TrainReport> => {
-    options.say('')
-    options.say('gymrecipe: interrupted')
-    if (script.running()) {
+  private async runScript(): Promise<Finished | undefined> {
+    const {options, target, report} = this
+    this.client = rayJobsClient(this.dashboard, {headers: rayJobHeadersFromEnv(this.scriptEnv)})
+    this.startedAt = Date.now()
+    const script = runScript(path.join(target.dir, target.files.run!), {
+      cwd: report.command.cwd,
+      env: {...options.env, ...this.addedEnv},
+      onOutput: (stream, text) => options.passthrough?.(stream, text),
+    })
+    this.script = script
+    const interruptSeen = aborted(options.interrupt)
+    while (script.running()) {
+      const next = await Promise.race([script.exited.then(() => 'exit' as const), sleep(this.interval).then(() => 'tick' as const), interruptSeen.then(() => 'interrupt' as const)])
+      if (next === 'interrupt') return this.interrupted()
+      await this.poll()
+    }
+    const exit = await script.exited
+    report.scriptExitCode = exit.exitCode ?? null
+    await this.poll()
+    if (!this.job) {
+      await sleep(300)
+      await this.poll()
+    }
+    if (!this.job) {
+      report.logTail = [...script.tail('stdout', 20), ...script.tail('stderr', 20)]
+      const reason = this.lastPollError ? `; the dashboard could not be asked: ${this.lastPollError}` : ''
+      return new Finished('not-submitted', ExitCode.failure, `the training script exited ${exit.exitCode ?? exit.signal} and job ${this.submissionId} does not exist on ${this.shownDashboard}${reason}`)
+    }
+    return undefined
+  }
+
+  // ---------------------------------------------------------------- an interrupt: this run's own job only
+  private async interrupted(): Promise<Finished> {
+    const {options, report, submissionId} = this
+    this.say('')
+    this.say('gymrecipe: interrupted')
+    const script = this.script
+    if (script?.running()) {
       script.signalGroup('SIGTERM')
-      const gone = await Promise.race([scriptExit.then(() => true), sleep(5000).then(() => false)])
+      const gone = await Promise.race([script.exited.then(() => true), sleep(5000).then(() => false)])
       if (!gone) script.signalGroup('SIGKILL')
-      await scriptExit
+      await script.exited
     }
-    await poll()
-    if (!job) {
+    await this.poll()
+    if (!this.job) {
       await sleep(500)
-      await poll()
+      await this.poll()
     }
-    report.job = publicJob(job)
-    report.logTail = logTail(logs)
-    if (!job) return finish('interrupted', ExitCode.interrupted, `interrupted before ${submissionId} reached Ray; nothing is running`)
-    if (isTerminal(job.status)) return finish('interrupted', ExitCode.interrupted, `interrupted; job ${submissionId} had already ended ${job.status}`)
+    this.noteJob()
+    const job = this.job
+    if (!job) return new Finished('interrupted', ExitCode.interrupted, `interrupted before ${submissionId} reached Ray; nothing is running`)
+    if (isTerminal(job.status)) return new Finished('interrupted', ExitCode.interrupted, `interrupted; job ${submissionId} had already ended ${job.status}`)
     let stop = options.stopOnInterrupt
     // Ctrl+C on a terminal asks; a SIGTERM (a supervisor, a scheduler) never waits for an answer.
     if (options.confirm && options.interrupt.reason !== 'SIGTERM') {
       try {
-        stop = await options.confirm(`Stop Ray job ${submissionId} (this run's own submission) on ${shownDashboard}? [y/N] `)
+        stop = await options.confirm(`Stop Ray job ${submissionId} (this run's own submission) on ${this.shownDashboard}? [y/N] `)
       } catch {
         stop = false
       }
     }
     if (!stop) {
-      report.stopCommand = stopCommand
-      options.say(`gymrecipe: job ${submissionId} keeps running on the cluster (${job.status}).`)
-      options.say(`  stop it with: ${stopCommand}`)
-      options.say(`  follow it with: gymrecipe status ${target.id} --relax-root ${target.relaxRoot}`)
-      return finish('interrupted', ExitCode.interrupted, `interrupted; job ${submissionId} left running`)
+      report.stopCommand = this.stopCommand
+      this.say(`gymrecipe: job ${submissionId} keeps running on the cluster (${job.status}).`)
+      this.say(`  stop it with: ${this.stopCommand}`)
+      this.say(`  follow it with: gymrecipe status ${this.target.id} --relax-root ${this.target.relaxRoot}`)
+      return new Finished('interrupted', ExitCode.interrupted, `interrupted; job ${submissionId} left running`)
     }
-    options.say(`gymrecipe: stopping ${submissionId} (only this submission, by id)`)
+    this.say(`gymrecipe: stopping ${submissionId} (only this submission, by id)`)
     try {
-      await client.stop(submissionId)
+      await this.client!.stop(submissionId)
     } catch (error) {
-      report.stopCommand = stopCommand
-      return finish('interrupted', ExitCode.interrupted, `interrupted; stopping ${submissionId} failed: ${messageOf(error)}. Stop it with: ${stopCommand}`)
+      report.stopCommand = this.stopCommand
+      return new Finished('interrupted', ExitCode.interrupted, `interrupted; stopping ${submissionId} failed: ${messageOf(error)}. Stop it with: ${this.stopCommand}`)
     }
     const deadline = Date.now() + 60_000
     while (Date.now() < deadline) {
-      await poll()
-      if (job && isTerminal(job.status)) break
+      await this.poll()
+      if (this.job && isTerminal(this.job.status)) break
       await sleep(1000)
     }
-    report.job = publicJob(job)
-    report.logTail = logTail(logs)
-    if (!job || !isTerminal(job.status)) {
-      report.stopCommand = stopCommand
-      return finish('interrupted', ExitCode.interrupted, `interrupted; asked Ray to stop ${submissionId} but it is still ${job?.status}. Check with: ${stopCommand}`)
+    this.noteJob()
+    const last = this.job as JobDetails | undefined
+    if (!last || !isTerminal(last.status)) {
+      report.stopCommand = this.stopCommand
+      return new Finished('interrupted', ExitCode.interrupted, `interrupted; asked Ray to stop ${submissionId} but it is still ${last?.status}. Check with: ${this.stopCommand}`)
     }
-    return finish('interrupted', ExitCode.interrupted, `interrupted; job ${submissionId} ${job.status}`)
-  }
-
-  const interruptSeen = aborted(options.interrupt)
-  while (script.running()) {
-    const next = await Promise.race([scriptExit.then(() => 'exit' as const), sleep(interval).then(() => 'tick' as const), interruptSeen.then(() => 'interrupt' as const)])
-    if (next === 'interrupt') return interrupted()
-    await poll()
-  }
-  const exit = await scriptExit
-  report.scriptExitCode = exit.exitCode ?? null
-  await poll()
-  if (!job) {
-    await sleep(300)
-    await poll()
-  }
-  if (!job) {
-    const tail = [...script.tail('stdout', 20), ...script.tail('stderr', 20)]
-    report.logTail = tail
-    const reason = lastPollError ? `; the dashboard could not be asked: ${lastPollError}` : ''
-    return finish('not-submitted', ExitCode.failure, `the training script exited ${exit.exitCode ?? exit.signal} and job ${submissionId} does not exist on ${shownDashboard}${reason}`)
+    return new Finished('interrupted', ExitCode.interrupted, `interrupted; job ${submissionId} ${last.status}`)
   }
 
   // ---------------------------------------------------------------- follow through the REST API
-  if (!isTerminal(job.status)) {
-    options.say(`gymrecipe: following ${submissionId} through the Ray Jobs API (${job.status})`)
-    try {
-      const followed = await followJob(client, submissionId, {
-        intervalMs: interval,
-        signal: options.interrupt,
-        // When the script waited, it already streamed the log up to here.
-        logOffset: waits ? logs.length : 0,
-        onLogs: (chunk) => options.passthrough?.('stdout', chunk),
-      })
-      job = followed.job
-      logs = followed.logs
-    } catch (error) {
-      if (options.interrupt.aborted) return interrupted()
-      report.job = publicJob(job)
-      report.logTail = logTail(logs)
-      report.stopCommand = stopCommand
-      return finish('follow-lost', ExitCode.failure, `lost track of ${submissionId} (${messageOf(error)}); it may still be running: check with gymrecipe status ${target.id}, stop it with ${stopCommand}`)
+  private async follow(): Promise<Finished | undefined> {
+    const {options, report, submissionId} = this
+    if (!isTerminal(this.job!.status)) {
+      this.say(`gymrecipe: following ${submissionId} through the Ray Jobs API (${this.job!.status})`)
+      try {
+        const followed = await followJob(this.client!, submissionId, {
+          intervalMs: this.interval,
+          signal: options.interrupt,
+          // When the script waited, it already streamed the log up to here.
+          logOffset: report.waits ? this.logs.length : 0,
+          onLogs: (chunk) => options.passthrough?.('stdout', chunk),
+        })
+        this.job = followed.job
+        this.logs = followed.logs
+      } catch (error) {
+        if (options.interrupt.aborted) return this.interrupted()
+        this.noteJob()
+        report.stopCommand = this.stopCommand
+        return new Finished('follow-lost', ExitCode.failure, `lost track of ${submissionId} (${messageOf(error)}); it may still be running: check with gymrecipe status ${this.target.id}, stop it with ${this.stopCommand}`)
+      }
     }
-  }
-  if (!report.logFile) report.logFile = await scriptLog()
-  if (state && report.logFile && state.logFile !== report.logFile) {
-    state.logFile = report.logFile
-    await record()
-  }
-  report.job = publicJob(job)
-  report.logTail = logTail(logs)
-
-  if (job.status === 'FAILED') {
-    const details = [job.error_type, job.driver_exit_code === null ? null : `driver exit code ${job.driver_exit_code}`].filter(Boolean).join(', ')
-    options.say(`gymrecipe: job ${submissionId} FAILED${details ? ` (${details})` : ''}; last log lines:`)
-    for (const line of report.logTail.slice(-30)) options.say(`  | ${line}`)
-    return finish('job-failed', ExitCode.failure, `job ${submissionId} FAILED${details ? ` (${details})` : ''}`)
-  }
-  if (job.status === 'STOPPED') {
-    return finish('job-stopped', ExitCode.failure, `job ${submissionId} was STOPPED before it finished: nothing is proven`)
+    if (!report.logFile) report.logFile = await this.scriptLog()
+    if (this.state && report.logFile && this.state.logFile !== report.logFile) {
+      this.state.logFile = report.logFile
+      await this.record()
+    }
+    this.noteJob()
+    const job = this.job!
+    if (job.status === 'FAILED') {
+      const details = [job.error_type, job.driver_exit_code === null ? null : `driver exit code ${job.driver_exit_code}`].filter(Boolean).join(', ')
+      this.say(`gymrecipe: job ${submissionId} FAILED${details ? ` (${details})` : ''}; last log lines:`)
+      for (const line of report.logTail.slice(-30)) this.say(`  | ${line}`)
+      return new Finished('job-failed', ExitCode.failure, `job ${submissionId} FAILED${details ? ` (${details})` : ''}`)
+    }
+    if (job.status === 'STOPPED') return new Finished('job-stopped', ExitCode.failure, `job ${submissionId} was STOPPED before it finished: nothing is proven`)
+    return undefined
   }
 
   // ---------------------------------------------------------------- prove it: the training rung
-  options.say(`gymrecipe: job ${submissionId} SUCCEEDED; a job state is not proof — running the training rung`)
-  await recordTrainingTrials(target.dir, trainingGateway(contract, scriptEnv), submissionId, options.env)
-  const handoff = {train: {runState: state, job, jobLogs: logs}}
-  // env.sh was already sourced over the caller's environment for the script; the rung sees the same.
-  const rungOptions = {env: scriptEnv, smoke: options.smoke, gymRoot: options.gymRoot, signal: options.interrupt, workerLogs: options.workerLogs}
-  report.trainingRung = await runRung(trainingRung, {target, options: rungOptions, scratch: new Scratch(), handoff}, {render: false, onCheck: (check) => {
-    for (const line of checkLines(check, '  ')) options.say(line)
-  }})
-  if (report.trainingRung.status !== 'pass') {
-    return finish('training-rung-failed', ExitCode.rungFailed, `job ${submissionId} SUCCEEDED but the training rung ${report.trainingRung.status === 'fail' ? 'failed' : 'could not be fully checked'}: the run is not proven`)
+  private async prove(): Promise<Finished> {
+    const {options, target, report, submissionId} = this
+    this.say(`gymrecipe: job ${submissionId} SUCCEEDED; a job state is not proof — running the training rung`)
+    await recordTrainingTrials(target.dir, trainingGateway(this.contract, this.scriptEnv), submissionId, options.env)
+    const handoff = {train: {runState: this.state, job: this.job!, jobLogs: this.logs}}
+    // env.sh was already sourced over the caller's environment for the script; the rung sees the same.
+    const rungOptions = {env: this.scriptEnv, smoke: options.smoke, gymRoot: options.gymRoot, signal: options.interrupt, workerLogs: options.workerLogs}
+    report.trainingRung = await runRung(trainingRung, {target, options: rungOptions, scratch: new Scratch(), handoff}, {
+      render: false,
+      onCheck: (check) => {
+        for (const line of checkLines(check, '  ')) this.say(line)
+      },
+    })
+    if (report.trainingRung.status !== 'pass') {
+      return new Finished('training-rung-failed', ExitCode.rungFailed, `job ${submissionId} SUCCEEDED but the training rung ${report.trainingRung.status === 'fail' ? 'failed' : 'could not be fully checked'}: the run is not proven`)
+    }
+    return new Finished('succeeded', ExitCode.ok, `job ${submissionId} SUCCEEDED and the training rung passed`)
   }
-  return finish('succeeded', ExitCode.ok, `job ${submissionId} SUCCEEDED and the training rung passed`)
+}
+
+function envWords(env: Record<string, string>): string {
+  return Object.entries(env)
+    .map(([k, v]) => `${k}=${shellWord(v)}`)
+    .join(' ')
 }
