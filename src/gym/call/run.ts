@@ -241,7 +241,63 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
   const tokens = options.dryRun ? bearerTokens(config, options.env ?? process.env) : {tokens: readBearerTokens(config, options.env ?? process.env), missing: []}
   // pass 1: validate every row and fingerprint the file before anything is called; nothing is kept
   const {rows, sha256} = await scanRows(options.input, config)
-  const summary: CallSummary = {
+  const summary = emptySummary(options, rows)
+  const finish = (): CallSummary => {
+    summary.duration_ms = Math.round(performance.now() - started)
+    const called = summary.finished - summary.resumed
+    summary.rows_per_second = summary.duration_ms > 0 ? Math.round((called / summary.duration_ms) * 1000 * 10) / 10 : 0
+    return summary
+  }
+  if (options.dryRun) {
+    Object.assign(summary, await previewRequests(options), {missing_tokens: tokens.missing})
+    return finish()
+  }
+  const {output, evidenceDir} = requireOutputs(options)
+  const tally = new Tally(summary, config)
+
+  const header: JournalHeader = {
+    journal: 'gymrecipe.call.journal/1',
+    command: config.kind,
+    column: config.name,
+    config_sha256: configFingerprint(config),
+    input_sha256: sha256,
+    rows,
+    started_at: new Date().toISOString(),
+  }
+  // The output is checked (a link, a folder) before the evidence folder is made, so a refused
+  // output leaves nothing behind.
+  const target = await openAtomicTarget(output)
+  const {evidence, previous} = await EvidenceDir.open(evidenceDir, header, Boolean(options.resume), (columns) => tally.recorded(columns)).catch(async (error) => {
+    await target.abort()
+    throw error
+  })
+  const ordered = new OrderedOutput(target.createStream())
+  const {interrupted, unexpected} = await callEveryRow({options, tokens: tokens.tokens, evidence, previous, ordered, tally, started, rows, sha256})
+  summary.interrupted = interrupted
+  let journalError: unknown
+  try {
+    await evidence.close()
+  } catch (error) {
+    journalError = error
+  }
+  const fatal = unexpected ?? journalError ?? ordered.error
+  if (interrupted || fatal) {
+    await ordered.close().catch(() => undefined)
+    await target.abort()
+    finish()
+    await evidence.writeSummary(summary).catch(() => undefined)
+    if (fatal) throw runStopped(fatal)
+    return summary
+  }
+  await commitOutput(ordered, target, output)
+  finish()
+  await evidence.writeSummary(summary).catch(() => undefined)
+  return summary
+}
+
+function emptySummary(options: RunCallOptions, rows: number): CallSummary {
+  const {config} = options
+  return {
     command: config.kind,
     column: config.name,
     input: options.input,
@@ -262,33 +318,27 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
     duration_ms: 0,
     rows_per_second: 0,
   }
-  const finish = (): CallSummary => {
-    summary.duration_ms = Math.round(performance.now() - started)
-    const called = summary.finished - summary.resumed
-    summary.rows_per_second = summary.duration_ms > 0 ? Math.round((called / summary.duration_ms) * 1000 * 10) / 10 : 0
-    return summary
-  }
+}
 
-  if (options.dryRun) {
-    const invalid: InvalidRequest[] = []
-    let count = 0
-    let first: CallSummary['first_request'] = null
-    await forEachRow(options.input, (_index, line, raw) => {
-      const planned = buildRowPlan(config, parseFast(raw) as Record<string, unknown>, line)
-      if (planned.ok) {
-        first ??= {url: config.endpoint + config.route, body: verbatim(parseLossless(planned.plan.body))}
-      } else {
-        count++
-        if (invalid.length < 20) invalid.push({line, row_id: planned.rowId, route: planned.route, reason: planned.reason})
-      }
-    })
-    summary.invalid_requests = invalid
-    summary.invalid_request_count = count
-    summary.first_request = first
-    summary.missing_tokens = tokens.missing
-    return finish()
-  }
+/** A dry run: every row's request built (nothing called), the invalid ones listed, the first one shown. */
+async function previewRequests(options: RunCallOptions): Promise<Pick<CallSummary, 'invalid_requests' | 'invalid_request_count' | 'first_request'>> {
+  const {config} = options
+  const invalid: InvalidRequest[] = []
+  let count = 0
+  let first: CallSummary['first_request'] = null
+  await forEachRow(options.input, (_index, line, raw) => {
+    const planned = buildRowPlan(config, parseFast(raw) as Record<string, unknown>, line)
+    if (planned.ok) {
+      first ??= {url: config.endpoint + config.route, body: verbatim(parseLossless(planned.plan.body))}
+    } else {
+      count++
+      if (invalid.length < 20) invalid.push({line, row_id: planned.rowId, route: planned.route, reason: planned.reason})
+    }
+  })
+  return {invalid_requests: invalid, invalid_request_count: count, first_request: first}
+}
 
+function requireOutputs(options: RunCallOptions): {output: string; evidenceDir: string} {
   if (!options.output || !options.evidenceDir) {
     throw new GymError('--output and --evidence-dir are required (unless --dry-run)', {
       code: 'E_USAGE',
@@ -299,8 +349,18 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
   if (path.resolve(options.output) === path.resolve(options.input)) {
     throw new GymError('--output must differ from the input rows file', {code: 'E_USAGE', exit: ExitCode.usage, hint: 'write the results to a new file'})
   }
+  return {output: options.output, evidenceDir: options.evidenceDir}
+}
 
-  const tally = (status: unknown, kind: unknown, episodeStatus: unknown, answered: boolean | undefined) => {
+/** The summary's counts, from rows finished now and rows an earlier run finished (read back from its journal). */
+class Tally {
+  constructor(
+    private readonly summary: CallSummary,
+    private readonly config: CallConfig,
+  ) {}
+
+  finished(status: unknown, kind: unknown, episodeStatus: unknown, answered: boolean | undefined): void {
+    const {summary} = this
     summary.finished++
     if (status === 'completed') summary.completed++
     else summary.failed++
@@ -308,32 +368,44 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
     if (summary.episodes && (episodeStatus === 'completed' || episodeStatus === 'failed')) summary.episodes[episodeStatus]++
     if (summary.answers) summary.answers[answered ? 'answered' : 'unanswered']++
   }
-  // rows finished by an earlier run are tallied while the journal is read back
-  const tallyRecorded = (columns: Record<string, unknown>) => {
+
+  recorded(columns: Record<string, unknown>): void {
+    const {config} = this
     const envelope = (config.kind === 'harness' ? columns[config.evidence_column!] : columns[config.name]) as Partial<ResourceEnvelope> | undefined
-    summary.resumed++
-    tally(envelope?.status, envelope?.failure_kind, envelope?.episode_status ?? null, config.kind === 'harness' ? columns[config.name] !== null : undefined)
+    this.summary.resumed++
+    this.finished(envelope?.status, envelope?.failure_kind, envelope?.episode_status ?? null, config.kind === 'harness' ? columns[config.name] !== null : undefined)
   }
 
-  const header: JournalHeader = {
-    journal: 'gymrecipe.call.journal/1',
-    command: config.kind,
-    column: config.name,
-    config_sha256: configFingerprint(config),
-    input_sha256: sha256,
-    rows,
-    started_at: new Date().toISOString(),
+  cancelled(): void {
+    this.summary.cancelled++
   }
-  // The output is checked (a link, a folder) before the evidence folder is made, so a refused
-  // output leaves nothing behind.
-  const target = await openAtomicTarget(options.output)
-  const opened = await EvidenceDir.open(options.evidenceDir, header, Boolean(options.resume), tallyRecorded).catch(async (error) => {
-    await target.abort()
-    throw error
-  })
-  const {evidence, previous} = opened
-  const output = new OrderedOutput(target.createStream())
 
+  notStarted(count = 1): void {
+    this.summary.not_started += count
+  }
+
+  get counts(): Pick<CallSummary, 'finished' | 'completed' | 'failed' | 'resumed'> {
+    const {finished, completed, failed, resumed} = this.summary
+    return {finished, completed, failed, resumed}
+  }
+}
+
+interface EveryRow {
+  options: RunCallOptions
+  tokens: ReadonlyMap<string, string>
+  evidence: EvidenceDir
+  previous: RecordedRows
+  ordered: OrderedOutput
+  tally: Tally
+  started: number
+  rows: number
+  sha256: string
+}
+
+/** Pass 2: call every row not finished before, in a bounded window, until done, interrupted or stopped by a fatal error. */
+async function callEveryRow(run: EveryRow): Promise<{interrupted: boolean; unexpected: unknown}> {
+  const {options, evidence, ordered, tally, rows} = run
+  const {config} = options
   // Internal cancellation: the caller's signal, or a fatal journal/output error.
   const cancel = new AbortController()
   const onExternal = () => cancel.abort('interrupted')
@@ -346,41 +418,32 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
   const ctx: RowCallContext = {
     config,
     transport: options.transport ?? ownTransport!,
-    bearerTokens: tokens.tokens,
+    bearerTokens: run.tokens,
     limiter,
     cancel: cancel.signal,
     evidence,
     queueDeadline: config.queue_timeout === undefined ? undefined : Date.now() + config.queue_timeout * 1000,
   }
-
   const progress = () =>
-    options.onProgress?.({
-      total: rows,
-      finished: summary.finished,
-      completed: summary.completed,
-      failed: summary.failed,
-      resumed: summary.resumed,
-      inFlight: limiter.running,
-      elapsedMs: performance.now() - started,
-    })
+    options.onProgress?.({total: rows, ...tally.counts, inFlight: limiter.running, elapsedMs: performance.now() - run.started})
   progress()
 
   const handle = (index: number, line: number, raw: string, outcome: RowOutcome) => {
     if (outcome.state === 'finished') {
       const columnsText = outcome.columnsText ?? stringifyLossless(outcome.columns)
       evidence.recordFinished(index, line, outcome.attemptId, columnsText)
-      output.put(index, outputLine(raw, columnsText))
-      tally(outcome.status, outcome.failureKind, outcome.episodeStatus, outcome.answered)
-      if ((evidence.error || output.error) && !cancel.signal.aborted) cancel.abort('fatal')
+      ordered.put(index, outputLine(raw, columnsText))
+      tally.finished(outcome.status, outcome.failureKind, outcome.episodeStatus, outcome.answered)
+      if ((evidence.error || ordered.error) && !cancel.signal.aborted) cancel.abort('fatal')
       progress()
     } else if (outcome.state === 'cancelled') {
-      summary.cancelled++
+      tally.cancelled()
     } else {
-      summary.not_started++
+      tally.notStarted()
     }
   }
 
-  const pass = new CallPass(ctx, cancel, output, previous, options.window ?? runWindow(config.max_parallel_requests), handle)
+  const pass = new CallPass(ctx, cancel, ordered, run.previous, options.window ?? runWindow(config.max_parallel_requests), handle)
   limiter.onRelease = pass.wakeUp
   const stopWaking = onAbort(cancel.signal, pass.wakeUp)
   const deadlineTimer = ctx.queueDeadline === undefined ? undefined : setTimeout(pass.wakeUp, Math.max(0, ctx.queueDeadline - Date.now()))
@@ -395,38 +458,25 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
     ownTransport?.close()
   }
   let unexpected = pass.unexpected
-  const startedRows = pass.started
-  const index = pass.index
-  summary.not_started += rows - summary.resumed - startedRows
-  if (read.complete && (index !== rows || read.sha256 !== sha256) && unexpected === undefined) unexpected = inputChanged(options.input)
+  tally.notStarted(rows - tally.counts.resumed - pass.started)
+  if (read.complete && (pass.index !== rows || read.sha256 !== run.sha256) && unexpected === undefined) unexpected = inputChanged(options.input)
+  return {interrupted: cancel.signal.aborted && cancel.signal.reason === 'interrupted', unexpected}
+}
 
-  const interrupted = cancel.signal.aborted && cancel.signal.reason === 'interrupted'
-  summary.interrupted = interrupted
-  let journalError: unknown
+function runStopped(fatal: unknown): GymError {
+  if (fatal instanceof GymError) return fatal
+  return new GymError(`call run stopped: ${messageOf(fatal)}`, {
+    code: 'E_CALL_RUN_FAILED',
+    exit: ExitCode.failure,
+    hint: 'finished rows are recorded in the evidence journal; fix the problem and re-run with --resume',
+    cause: fatal,
+  })
+}
+
+/** Close the output in input order, flush it to disk and move it into place. */
+async function commitOutput(ordered: OrderedOutput, target: Awaited<ReturnType<typeof openAtomicTarget>>, output: string): Promise<void> {
   try {
-    await evidence.close()
-  } catch (error) {
-    journalError = error
-  }
-  const fatal = unexpected ?? journalError ?? output.error
-  if (interrupted || fatal) {
-    await output.close().catch(() => undefined)
-    await target.abort()
-    finish()
-    await evidence.writeSummary(summary).catch(() => undefined)
-    if (fatal) {
-      if (fatal instanceof GymError) throw fatal
-      throw new GymError(`call run stopped: ${(fatal as Error)?.message ?? fatal}`, {
-        code: 'E_CALL_RUN_FAILED',
-        exit: ExitCode.failure,
-        hint: 'finished rows are recorded in the evidence journal; fix the problem and re-run with --resume',
-        cause: fatal,
-      })
-    }
-    return summary
-  }
-  try {
-    await output.close()
+    await ordered.close()
     if (!target.direct) {
       const handle = await fsp.open(target.tmpPath, 'r+')
       await handle.sync()
@@ -435,16 +485,13 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
     await target.commit()
   } catch (error) {
     await target.abort()
-    throw new GymError(`cannot write output ${options.output} (${codeOf(error) ?? messageOf(error)})`, {
+    throw new GymError(`cannot write output ${output} (${codeOf(error) ?? messageOf(error)})`, {
       code: 'E_CALL_OUTPUT_UNWRITABLE',
       exit: ExitCode.failure,
       hint: 'every finished row is in the evidence journal: fix the output location and re-run with --resume',
-      location: {file: options.output},
+      location: {file: output},
     })
   }
-  finish()
-  await evidence.writeSummary(summary).catch(() => undefined)
-  return summary
 }
 
 /**
