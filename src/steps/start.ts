@@ -401,6 +401,86 @@ function scriptFailure(script: ScriptRun, exit: {exitCode: number | undefined; s
   })
 }
 
+/** What a running start knows, for the report of how it ended. */
+interface StartRun {
+  o: StartOptions
+  docker: Docker
+  tracker: ContainerTracker
+  script: ScriptRun
+  desc: ServiceDescription
+  name: string
+  /** The container of this name before the script ran, if any. */
+  existing: Awaited<ReturnType<typeof inspectContainer>>
+  runStartedMs: number
+  timeoutS: number
+}
+
+async function containerReport(run: StartRun, id: string | undefined): Promise<ContainerReport> {
+  const c = id ? await inspectContainer(run.docker, id) : undefined
+  return {name: run.name, id: id ?? null, image: c?.imageRef ?? null, image_id: c?.imageId ?? null, state: id ? stateText(c) : 'not created', replaced: run.tracker.replaced ?? null}
+}
+
+/** Ctrl+C: stop the script, remove the container this start created (by id), and say what is left. */
+async function interruptedStart(run: StartRun): Promise<GymError> {
+  const {docker, tracker, script, desc, name, existing} = run
+  await stopScript(script, 15_000)
+  await tracker.adopt(run.runStartedMs)
+  const id = tracker.createdId
+  let state: string
+  if (id) {
+    const before = await inspectContainer(docker, id)
+    const removed = before ? await removeContainer(docker, id) : false
+    state = before ? (removed ? `removed (it was ${stateText(before)})` : 'already removed') : 'removed by the start script\'s interrupt trap'
+  } else {
+    state = 'not created (interrupted before the container was created)'
+  }
+  const previous = tracker.replaced ?? (existing && !(await inspectContainer(docker, existing.id)) ? existing.id : undefined)
+  return new GymError(`Interrupted: stopped the start script (process group ${script.pid}); container ${name}${id ? ` (${short(id)})` : ''}: ${state}${previous ? `; the previous container ${short(previous)} had already been replaced` : ''}`, {
+    code: 'E_INTERRUPTED',
+    exit: ExitCode.interrupted,
+    hint: `Run gymrecipe start ${desc.recipe} again when ready.`,
+    details: {container: {name, id: id ?? null, state, replaced: previous ?? null}, script_pid: script.pid},
+  })
+}
+
+/** The container died while starting: say so at once, then its logs; it is kept for inspection. */
+async function diedDuringStart(run: StartRun, diedAt: number): Promise<GymError> {
+  const {o, docker, tracker, script, desc, name} = run
+  const id = tracker.createdId!
+  const reportedAt = Date.now()
+  const after = tracker.startedAtMs ? ` ${((diedAt - tracker.startedAtMs) / 1000).toFixed(1)}s after it started` : ''
+  const code = tracker.diedExitCode === undefined ? '' : ` with exit code ${tracker.diedExitCode}`
+  o.io.note(`${name} (${short(id)}) exited during start-up${after}${code}`)
+  const logs = await containerLogTail(docker, id, LOG_LINES).catch(() => [] as string[])
+  const c = await inspectContainer(docker, id)
+  o.io.note(`Last ${logs.length} log lines of ${name} (${stateText(c)}):`)
+  for (const line of logs) o.io.note(`  | ${line}`)
+  await stopScript(script, 5000)
+  return new GymError(`${name} exited during start-up${after}: ${stateText(c)}; its last log lines are above`, {
+    code: 'E_CONTAINER_DIED',
+    exit: ExitCode.failure,
+    hint: `Fix the cause shown in the logs (the container is kept for inspection: gymrecipe logs ${desc.recipe}), then run start again.`,
+    details: {container: await containerReport(run, id), exit_code: c?.exitCode ?? null, died_at: new Date(diedAt).toISOString(), reported_after_ms: reportedAt - diedAt, last_log_lines: logs},
+  })
+}
+
+/** /readyz never said ready in time: the container is left running, with its last logs shown. */
+async function notReady(run: StartRun, lastReadyz: string): Promise<GymError> {
+  const {o, docker, tracker, script, desc, name, timeoutS} = run
+  const id = tracker.createdId!
+  const logs = await containerLogTail(docker, id, LOG_LINES).catch(() => [] as string[])
+  o.io.note(`${name} did not become ready within ${timeoutS}s; last /readyz: ${lastReadyz}`)
+  o.io.note(`Last ${logs.length} log lines of ${name}:`)
+  for (const line of logs) o.io.note(`  | ${line}`)
+  await stopScript(script, 5000)
+  return new GymError(`${name} did not become ready within ${timeoutS}s (last /readyz: ${lastReadyz})`, {
+    code: 'E_NOT_READY',
+    exit: ExitCode.failure,
+    hint: `/readyz stays 503 until the agent and resources servers answer; look for a server that never printed "Uvicorn running" above. The container is left running for inspection (gymrecipe logs ${desc.recipe} --follow); raise NEMO_GYM_START_TIMEOUT_S or --timeout if the image is just slow.`,
+    details: {container: await containerReport(run, id), timeout_s: timeoutS, last_readyz: lastReadyz, last_log_lines: logs},
+  })
+}
+
 /** Run the start script, watch the container natively, then climb the ladder up to service. */
 export async function startRecipe(o: StartOptions): Promise<StartReport> {
   await assertGymRoot(o.gymRoot)
@@ -433,67 +513,10 @@ export async function startRecipe(o: StartOptions): Promise<StartReport> {
   }
   tracker.close()
 
-  const containerReport = async (id: string | undefined): Promise<ContainerReport> => {
-    const c = id ? await inspectContainer(docker, id) : undefined
-    return {name, id: id ?? null, image: c?.imageRef ?? null, image_id: c?.imageId ?? null, state: id ? stateText(c) : 'not created', replaced: tracker.replaced ?? null}
-  }
-
-  if (outcome.kind === 'interrupted') {
-    await stopScript(script, 15_000)
-    await tracker.adopt(runStartedMs)
-    const id = tracker.createdId
-    let state: string
-    if (id) {
-      const before = await inspectContainer(docker, id)
-      const removed = before ? await removeContainer(docker, id) : false
-      state = before ? (removed ? `removed (it was ${stateText(before)})` : 'already removed') : 'removed by the start script\'s interrupt trap'
-    } else {
-      state = 'not created (interrupted before the container was created)'
-    }
-    const previous = tracker.replaced ?? (existing && !(await inspectContainer(docker, existing.id)) ? existing.id : undefined)
-    throw new GymError(`Interrupted: stopped the start script (process group ${script.pid}); container ${name}${id ? ` (${short(id)})` : ''}: ${state}${previous ? `; the previous container ${short(previous)} had already been replaced` : ''}`, {
-      code: 'E_INTERRUPTED',
-      exit: ExitCode.interrupted,
-      hint: `Run gymrecipe start ${desc.recipe} again when ready.`,
-      details: {container: {name, id: id ?? null, state, replaced: previous ?? null}, script_pid: script.pid},
-    })
-  }
-
-  if (outcome.kind === 'died') {
-    const id = tracker.createdId!
-    // Say so at once; the logs and the final state follow.
-    const reportedAt = Date.now()
-    const after = tracker.startedAtMs ? ` ${((outcome.at - tracker.startedAtMs) / 1000).toFixed(1)}s after it started` : ''
-    const code = tracker.diedExitCode === undefined ? '' : ` with exit code ${tracker.diedExitCode}`
-    o.io.note(`${name} (${short(id)}) exited during start-up${after}${code}`)
-    const logs = await containerLogTail(docker, id, LOG_LINES).catch(() => [] as string[])
-    const c = await inspectContainer(docker, id)
-    o.io.note(`Last ${logs.length} log lines of ${name} (${stateText(c)}):`)
-    for (const line of logs) o.io.note(`  | ${line}`)
-    await stopScript(script, 5000)
-    throw new GymError(`${name} exited during start-up${after}: ${stateText(c)}; its last log lines are above`, {
-      code: 'E_CONTAINER_DIED',
-      exit: ExitCode.failure,
-      hint: `Fix the cause shown in the logs (the container is kept for inspection: gymrecipe logs ${desc.recipe}), then run start again.`,
-      details: {container: await containerReport(id), exit_code: c?.exitCode ?? null, died_at: new Date(outcome.at).toISOString(), reported_after_ms: reportedAt - outcome.at, last_log_lines: logs},
-    })
-  }
-
-  if (outcome.kind === 'timeout') {
-    const id = tracker.createdId!
-    const logs = await containerLogTail(docker, id, LOG_LINES).catch(() => [] as string[])
-    o.io.note(`${name} did not become ready within ${timeoutS}s; last /readyz: ${outcome.last}`)
-    o.io.note(`Last ${logs.length} log lines of ${name}:`)
-    for (const line of logs) o.io.note(`  | ${line}`)
-    await stopScript(script, 5000)
-    throw new GymError(`${name} did not become ready within ${timeoutS}s (last /readyz: ${outcome.last})`, {
-      code: 'E_NOT_READY',
-      exit: ExitCode.failure,
-      hint: `/readyz stays 503 until the agent and resources servers answer; look for a server that never printed "Uvicorn running" above. The container is left running for inspection (gymrecipe logs ${desc.recipe} --follow); raise NEMO_GYM_START_TIMEOUT_S or --timeout if the image is just slow.`,
-      details: {container: await containerReport(id), timeout_s: timeoutS, last_readyz: outcome.last, last_log_lines: logs},
-    })
-  }
-
+  const run: StartRun = {o, docker, tracker, script, desc, name, existing, runStartedMs, timeoutS}
+  if (outcome.kind === 'interrupted') throw await interruptedStart(run)
+  if (outcome.kind === 'died') throw await diedDuringStart(run, outcome.at)
+  if (outcome.kind === 'timeout') throw await notReady(run, outcome.last)
   if (outcome.kind === 'script-failed') throw scriptFailure(script, outcome, desc, scriptPath)
   if (outcome.kind === 'no-container') {
     throw new GymError(`${path.basename(scriptPath)} exited 0 but no container named ${name} was created`, {
@@ -517,7 +540,7 @@ export async function startRecipe(o: StartOptions): Promise<StartReport> {
     dir: target.dir,
     dryRun: false,
     script: {path: scriptPath, command: ['bash', scriptPath], exit_code: exit?.exitCode ?? null},
-    container: await containerReport(tracker.createdId),
+    container: await containerReport(run, tracker.createdId),
     gateway_url: gatewayUrl,
     docker_builder: builder.builder,
     readiness: {
