@@ -1,0 +1,194 @@
+/**
+ * JSONL files for the task and rollout commands: streamed line by line under the input policy,
+ * every problem reported with its file and line, and outputs written atomically (a failed or
+ * interrupted run leaves the previous file, never half a new one).
+ */
+import {once} from 'node:events'
+import {promises as fsp} from 'node:fs'
+import {finished} from 'node:stream/promises'
+
+import {ExitCode, GymError} from '../errors.js'
+import {openAtomicTarget} from '../runtime/fs.js'
+import {mayHoldNonFinite, nestsDeeperThan, POLICY_MESSAGES} from './input-policy.js'
+import {inputError} from './json-errors.js'
+import {JsonPolicyViolation, JsonSyntaxError, type ScannedObject, scanObjectMembers} from './json-members.js'
+import {findNonFinite, isJsonObject, type JsonObject, type JsonValue, parseJson} from './json-values.js'
+import {JsonlPolicyError, LineReader} from './jsonl-reader.js'
+
+// JSONL reading.
+
+export interface JsonlLine {
+  /** 1-based line number in the file; blank lines are counted but not yielded. */
+  line: number
+  text: string
+}
+
+/** Fail early (exit 2) unless path is an existing regular file; returns its size in bytes. */
+export async function assertJsonlFile(file: string, flag: string): Promise<number> {
+  const stat = await fsp.stat(file).catch(() => undefined)
+  if (stat?.isFile()) return stat.size
+  const what = stat === undefined ? undefined : stat.isDirectory() ? 'a directory' : stat.isFIFO() ? 'a pipe' : stat.isCharacterDevice() ? 'a character device' : 'not a regular file'
+  throw new GymError(what === undefined ? `JSONL file does not exist: ${file}` : `${file} is ${what}, not a JSONL file`, {
+    code: what === undefined ? 'E_JSONL_MISSING' : 'E_JSONL_NOT_FILE',
+    exit: ExitCode.usage,
+    hint: what === undefined ? `Check the path given to ${flag}.` : `Pass a regular file to ${flag} (inputs are read more than once; save a stream to a file first).`,
+    location: {field: flag},
+  })
+}
+
+const BLANK = /^\s*$/
+
+/** How far a read has come; told once per chunk (about every MiB). */
+export interface ReadProgress {
+  file: string
+  bytes: number
+  totalBytes: number
+  /** Lines before the chunk now being read. */
+  lines: number
+}
+
+/**
+ * Stream the non-blank lines of a JSONL file (a trailing CR dropped) through the one line reader,
+ * so the input policy's byte-level rules hold: memory holds one chunk plus the current line.
+ */
+export async function* readJsonlLines(file: string, flag: string, onProgress?: (progress: ReadProgress) => void): AsyncGenerator<JsonlLine> {
+  const totalBytes = await assertJsonlFile(file, flag)
+  const reader = await LineReader.open(file)
+  try {
+    for (let texts = await nextTexts(reader, file); texts; texts = await nextTexts(reader, file)) {
+      const first = reader.firstLine
+      onProgress?.({file, bytes: reader.bytesRead, totalBytes, lines: first - 1})
+      for (let n = 0; n < texts.length; n++) {
+        const text = texts[n].endsWith('\r') ? texts[n].slice(0, -1) : texts[n]
+        if (!BLANK.test(text)) yield {line: first + n, text}
+      }
+    }
+  } finally {
+    await reader.close()
+  }
+}
+
+async function nextTexts(reader: LineReader, file: string): Promise<string[] | undefined> {
+  try {
+    return await reader.nextTexts()
+  } catch (error) {
+    if (error instanceof JsonlPolicyError) throw inputError('E_JSONL_INVALID', error.message, {file, line: error.line}, error.hint)
+    throw error
+  }
+}
+
+/** Validate a line as a JSON object and split it into raw members (see scanObjectMembers). */
+export function scanObjectLine({line, text}: JsonlLine, file: string): ScannedObject {
+  let scanned: ScannedObject | undefined
+  try {
+    scanned = scanObjectMembers(text)
+  } catch (error) {
+    if (!(error instanceof JsonSyntaxError)) throw error
+    throw inputError('E_JSONL_INVALID', error instanceof JsonPolicyViolation ? error.message : `invalid JSON: ${error.message}`, {file, line})
+  }
+  if (!scanned) throw inputError('E_JSONL_INVALID', 'line must contain a JSON object', {file, line})
+  return scanned
+}
+
+/** Parse a line losslessly as a JSON object. */
+export function parseLosslessObjectLine({line, text}: JsonlLine, file: string): JsonObject {
+  if (nestsDeeperThan(text)) throw inputError('E_JSONL_INVALID', POLICY_MESSAGES.nesting, {file, line})
+  let value: JsonValue
+  try {
+    value = parseJson(text)
+  } catch (error) {
+    throw inputError('E_JSONL_INVALID', `invalid JSON: ${(error as Error).message}`, {file, line})
+  }
+  if (!isJsonObject(value)) throw inputError('E_JSONL_INVALID', 'line must contain a JSON object', {file, line})
+  if (mayHoldNonFinite(text)) {
+    const field = findNonFinite(value, '')
+    if (field !== undefined) throw inputError('E_JSONL_INVALID', POLICY_MESSAGES.nonFinite, {file, line, field})
+  }
+  return value
+}
+
+// ---------------------------------------------------------------------------
+// JSONL writing.
+
+export interface JsonlOutput {
+  /** Queue one line (without the newline); resolves when buffered data has been flushed. */
+  write(line: string): Promise<void>
+  /** Number of lines written so far. */
+  readonly lines: number
+  /** Flush, fsync and rename the temporary file over the target. */
+  commit(): Promise<void>
+  /** Drop everything written so far; the target is left untouched. */
+  abort(): Promise<void>
+}
+
+const CHUNK = 1 << 20
+/** Up to this much may wait in the stream, so writing overlaps with producing the next lines. */
+const QUEUED = 4 << 20
+
+/**
+ * A JSONL output that becomes visible only on commit(): lines are streamed to
+ * a temporary sibling (fsynced on close) and renamed at the end. A dry run
+ * counts lines and writes nothing.
+ */
+export async function openJsonlOutput(target: string, dryRun: boolean): Promise<JsonlOutput> {
+  if (dryRun) {
+    let lines = 0
+    return {
+      get lines() {
+        return lines
+      },
+      async write() {
+        lines++
+      },
+      async commit() {},
+      async abort() {},
+    }
+  }
+  const atomic = await openAtomicTarget(target)
+  const stream = atomic.createStream({flush: !atomic.direct, highWaterMark: QUEUED})
+  let failure: Error | undefined
+  stream.on('error', (error) => (failure ??= error))
+  let chunk = ''
+  let lines = 0
+  const send = async (data: string) => {
+    if (failure) throw failure
+    if (!stream.write(data)) await once(stream, 'drain')
+  }
+  return {
+    get lines() {
+      return lines
+    },
+    async write(line: string) {
+      chunk += `${line}\n`
+      lines++
+      if (chunk.length >= CHUNK) {
+        const data = chunk
+        chunk = ''
+        await send(data)
+      }
+    },
+    async commit() {
+      stream.end(chunk)
+      await finished(stream)
+      await atomic.commit()
+    },
+    async abort() {
+      stream.destroy()
+      await finished(stream).catch(() => undefined)
+      await atomic.abort()
+    },
+  }
+}
+
+/** Run fill() against an output, committing on success and removing the temporary file on failure. */
+export async function withJsonlOutput<T>(target: string, dryRun: boolean, fill: (output: JsonlOutput) => Promise<T>): Promise<T> {
+  const output = await openJsonlOutput(target, dryRun)
+  try {
+    const result = await fill(output)
+    await output.commit()
+    return result
+  } catch (error) {
+    await output.abort()
+    throw error
+  }
+}
