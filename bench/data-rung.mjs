@@ -7,9 +7,15 @@
 //   - gymrecipe: the data rung's streaming scan (scanJsonlFile from dist/, with the row sample
 //     the conversion check uses): every line checked against the JSON grammar, UTF-8 validated,
 //     every verifier field looked up in every row, robust row counts;
+//   - node JSON.parse: the plain Node way the hand-written scanner must beat to earn its place:
+//     the file read in 1 MiB chunks, split on newlines, each line decoded as strict UTF-8 and
+//     given to JSON.parse, then the same object check and field lookups (one thread; it does not
+//     hold the input policy: nesting depth, overflowing floats, duplicate keys);
 //   - python3: the same per-line work with the standard json module (json.loads of each
 //     non-blank line, object check, dot-path lookup of each verifier field);
 //   - wc -l: newline counting only, the floor.
+// Then a long-line case: one 48 MiB row (under the 64 MiB line limit) among normal rows, read by
+// gymrecipe and by node JSON.parse, to show what each holds in memory for a pathological line.
 // Throughput is measured inside each process (start-up excluded); peak RSS is the process's
 // own maxRSS. The median of the runs is reported, with ratios against Python.
 //
@@ -73,6 +79,56 @@ const missing = stats.missing.reduce((n, m) => n + m.rows, 0)
 console.log(JSON.stringify({seconds, rows: stats.rows, bad: stats.badRows, missing, threads, maxRssKb: process.resourceUsage().maxRSS}))
 `
 
+const NODE_JSON_PARSE = `
+import {createReadStream} from 'node:fs'
+const fields = ${JSON.stringify(FIELDS)}.map((f) => f.split('.'))
+const decoder = new TextDecoder('utf-8', {fatal: true})
+let rows = 0, bad = 0, missing = 0
+const handle = (bytes) => {
+  let text
+  try {
+    text = decoder.decode(bytes)
+  } catch {
+    rows++
+    bad++
+    return
+  }
+  if (text.trim() === '') return
+  rows++
+  let row
+  try {
+    row = JSON.parse(text)
+  } catch {
+    bad++
+    return
+  }
+  if (!row || typeof row !== 'object' || Array.isArray(row)) {
+    bad++
+    return
+  }
+  for (const parts of fields) {
+    let node = row
+    for (const part of parts) node = node && typeof node === 'object' ? node[part] : undefined
+    if (node === undefined || node === null) missing++
+  }
+}
+const started = performance.now()
+let carry = Buffer.alloc(0)
+for await (const chunk of createReadStream(process.argv[1], {highWaterMark: 1 << 20})) {
+  const buf = carry.length > 0 ? Buffer.concat([carry, chunk]) : chunk
+  let start = 0
+  let newline
+  while ((newline = buf.indexOf(10, start)) !== -1) {
+    handle(buf.subarray(start, newline))
+    start = newline + 1
+  }
+  carry = Buffer.from(buf.subarray(start))
+}
+if (carry.length > 0) handle(carry)
+const seconds = (performance.now() - started) / 1000
+console.log(JSON.stringify({seconds, rows, bad, missing, maxRssKb: process.resourceUsage().maxRSS}))
+`
+
 const PYTHON_SCAN = `
 import json, resource, sys, time
 path, fields = sys.argv[1], [f.split(".") for f in sys.argv[2].split(",")]
@@ -117,7 +173,8 @@ function runProcess(command, args) {
 }
 
 const contenders = {
-  gymrecipe: async () => JSON.parse((await runProcess(process.execPath, ['--input-type=module', '-e', NODE_SCAN, data])).out),
+  gymrecipe: async (file = data) => JSON.parse((await runProcess(process.execPath, ['--input-type=module', '-e', NODE_SCAN, file])).out),
+  'node JSON.parse': async (file = data) => JSON.parse((await runProcess(process.execPath, ['--input-type=module', '-e', NODE_JSON_PARSE, file])).out),
   python: async () => JSON.parse((await runProcess('python3', ['-c', PYTHON_SCAN, data, FIELDS.join(',')])).out),
   'wc -l': async () => {
     // Timed as a whole process (it starts in about a millisecond); RSS from GNU time when present.
@@ -154,12 +211,12 @@ async function main() {
     for (const [name, measure] of Object.entries(contenders)) {
       const r = await measure()
       results[name].push(r)
-      console.log(`  run ${run}/${runs} ${name.padEnd(9)} ${(bytes / r.seconds / 1e6).toFixed(0).padStart(6)} MB/s  ${r.maxRssKb ? `${(r.maxRssKb / 1024).toFixed(0)} MB RSS` : ''}`)
+      console.log(`  run ${run}/${runs} ${name.padEnd(15)} ${(bytes / r.seconds / 1e6).toFixed(0).padStart(6)} MB/s  ${r.maxRssKb ? `${(r.maxRssKb / 1024).toFixed(0)} MB RSS` : ''}`)
     }
   }
   const rowsSeen = new Set(Object.values(results).map((rs) => rs[0].rows))
   if (rowsSeen.size !== 1) throw new Error(`contenders disagree on the row count: ${JSON.stringify(Object.fromEntries(Object.entries(results).map(([k, v]) => [k, v[0].rows])))}`)
-  for (const name of ['gymrecipe', 'python']) {
+  for (const name of ['gymrecipe', 'node JSON.parse', 'python']) {
     const r = results[name][0]
     if (r.bad !== 0 || r.missing !== 0) throw new Error(`${name} found ${r.bad} bad rows and ${r.missing} missing fields in valid data`)
   }
@@ -173,15 +230,44 @@ async function main() {
   )
   const python = summary.python
   console.log(`\n${(bytes / 1e6).toFixed(0)} MB, ${rows} rows (Calendar example rows repeated), median of ${runs} run(s):`)
-  console.log(`${'contender'.padEnd(11)}${'MB/s'.padStart(8)}${'rows/s'.padStart(11)}${'peak RSS'.padStart(11)}${'vs python'.padStart(11)}`)
+  console.log(`${'contender'.padEnd(17)}${'MB/s'.padStart(8)}${'rows/s'.padStart(11)}${'peak RSS'.padStart(11)}${'vs python'.padStart(11)}`)
   for (const [name, s] of Object.entries(summary)) {
     const rss = s.peakRssMb === null ? 'n/a' : `${s.peakRssMb.toFixed(0)} MB`
-    console.log(`${name.padEnd(11)}${s.mbPerSecond.toFixed(0).padStart(8)}${s.rowsPerSecond.toFixed(0).padStart(11)}${rss.padStart(11)}${`${(s.mbPerSecond / python.mbPerSecond).toFixed(2)}x`.padStart(11)}`)
+    console.log(`${name.padEnd(17)}${s.mbPerSecond.toFixed(0).padStart(8)}${s.rowsPerSecond.toFixed(0).padStart(11)}${rss.padStart(11)}${`${(s.mbPerSecond / python.mbPerSecond).toFixed(2)}x`.padStart(11)}`)
   }
   const ours = summary.gymrecipe
-  const aims = [`throughput ${(ours.mbPerSecond / python.mbPerSecond).toFixed(2)}x python (aim >= 2x)`, `peak RSS ${ours.peakRssMb.toFixed(0)} MB (aim < 200 MB)`]
+  const plain = summary['node JSON.parse']
+  const aims = [
+    `throughput ${(ours.mbPerSecond / python.mbPerSecond).toFixed(2)}x python (aim >= 2x)`,
+    `${(ours.mbPerSecond / plain.mbPerSecond).toFixed(2)}x node JSON.parse`,
+    `peak RSS ${ours.peakRssMb.toFixed(0)} MB (aim < 200 MB; JSON.parse ${plain.peakRssMb.toFixed(0)} MB)`,
+  ]
   console.log(`\ngymrecipe: ${aims.join(', ')}`)
-  console.log(JSON.stringify({bytes, rows, runs, summary}))
+  const longLine = await longLineCase()
+  console.log(JSON.stringify({bytes, rows, runs, summary, longLine}))
+}
+
+/** One 48 MiB row among normal ones: the peak RSS of the scanner and of JSON.parse on it. */
+async function longLineCase() {
+  const file = path.join(work, 'long_line.jsonl')
+  const rows = readFileSync(SOURCE_ROWS, 'utf8').split('\n').filter((l) => l.trim() !== '')
+  const big = JSON.parse(rows[0])
+  big.padding = 'x'.repeat(48 * 1024 * 1024)
+  const fd = openSync(file, 'w')
+  try {
+    writeSync(fd, `${rows.join('\n')}\n${JSON.stringify(big)}\n${rows.join('\n')}\n`)
+  } finally {
+    closeSync(fd)
+  }
+  const out = {}
+  for (const name of ['gymrecipe', 'node JSON.parse']) {
+    const r = await contenders[name](file)
+    if (r.bad !== 0 || r.missing !== 0) throw new Error(`${name} found ${r.bad} bad rows on the long-line file`)
+    out[name] = {seconds: r.seconds, peakRssMb: r.maxRssKb / 1024}
+  }
+  console.log(`\nlong line (${(statSync(file).size / 1e6).toFixed(0)} MB file, one 48 MiB row): peak RSS gymrecipe ${out.gymrecipe.peakRssMb.toFixed(0)} MB, node JSON.parse ${out['node JSON.parse'].peakRssMb.toFixed(0)} MB`)
+  rmSync(file, {force: true})
+  return out
 }
 
 try {
