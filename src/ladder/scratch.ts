@@ -2,10 +2,7 @@
  * Values computed once per ladder run and shared by every check and rung of that run, kept in
  * the run's scratch map. The promise itself is stored, so concurrent callers share one computation.
  */
-import {existsSync} from 'node:fs'
-import path from 'node:path'
-
-import {recipeEnvironment} from '../runtime/recipe-env.js'
+import {scriptEnvironment} from '../runtime/recipe-env.js'
 import {ScratchKey} from './scratch-store.js'
 import type {CheckContext} from './types.js'
 
@@ -19,18 +16,13 @@ export function once<T>(ctx: CheckContext, key: ScratchKey<Promise<T>>, make: ()
   return made
 }
 
-const SOURCED_ENV = new ScratchKey<Promise<Record<string, string>>>('recipe.sourced-env')
-const RECIPE_ENV = new ScratchKey<Promise<Record<string, string>>>('recipe.env')
+const SCRIPT_ENV = new ScratchKey<Promise<Record<string, string>>>('recipe.script-env')
 
-/** env.sh sourced by bash over the caller's environment; rejects (E_ENV_SH) when it cannot be sourced. */
-export function sourcedEnv(ctx: CheckContext): Promise<Record<string, string>> {
-  return once(ctx, SOURCED_ENV, () => recipeEnvironment(ctx.target.dir, ctx.options.env))
-}
-
-/** Like sourcedEnv, but a recipe without env.sh (Relax gitignores it) sees the caller's environment, as its scripts do. */
-export function recipeEnv(ctx: CheckContext): Promise<Record<string, string>> {
-  return once(ctx, RECIPE_ENV, async () => {
-    if (existsSync(path.join(ctx.target.dir, ctx.target.files.env ?? 'env.sh'))) return sourcedEnv(ctx)
-    return Object.fromEntries(Object.entries(ctx.options.env).filter((e): e is [string, string] => e[1] !== undefined))
-  })
+/**
+ * What the recipe's scripts see: the caller's environment with env.sh sourced on top by bash
+ * (once per run); rejects (E_ENV_SH) when env.sh cannot be sourced. Without env.sh (Relax
+ * gitignores it) it is the caller's environment.
+ */
+export function scriptEnv(ctx: CheckContext): Promise<Record<string, string>> {
+  return once(ctx, SCRIPT_ENV, () => scriptEnvironment(ctx.target.dir, ctx.options.env))
 }

@@ -21,6 +21,17 @@ export interface CheckResult {
   evidence?: Record<string, unknown>
 }
 
+/** What a check's run returns for itself: its verdict; the runner adds id, rung and title. */
+export type CheckOutcome = Omit<CheckResult, 'id' | 'rung' | 'title'>
+/** One result of a check that reports several (one per script, one per problem); the runner adds the rung. */
+export type NamedResult = Omit<CheckResult, 'rung'>
+
+/** One pass when nothing is wrong, else one result per problem (each with its own file and line). */
+export function passOrProblems(id: string, title: string, problems: CheckOutcome[], pass: CheckOutcome | string): CheckOutcome | NamedResult[] {
+  if (problems.length === 0) return typeof pass === 'string' ? {status: 'pass', message: pass} : pass
+  return problems.map((p) => ({id, title, ...p}))
+}
+
 /** Where a recipe lives and what is known about it before any rung runs. */
 export interface RecipeTarget {
   id: string

@@ -7,7 +7,7 @@ import {run} from './process.js'
  * The environment the recipe scripts see: the caller's environment with env.sh sourced on top,
  * evaluated by bash itself so `${VAR:-default}` and any logic in env.sh behave exactly as in the scripts.
  */
-export async function recipeEnvironment(recipeDir: string, base: NodeJS.ProcessEnv): Promise<Record<string, string>> {
+export async function scriptEnvironment(recipeDir: string, base: NodeJS.ProcessEnv): Promise<Record<string, string>> {
   const envFile = path.join(recipeDir, 'env.sh')
   // A syntax error must fail here: sourced, it only stops env.sh, and env -0 would still exit 0.
   // A missing env.sh (Relax keeps it out of git) leaves the caller's environment as it is.

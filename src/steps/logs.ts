@@ -7,7 +7,7 @@ import {describeService} from '../ladder/service/describe.js'
 import {resolveRecipe} from '../ladder/target.js'
 import {containerLogChunks, followContainerLogs, inspectContainer, type LogChunk} from '../runtime/container.js'
 import {dockerTarget, OWNERSHIP_LABEL, requireDocker} from '../runtime/docker.js'
-import {recipeEnvironment} from '../runtime/recipe-env.js'
+import {scriptEnvironment} from '../runtime/recipe-env.js'
 
 export interface LogsOptions {
   relaxRoot: string
@@ -29,7 +29,7 @@ export interface LogsReport {
 
 export async function recipeLogs(o: LogsOptions): Promise<LogsReport> {
   const target = await resolveRecipe(o.relaxRoot, o.recipe)
-  const desc = await describeService(target, await recipeEnvironment(target.dir, o.env))
+  const desc = await describeService(target, await scriptEnvironment(target.dir, o.env))
   if (!desc.container) throw usageError(`cannot tell the service container of ${o.recipe} (no recipe.yaml, and the start script names none)`)
   const docker = await requireDocker(dockerTarget(o.env))
   const c = await inspectContainer(docker, desc.container)

@@ -9,7 +9,7 @@ import {runLadder} from '../ladder/runner.js'
 import {resolveRecipe} from '../ladder/target.js'
 import type {LadderReport, RecipeTarget, Rung} from '../ladder/types.js'
 import {which} from '../runtime/process.js'
-import {recipeEnvironment} from '../runtime/recipe-env.js'
+import {scriptEnvironment} from '../runtime/recipe-env.js'
 import {chooseDockerBuilder, type DockerBuilder} from '../runtime/docker-builder.js'
 import {runScript, type ScriptRun} from '../runtime/script.js'
 import {Scratch} from '../ladder/scratch-store.js'
@@ -71,7 +71,7 @@ export async function prepareRecipe(o: PrepareOptions): Promise<PrepareResult> {
   if (!bash) throw preconditionError('E_NO_BASH', 'bash is not on PATH', 'Install bash: the generated scripts are bash scripts.')
   // env.sh is gitignored in Relax, so a fresh checkout may lack it; the script then reads the environment.
   const hasEnvSh = await fsp.access(path.join(target.dir, 'env.sh')).then(() => true, () => false)
-  const scriptEnv = hasEnvSh ? await recipeEnvironment(target.dir, o.env) : o.env
+  const scriptEnv = hasEnvSh ? await scriptEnvironment(target.dir, o.env) : o.env
   const source = scriptEnv.NEMO_GYM_SOURCE_DATA || null
   const builder = await chooseDockerBuilder(o.env)
   const result: PrepareResult = {

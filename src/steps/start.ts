@@ -21,7 +21,7 @@ import {dockerTarget, OWNERSHIP_LABEL, requireDocker, tryDocker} from '../runtim
 import {pathExists} from '../runtime/fs.js'
 import {type HttpAnswer, readyz} from '../runtime/http.js'
 import {portAcceptsConnections} from '../runtime/net.js'
-import {recipeEnvironment} from '../runtime/recipe-env.js'
+import {scriptEnvironment} from '../runtime/recipe-env.js'
 import {type BuilderChoice, chooseDockerBuilder, type DockerBuilder} from '../runtime/docker-builder.js'
 import {runScript, type ScriptRun} from '../runtime/script.js'
 import {Scratch} from '../ladder/scratch-store.js'
@@ -122,7 +122,7 @@ function stateText(c: ContainerState | undefined): string {
 }
 
 /** Resolve the recipe and what its service should look like. */
-async function readStartInputs(o: StartOptions): Promise<{target: RecipeTarget; desc: ServiceDescription; scriptPath: string; recipeEnv: Record<string, string>}> {
+async function readStartInputs(o: StartOptions): Promise<{target: RecipeTarget; desc: ServiceDescription; scriptPath: string; scriptEnv: Record<string, string>}> {
   const target = await resolveRecipe(o.relaxRoot, o.recipe)
   if (!target.files.start) {
     throw new GymError(`no start_<recipe>_gym.sh in ${target.dir}`, {code: 'E_NO_START_SCRIPT', exit: ExitCode.usage, hint: `Generate the recipe with \`gymrecipe new ${o.recipe}\`.`})
@@ -131,8 +131,8 @@ async function readStartInputs(o: StartOptions): Promise<{target: RecipeTarget; 
   if (!(await fsp.stat(scriptPath).catch(() => undefined))?.isFile()) {
     throw new GymError(`${scriptPath} does not exist`, {code: 'E_NO_START_SCRIPT', exit: ExitCode.usage, hint: `Generate the recipe with \`gymrecipe new ${o.recipe}\`.`, location: {file: scriptPath}})
   }
-  const recipeEnv = await recipeEnvironment(target.dir, o.env)
-  const desc = await describeService(target, recipeEnv)
+  const scriptEnv = await scriptEnvironment(target.dir, o.env)
+  const desc = await describeService(target, scriptEnv)
   if (!desc.container) {
     throw usageError(`cannot tell which container ${target.files.start} creates (no recipe.yaml, no CONTAINER=... or --name in the script)`, 'Record the recipe with `gymrecipe new`, or set CONTAINER=<name> in the start script.', {file: scriptPath})
   }
@@ -142,7 +142,7 @@ async function readStartInputs(o: StartOptions): Promise<{target: RecipeTarget; 
   if (desc.gatewayPort === undefined) {
     throw usageError('the Gateway port is unknown', 'Set NEMO_GYM_GATEWAY_PORT in env.sh.', {file: path.join(target.dir, 'env.sh'), field: 'NEMO_GYM_GATEWAY_PORT'})
   }
-  return {target, desc, scriptPath, recipeEnv}
+  return {target, desc, scriptPath, scriptEnv}
 }
 
 function foreignContainer(desc: ServiceDescription, c: ContainerState): GymError {
@@ -206,7 +206,7 @@ async function dryRunPlan(o: StartOptions, target: RecipeTarget, desc: ServiceDe
   }
 }
 
-type Outcome =
+type StartOutcome =
   | {kind: 'ready'; answer: HttpAnswer; at: number}
   | {kind: 'died'; at: number}
   | {kind: 'timeout'; last: string}
@@ -304,7 +304,7 @@ async function waitForOutcome(
   gatewayUrl: string,
   timeoutS: number,
   runStartedMs: number,
-): Promise<Outcome> {
+): Promise<StartOutcome> {
   const pollMs = o.pollMs ?? 150
   let scriptExit: {exitCode: number | undefined; signal: string | undefined} | undefined
   void script.exited.then((e) => (scriptExit = e))
@@ -503,7 +503,7 @@ export async function startRecipe(o: StartOptions): Promise<StartReport> {
   o.io.note(`Running ${scriptPath} (${NO_WAIT_ENV}=1: gymrecipe watches ${name} and ${gatewayUrl}/readyz itself)`)
   o.io.note(builder.note)
   const script = runScript(scriptPath, {cwd: target.dir, env: {...o.env, ...builder.env, [NO_WAIT_ENV]: '1'}, onOutput: o.io.scriptOutput})
-  let outcome: Outcome
+  let outcome: StartOutcome
   try {
     outcome = await waitForOutcome(o, docker, tracker, script, gatewayUrl, timeoutS, runStartedMs)
   } catch (error) {

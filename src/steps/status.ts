@@ -10,7 +10,7 @@ import {pathExists} from '../runtime/fs.js'
 import {gatewayRegisters} from '../runtime/gateway-trials.js'
 import {objectFields, readyz} from '../runtime/http.js'
 import {rayJobHeadersFromEnv, rayJobsClient, redactUrl} from '../runtime/ray-jobs.js'
-import {recipeEnvironment} from '../runtime/recipe-env.js'
+import {scriptEnvironment} from '../runtime/recipe-env.js'
 import {resolveRecipe} from '../ladder/target.js'
 import {trainingGateway} from '../contract/endpoints.js'
 import {readRunState} from '../runtime/run-state.js'
@@ -72,7 +72,7 @@ export interface StatusReport {
 
 export async function recipeStatus(options: {relaxRoot: string; recipe: string; env: NodeJS.ProcessEnv}): Promise<StatusReport> {
   const target = await resolveRecipe(options.relaxRoot, options.recipe)
-  const env = await recipeEnvironment(target.dir, options.env)
+  const env = await scriptEnvironment(target.dir, options.env)
   const contract = target.contract
 
   // ------------------------------------------------------------ job

@@ -31,7 +31,7 @@ import {
 } from '../runtime/ray-jobs.js'
 import {recordGatewayUse} from '../runtime/gateway-ledger.js'
 import {readyz} from '../runtime/http.js'
-import {recipeEnvironment} from '../runtime/recipe-env.js'
+import {scriptEnvironment} from '../runtime/recipe-env.js'
 import {runScript, type ScriptRun} from '../runtime/script.js'
 import type {RecipeContract} from '../contract/types.js'
 import {submissionIdFor, trainingGateway} from '../contract/endpoints.js'
@@ -163,7 +163,7 @@ async function recordTrainingTrials(recipeDir: string, gateway: ReturnType<typeo
 export async function train(options: TrainOptions): Promise<TrainReport> {
   await assertGymRoot(options.gymRoot)
   const target = await requireContract(await resolveRecipe(options.relaxRoot, options.recipe))
-  const run = new TrainRun(options, target, await recipeEnvironment(target.dir, options.env))
+  const run = new TrainRun(options, target, await scriptEnvironment(target.dir, options.env))
   return run.go()
 }
 

@@ -3,15 +3,13 @@ import path from 'node:path'
 
 import {isJsonObject, type JsonObject} from '../../gym/json.js'
 import {runConvertDataset} from '../../runtime/convert-dataset.js'
-import type {Check, CheckResult} from '../types.js'
-import {outcomes} from './checks-source.js'
+import {type Check, type CheckOutcome, passOrProblems} from '../types.js'
 import {ConversionError, convertRow, expectedInConverted, jsonDifferences, parseRow, type RelaxRow, valueAtPath} from './convert.js'
 import {countNonBlankLines} from './count.js'
 import type {JsonlStats} from './jsonl-scan.js'
 import {dataScan, sourceUnusable} from './scan.js'
 import type {SampledRow} from './sample.js'
 
-type Outcome = Omit<CheckResult, 'id' | 'rung' | 'title'>
 
 /** Relax's converter, relative to the checkout root. */
 export const CONVERTER = 'examples/nemo_gym_agentic/scripts/convert_dataset.py'
@@ -39,7 +37,7 @@ export const jsonRows: Check = {
     const file = plan.file
     const evidence = {...countEvidence(stats), threads: scan.threads}
     if (stats.rows === 0) return {status: 'fail', message: `no rows: ${stats.lines} line(s), all blank`, file, hint: 'The prepare step wrote nothing useful; rerun `gymrecipe prepare` and read its output.', evidence}
-    const problems: Outcome[] = []
+    const problems: CheckOutcome[] = []
     if (stats.badRows > 0) {
       const listed = stats.problems.length < stats.badRows ? ` (the first ${stats.problems.length} follow)` : ''
       problems.push({status: 'fail', message: `${stats.badRows} of ${stats.rows} rows are not JSON objects the input policy accepts${listed}`, file, line: stats.problems[0].line, evidence: {...evidence, problems: stats.problems}, hint: "Each line must hold exactly one JSON object within the input policy (README: Input policy); fix or regenerate the file (`gymrecipe prepare`)."})
@@ -49,7 +47,7 @@ export const jsonRows: Check = {
       problems.push({status: 'fail', message: 'the file starts with a UTF-8 byte order mark: convert_dataset.py and Gym read it with encoding="utf-8", and json.loads rejects line 1', file, line: 1, hint: `Strip it: sed -i '1s/^\\xEF\\xBB\\xBF//' ${file}`, evidence})
     }
     const notes = countNotes(stats)
-    return outcomes(this.id, this.title, problems, {status: 'pass', message: `${stats.rows} rows, every one a JSON object${notes.length ? ` (${notes.join('; ')})` : ''}`, evidence})
+    return passOrProblems(this.id, this.title, problems, {status: 'pass', message: `${stats.rows} rows, every one a JSON object${notes.length ? ` (${notes.join('; ')})` : ''}`, evidence})
   },
 }
 
@@ -61,7 +59,7 @@ export const verifierFields: Check = {
     const {stats, plan} = scan
     if (!stats || !plan.file) return sourceUnusable(scan)
     if (stats.objectRows === 0) return {status: 'skip', message: 'not checked: no row is a JSON object'}
-    const problems: Outcome[] = []
+    const problems: CheckOutcome[] = []
     for (const gap of stats.missing.filter((m) => m.rows > 0)) {
       const more = gap.rows > gap.lines.length ? `, ... (${gap.rows - gap.lines.length} more)` : ''
       problems.push({
@@ -73,7 +71,7 @@ export const verifierFields: Check = {
         hint: `Regenerate the data from the pinned Gym source; a converter or filter that drops ${gap.field} makes the verifier fail or score 0.`,
       })
     }
-    return outcomes(this.id, this.title, problems, {
+    return passOrProblems(this.id, this.title, problems, {
       status: 'pass',
       message: `${stats.objectRows} rows keep ${plan.fields.join(', ')} (fields from ${plan.fieldsFrom})`,
       evidence: {fields: plan.fields, fieldsFrom: plan.fieldsFrom},
@@ -116,7 +114,7 @@ export const conversion: Check = {
     if (!stats || !plan.file) return sourceUnusable(scan)
     if (scan.sample.length === 0) return {status: 'skip', message: 'not checked: no valid row to convert'}
     const file = plan.file
-    const problems: Outcome[] = []
+    const problems: CheckOutcome[] = []
     const converted: Converted[] = []
     for (const sampled of scan.sample) {
       const raw = parseRow(sampled.text)
@@ -134,11 +132,11 @@ export const conversion: Check = {
     const script = path.join(ctx.target.relaxRoot, CONVERTER)
     const hasScript = await fsp.access(script).then(() => true, () => false)
     if (!hasScript) {
-      return outcomes(this.id, this.title, problems, {status: 'pass', message: `${sampleNote}: every verifier field lands in input/metadata (Relax's conversion rules; the checkout has no ${CONVERTER} to compare with)`})
+      return passOrProblems(this.id, this.title, problems, {status: 'pass', message: `${sampleNote}: every verifier field lands in input/metadata (Relax's conversion rules; the checkout has no ${CONVERTER} to compare with)`})
     }
     const compared = await compareWithPython(script, converted, plan.fields, file, ctx.options.env)
     problems.push(...compared.problems)
-    return outcomes(this.id, this.title, problems, {status: 'pass', message: `${sampleNote}: every verifier field kept, and ${CONVERTER} agrees row for row`, evidence: {command: compared.command, rows: converted.map((c) => c.sampled.line)}})
+    return passOrProblems(this.id, this.title, problems, {status: 'pass', message: `${sampleNote}: every verifier field kept, and ${CONVERTER} agrees row for row`, evidence: {command: compared.command, rows: converted.map((c) => c.sampled.line)}})
   },
 }
 
@@ -151,7 +149,7 @@ function lostFields(raw: JsonObject, relax: RelaxRow, fields: readonly string[])
   })
 }
 
-async function compareWithPython(script: string, converted: Converted[], fields: readonly string[], file: string, env: NodeJS.ProcessEnv): Promise<{problems: Outcome[]; command?: string}> {
+async function compareWithPython(script: string, converted: Converted[], fields: readonly string[], file: string, env: NodeJS.ProcessEnv): Promise<{problems: CheckOutcome[]; command?: string}> {
   if (converted.length === 0) return {problems: []}
   const outcome = await runConvertDataset(script, converted.map((c) => c.sampled.text), {env})
   if (outcome.status === 'no-python') return {problems: [{status: 'skip', message: `not checked against ${CONVERTER}: ${outcome.reason}`, hint: 'Install python3 (the training job converts with it).'}]}
@@ -159,7 +157,7 @@ async function compareWithPython(script: string, converted: Converted[], fields:
   if (outcome.lines.length !== converted.length) {
     return {problems: [{status: 'fail', message: `${CONVERTER} wrote ${outcome.lines.length} rows for ${converted.length} input rows`, file}], command: outcome.command}
   }
-  const problems: Outcome[] = []
+  const problems: CheckOutcome[] = []
   converted.forEach((c, k) => {
     const python = parseRow(outcome.lines[k])
     const line = c.sampled.line

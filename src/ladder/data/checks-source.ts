@@ -3,18 +3,10 @@ import path from 'node:path'
 
 import {isJsonObject} from '../../gym/json.js'
 import {parseRow} from './convert.js'
-import type {Check, CheckResult} from '../types.js'
+import {type Check, type CheckOutcome, passOrProblems} from '../types.js'
 import {dataScan} from './scan.js'
 import {dataPlan} from './source.js'
 
-type Outcome = Omit<CheckResult, 'id' | 'rung' | 'title'>
-type Result = Omit<CheckResult, 'rung'>
-
-/** One result when everything passed, else one per problem (each with its own file/line). */
-export function outcomes(id: string, title: string, problems: Outcome[], pass: Outcome): Outcome | Result[] {
-  if (problems.length === 0) return pass
-  return problems.map((p) => ({id, title, ...p}))
-}
 
 const PREPARE_HINT = 'Run `gymrecipe prepare <recipe>` to materialize it, or fix NEMO_GYM_SOURCE_DATA in env.sh.'
 
@@ -28,7 +20,7 @@ export const sourcePath: Check = {
     if (!plan.value) {
       return {status: 'fail', message: `NEMO_GYM_SOURCE_DATA is not set${plan.envError ? ` (${plan.envError})` : ''}`, file: path.join(ctx.target.dir, 'env.sh'), hint: 'Set it in env.sh to an absolute path on shared storage, e.g. /shared/data/nemo-gym/<raw file>.'}
     }
-    const problems: Outcome[] = []
+    const problems: CheckOutcome[] = []
     const name = path.basename(plan.value)
     if (!path.isAbsolute(plan.value)) {
       problems.push({status: 'fail', message: `NEMO_GYM_SOURCE_DATA is relative (${plan.value}); every Ray node would resolve it from its own working directory`, hint: 'Use an absolute path on storage every node mounts at the same place.'})
@@ -43,8 +35,8 @@ export const sourcePath: Check = {
       else if (!plan.stat.isFile) problems.push({status: 'fail', message: `${plan.file} is not a regular file`, file: plan.file, hint: PREPARE_HINT})
       else if (plan.stat.size === 0) problems.push({status: 'fail', message: `${plan.file} is empty (0 bytes)`, file: plan.file, hint: PREPARE_HINT})
     }
-    const pass: Outcome = {status: 'pass', message: `${plan.file} (${plan.stat?.size} bytes)`, evidence: {file: plan.file, bytes: plan.stat?.size, expected: plan.expectedName, expectedFrom: plan.expectedNameFrom}}
-    return outcomes(id, title, problems, pass)
+    const pass: CheckOutcome = {status: 'pass', message: `${plan.file} (${plan.stat?.size} bytes)`, evidence: {file: plan.file, bytes: plan.stat?.size, expected: plan.expectedName, expectedFrom: plan.expectedNameFrom}}
+    return passOrProblems(id, title, problems, pass)
   },
 }
 

@@ -3,7 +3,7 @@ import path from 'node:path'
 
 import {type RecipeContract, SPLITS, type Split} from '../../contract/types.js'
 import {maxLineBytes, nestsDeeperThan} from '../../gym/input-policy.js'
-import {once, ScratchKey, sourcedEnv} from '../scratch.js'
+import {once, ScratchKey, scriptEnv} from '../scratch.js'
 import type {CheckContext} from '../types.js'
 import {fieldsFromRow} from './fields.js'
 import {codeOf, messageOf} from '../../errors.js'
@@ -104,7 +104,7 @@ async function scriptEnvironment(ctx: CheckContext): Promise<{env: Record<string
     return {env: plain, envError: `no env.sh in ${dir}; using the caller's environment`}
   }
   try {
-    return {env: await sourcedEnv(ctx)}
+    return {env: await scriptEnv(ctx)}
   } catch (error) {
     return {env: plain, envError: messageOf(error)}
   }

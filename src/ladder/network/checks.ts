@@ -18,15 +18,14 @@ import {
   redactUrl,
 } from '../../runtime/ray-jobs.js'
 import {callbackResource, callbackUpstream} from '../../contract/endpoints.js'
-import type {Check, CheckContext, CheckResult} from '../types.js'
+import type {Check, CheckContext, CheckOutcome, CheckResult} from '../types.js'
 import {allowlistCovers, noProxyCovers} from './allowlist.js'
 import {shellWord} from '../../shell-words.js'
-import {sourcedEnv} from '../scratch.js'
+import {scriptEnv} from '../scratch.js'
 import {gatewayFor, gymContainer, relaxFor} from './context.js'
 import {markedLines, NODE_PROBE_DONE, NODE_PROBE_MARKER, NODE_PROBE_PY, pythonInline, RELAX_PROBE_MARKER, RELAX_PROBE_PY} from './probe-script.js'
 import {hintOf, messageOf} from '../../errors.js'
 
-type Outcome = Omit<CheckResult, 'id' | 'rung' | 'title'>
 const PROTOCOL = 'relax-nemo-gym/v1'
 
 function seconds(env: Record<string, string | undefined>, key: string, fallback: number): number {
@@ -54,8 +53,8 @@ function nodeLabel(result: Record<string, unknown>): string {
 export const nodesReachGateway: Check = {
   id: 'network.nodes-reach-gateway',
   title: 'Every Ray node reaches the Gateway',
-  async run(ctx: CheckContext): Promise<Outcome | Array<Omit<CheckResult, 'rung'>>> {
-    const env = await sourcedEnv(ctx)
+  async run(ctx: CheckContext): Promise<CheckOutcome | Array<Omit<CheckResult, 'rung'>>> {
+    const env = await scriptEnv(ctx)
     const gateway = await gatewayFor(ctx)
     if ('problem' in gateway) return {status: 'fail', message: gateway.problem, hint: 'Set GYM_HOST (and NEMO_GYM_GATEWAY_PORT) in env.sh.'}
     const dashboard = dashboardAddressFromEnv(env)
@@ -151,13 +150,13 @@ export const nodesReachGateway: Check = {
 export const containerReachesRelax: Check = {
   id: 'network.container-reaches-relax',
   title: 'The Gym container reaches Relax /agentic_api',
-  async run(ctx: CheckContext): Promise<Outcome> {
+  async run(ctx: CheckContext): Promise<CheckOutcome> {
     const relax = await relaxFor(ctx)
     if ('problem' in relax) return {status: 'fail', message: relax.problem, hint: 'Set RELAX_HOST in env.sh (the Relax Serve IP the Gym host can reach), or RELAX_BASE_URL.'}
     const lookup = await gymContainer(ctx)
     if (!lookup.ok) return {status: lookup.status, message: lookup.message, hint: lookup.hint}
     const upstream = callbackUpstream(relax.baseUrl, callbackResource(ctx.target.contract!))
-    const env = await sourcedEnv(ctx)
+    const env = await scriptEnv(ctx)
     const timeoutS = seconds(env, 'GYMRECIPE_NETWORK_PROBE_TIMEOUT_S', 5)
     const script = 'for p in /opt/nemo-gym/.venv/bin/python python3; do if command -v "$p" >/dev/null 2>&1; then exec "$p" -c "$1" "$2" "$3"; fi; done; echo "no python in the container" >&2; exit 127'
     const exec = await execInContainer(lookup.docker, lookup.container.id, ['sh', '-c', script, 'gymrecipe-probe', RELAX_PROBE_PY, upstream, String(timeoutS)], {
@@ -192,7 +191,7 @@ export const containerReachesRelax: Check = {
 export const callbackAllowlist: Check = {
   id: 'network.callback-allowlist',
   title: 'The callback allowlist covers the Relax callback host',
-  async run(ctx: CheckContext): Promise<Outcome> {
+  async run(ctx: CheckContext): Promise<CheckOutcome> {
     const relax = await relaxFor(ctx)
     if ('problem' in relax) return {status: 'fail', message: relax.problem, hint: 'Set RELAX_HOST in env.sh.'}
     const lookup = await gymContainer(ctx)
@@ -221,8 +220,8 @@ export const callbackAllowlist: Check = {
 export const noProxyHosts: Check = {
   id: 'network.no-proxy',
   title: 'NO_PROXY lists the Gym and Relax hosts',
-  async run(ctx: CheckContext): Promise<Outcome> {
-    const env = await sourcedEnv(ctx)
+  async run(ctx: CheckContext): Promise<CheckOutcome> {
+    const env = await scriptEnv(ctx)
     const relax = await relaxFor(ctx)
     if ('problem' in relax) return {status: 'fail', message: relax.problem, hint: 'Set RELAX_HOST in env.sh.'}
     const gymHost = env.GYM_HOST
@@ -257,7 +256,7 @@ export const noProxyHosts: Check = {
 export const callbackBaseUrl: Check = {
   id: 'network.callback-base-url',
   title: 'The callback base URL includes /agentic_api',
-  async run(ctx: CheckContext): Promise<Outcome> {
+  async run(ctx: CheckContext): Promise<CheckOutcome> {
     const relax = await relaxFor(ctx)
     if ('problem' in relax) return {status: 'fail', message: relax.problem, hint: 'Set RELAX_HOST in env.sh, or RELAX_BASE_URL.'}
     const path = new URL(relax.baseUrl).pathname.replace(/\/+$/, '')

@@ -8,16 +8,16 @@ import {isGymError} from '../../errors.js'
 import {type ContainerState, inspectContainer} from '../../runtime/container.js'
 import {dockerTarget, requireDocker} from '../../runtime/docker.js'
 import {type GatewayEndpoint, relaxEndpoint, type RelaxEndpoint, trainingGateway} from '../../contract/endpoints.js'
-import {once, ScratchKey, sourcedEnv} from '../scratch.js'
+import {once, ScratchKey, scriptEnv} from '../scratch.js'
 import type {CheckContext} from '../types.js'
 
 export async function gatewayFor(ctx: CheckContext): Promise<GatewayEndpoint | {problem: string}> {
   if (!ctx.target.contract) return {problem: 'recipe.yaml is missing: the Gateway port of the recipe is unknown'}
-  return trainingGateway(ctx.target.contract, await sourcedEnv(ctx))
+  return trainingGateway(ctx.target.contract, await scriptEnv(ctx))
 }
 
 export async function relaxFor(ctx: CheckContext): Promise<RelaxEndpoint | {problem: string}> {
-  return relaxEndpoint(await sourcedEnv(ctx))
+  return relaxEndpoint(await scriptEnv(ctx))
 }
 
 export type ContainerLookup =

@@ -14,12 +14,10 @@ import {OWNERSHIP_LABEL} from '../../runtime/docker.js'
 import {lastGatewayUse} from '../../runtime/gateway-ledger.js'
 import {httpRequest, objectFields, readyz} from '../../runtime/http.js'
 import {verbatim} from '../../json-document.js'
-import type {Check, CheckResult} from '../types.js'
+import type {Check, CheckOutcome, NamedResult} from '../types.js'
 import {dockerFor, runningService, service} from './context.js'
 import {codeOf, messageOf} from '../../errors.js'
 
-type Result = Omit<CheckResult, 'rung'>
-type Outcome = Omit<CheckResult, 'id' | 'rung' | 'title'>
 
 const short = (id: string | undefined) => (id ?? '').replace(/^sha256:/, '').slice(0, 12)
 
@@ -39,7 +37,7 @@ export const containerCheck: Check = {
     if (!c) {
       return [{id: 'service.container-exists', title: `container ${desc.container} exists`, status: 'fail', message: `no container named ${desc.container} (name from ${desc.containerSource})`, hint: `Start it: gymrecipe start ${desc.recipe}`}]
     }
-    const out: Result[] = []
+    const out: NamedResult[] = []
     const evidence = {id: c.id, image: c.imageRef, image_id: c.imageId, status: c.status, started_at: c.startedAt, labels: {[OWNERSHIP_LABEL]: c.owner ?? null}}
     out.push({id: 'service.container-exists', title: `container ${desc.container} exists`, status: 'pass', message: `${short(c.id)} (name from ${desc.containerSource})`, evidence})
 
@@ -82,7 +80,7 @@ export const containerCheck: Check = {
     }
     const current = await imageIdOf(docker, tag)
     const built = ctx.handoff?.start?.builtImageId
-    const fresh: Outcome = !current
+    const fresh: CheckOutcome = !current
       ? {status: 'fail', message: `image ${tag} does not exist any more; the container runs ${short(c.imageId)}`, hint: `gymrecipe start ${desc.recipe} rebuilds it and recreates the container.`}
       : c.imageRef !== tag
         ? {status: 'fail', message: `${desc.container} was created from ${c.imageRef}, but the recipe builds ${tag}`, hint: `gymrecipe start ${desc.recipe}`}
@@ -103,7 +101,7 @@ export const containerCheck: Check = {
   },
 }
 
-async function bakedFiles(ctx: Parameters<Check['run']>[0], docker: import('dockerode'), id: string, dirInImage: string): Promise<Result> {
+async function bakedFiles(ctx: Parameters<Check['run']>[0], docker: import('dockerode'), id: string, dirInImage: string): Promise<NamedResult> {
   const names = [ctx.target.files.start, ctx.target.files.verify].filter((n): n is string => Boolean(n))
   const title = 'the image holds the checkout\'s recipe scripts'
   const local: Record<string, string> = {}
@@ -140,7 +138,7 @@ export const readyzCheck: Check = {
     if (!answer) return [{id: 'service.readyz', title: 'GET /readyz answers 200 with ready: true', status: 'fail', message: `${urls.gateway}/readyz: ${error}`, hint: `Is the Gateway up? gymrecipe logs ${desc.recipe}`}]
     const body = objectFields(answer.json)
     const evidence = {url: `${urls.gateway}/readyz`, status: answer.status, body: verbatim(answer.json) ?? answer.text.slice(0, 500)}
-    const out: Result[] = []
+    const out: NamedResult[] = []
     out.push(answer.status === 200 && body.ready === true
       ? {id: 'service.readyz', title: 'GET /readyz answers 200 with ready: true', status: 'pass', message: `200 ready (service_epoch ${body.service_epoch})`, evidence}
       : {

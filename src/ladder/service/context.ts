@@ -7,7 +7,7 @@ import type Docker from 'dockerode'
 import {isGymError} from '../../errors.js'
 import {type ContainerState, inspectContainer} from '../../runtime/container.js'
 import {dockerTarget, requireDocker} from '../../runtime/docker.js'
-import {once, ScratchKey, sourcedEnv} from '../scratch.js'
+import {once, ScratchKey, scriptEnv} from '../scratch.js'
 import type {CheckContext} from '../types.js'
 import {describeService, type ServiceDescription, serviceUrls, type ServiceUrls} from './describe.js'
 
@@ -22,7 +22,7 @@ export interface DockerAccess {
 
 
 export function service(ctx: CheckContext): Promise<ServiceDescription> {
-  return once(ctx, DESCRIPTION, async () => describeService(ctx.target, await sourcedEnv(ctx)))
+  return once(ctx, DESCRIPTION, async () => describeService(ctx.target, await scriptEnv(ctx)))
 }
 
 export function dockerFor(ctx: CheckContext): Promise<DockerAccess> {

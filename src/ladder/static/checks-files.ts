@@ -1,9 +1,8 @@
 import {loadGymGraph} from '../../contract/gym-config.js'
-import type {Check, CheckResult} from '../types.js'
+import type {Check, CheckOutcome} from '../types.js'
 import {launcherRole, type LoadedFile, recipeFiles, type Role, ROLE_TITLES} from './recipe-files.js'
 import {keyValueWord, rawLineOf} from './shell.js'
 
-type Outcome = Omit<CheckResult, 'id' | 'rung' | 'title'>
 
 export const filesPresent: Check = {
   id: 'static.files',
@@ -64,7 +63,7 @@ export const graphNames: Check = {
     const files = await recipeFiles(ctx)
     const starters = files.launchers.filter((f) => launcherRole(f).startsGym)
     if (starters.length === 0) return {status: 'fail', message: 'no launcher runs `gym env start`, so the graph it starts cannot be read', hint: 'The in-container start script runs gym env start with the graph overrides.'}
-    const problems: Outcome[] = []
+    const problems: CheckOutcome[] = []
     const contract = ctx.target.contract
     const names: string[] = []
     let checkedAgainstGym = false

@@ -3,17 +3,10 @@ import os from 'node:os'
 import path from 'node:path'
 
 import {run} from '../../runtime/process.js'
-import type {Check, CheckResult} from '../types.js'
+import {type Check, type CheckOutcome, type NamedResult, passOrProblems} from '../types.js'
 import {launcherRole, type LoadedFile, recipeFiles} from './recipe-files.js'
 import {arrays, assignments, type LogicalLine, type Resolved, resolveWord} from './shell.js'
 
-type Outcome = Omit<CheckResult, 'id' | 'rung' | 'title'>
-type Result = Omit<CheckResult, 'rung'>
-
-function results(id: string, title: string, problems: Outcome[], pass: string): Outcome | Result[] {
-  if (problems.length === 0) return {status: 'pass', message: pass}
-  return problems.map((p) => ({id, title, ...p}))
-}
 
 // ------------------------------------------------------------------ env.sh
 
@@ -24,7 +17,7 @@ const HYPERPARAMETER = /(?:^|_)(?:LR|LEARNING_RATE|BATCH_SIZE|GLOBAL_BATCH\w*|MI
 const ENV_LINE = /^(?:(?:export|readonly)\s+)?[A-Za-z_][A-Za-z0-9_]*=(?:"[^"`]*"|'[^']*'|[^\s;&|`$()<>]*(?:\$\{[A-Za-z_][A-Za-z0-9_]*(?::?[-=][^}`$()]*)?\}[^\s;&|`$()<>]*)*)$|^export\s+[A-Za-z_][A-Za-z0-9_]*(?:\s+[A-Za-z_][A-Za-z0-9_]*)*$/
 
 /** env.sh is not committed in Relax (.gitignore): without it the checks that read it cannot run. */
-function envMissing(ctx: Parameters<Check['run']>[0]): Outcome {
+function envMissing(ctx: Parameters<Check['run']>[0]): CheckOutcome {
   return {
     status: 'skip',
     message: 'not checked: there is no env.sh (Relax keeps it out of git; each deployment writes its own)',
@@ -38,7 +31,7 @@ export const envDeploymentOnly: Check = {
   async run(ctx) {
     const env = (await recipeFiles(ctx)).byRole.env
     if (!env) return envMissing(ctx)
-    const problems: Outcome[] = []
+    const problems: CheckOutcome[] = []
     for (const l of env.lines) {
       if (!ENV_LINE.test(l.text)) {
         problems.push({status: 'fail', message: `line ${l.line} is not a plain assignment and runs as a command whenever env.sh is sourced: ${l.text.slice(0, 80)}`, file: env.name, line: l.line, hint: 'Keep env.sh to NAME=value / export NAME=value lines (defaults as ${NAME:-value}); move logic into the scripts.'})
@@ -53,7 +46,7 @@ export const envDeploymentOnly: Check = {
     if (source && /_relax\.jsonl/.test(source.value)) {
       problems.push({status: 'fail', message: 'NEMO_GYM_SOURCE_DATA points at a converted *_relax.jsonl preview', file: env.name, line: source.line, hint: 'Point it at the raw Gym JSONL; the training job converts it.'})
     }
-    return results('static.env-deployment-only', 'env.sh holds deployment values only', problems, `${assignments(env.lines).length} deployment variables, no commands`)
+    return passOrProblems('static.env-deployment-only', 'env.sh holds deployment values only', problems, `${assignments(env.lines).length} deployment variables, no commands`)
   },
 }
 
@@ -132,14 +125,14 @@ type CheckRun = Parameters<Check['run']>[0]
  * Run a check on every training script of the folder: one violation in any of them fails the
  * check; a script it cannot read is "not checked" with the reason, never a failure.
  */
-function perTrainingScript(id: string, title: string, check: (run: LoadedFile, ctx: CheckRun) => Promise<{problems: Outcome[]; pass: string}> | {problems: Outcome[]; pass: string}): Check {
+function perTrainingScript(id: string, title: string, check: (run: LoadedFile, ctx: CheckRun) => Promise<{problems: CheckOutcome[]; pass: string}> | {problems: CheckOutcome[]; pass: string}): Check {
   return {
     id,
     title,
     async run(ctx) {
       const {training} = await recipeFiles(ctx)
       if (training.length === 0) return {status: 'fail', message: 'no training script (run-*.sh) in the recipe folder'}
-      const out: Result[] = []
+      const out: NamedResult[] = []
       for (const run of training) {
         const {problems, pass} = await check(run, ctx)
         if (problems.length === 0) out.push({id, title, status: 'pass', message: training.length > 1 ? `${run.name}: ${pass}` : pass, file: run.name})
@@ -153,7 +146,7 @@ function perTrainingScript(id: string, title: string, check: (run: LoadedFile, c
 export const trainingArrays = perTrainingScript('static.run-arrays', 'the training script defines every argument array and passes it', (run) => {
   const submit = submitLine(run)
   const defined = arrays(run.text)
-  const problems: Outcome[] = []
+  const problems: CheckOutcome[] = []
   for (const name of ARRAYS) {
     if (!defined.has(name)) problems.push({status: 'fail', message: `${name} is not defined`, hint: 'Hard-code every argument array in the training script.'})
     else if (submit && !submit.text.includes(`\${${name}[@]}`)) problems.push({status: 'fail', message: `${name} is defined but not passed to ray job submit`, line: submit.line})
@@ -170,7 +163,7 @@ export const submitsLast = perTrainingScript('static.run-submit', 'the training 
 })
 
 export const hyperparametersFixed = perTrainingScript('static.run-fixed-hyperparameters', 'no training value is read from an environment variable', (run) => {
-  const problems: Outcome[] = []
+  const problems: CheckOutcome[] = []
   const seen = new Set<string>()
   const report = (what: string, raw: string, line: number) => {
     for (const v of resolveWord(raw, run.lines).fromEnv) {
@@ -194,7 +187,7 @@ export const hyperparametersFixed = perTrainingScript('static.run-fixed-hyperpar
 })
 
 export const noWaitOnlyWhenAsked = perTrainingScript('static.run-no-wait', 'ray job submit waits unless RAY_NO_WAIT=1', (run) => {
-  const problems: Outcome[] = []
+  const problems: CheckOutcome[] = []
   const openIfs: LogicalLine[] = []
   for (const l of run.lines) {
     if (/^(?:if|elif)\s/.test(l.text)) {
@@ -216,7 +209,7 @@ export const noWaitOnlyWhenAsked = perTrainingScript('static.run-no-wait', 'ray 
 })
 
 export const noDelegation = perTrainingScript('static.run-no-delegation', 'the training script does not delegate to another recipe', (run, ctx) => {
-  const problems: Outcome[] = []
+  const problems: CheckOutcome[] = []
   for (const l of run.lines) {
     const other = l.text.match(/recipes\/([A-Za-z0-9_.-]+)\//)
     if (other && other[1] !== ctx.target.id) problems.push({status: 'fail', message: `uses another recipe's files (recipes/${other[1]}/)`, line: l.line, hint: 'Copy what you need; each recipe is one self-contained script.'})
@@ -227,7 +220,7 @@ export const noDelegation = perTrainingScript('static.run-no-delegation', 'the t
 })
 
 export const rawSourceData = perTrainingScript('static.run-raw-source', 'training reads the raw Gym JSONL, never *_relax.jsonl', (run) => {
-  const problems: Outcome[] = []
+  const problems: CheckOutcome[] = []
   for (const a of assignments(run.lines)) {
     if (a.name === 'NEMO_GYM_SOURCE_DATA' && /_relax\.jsonl/.test(a.value)) problems.push({status: 'fail', message: 'NEMO_GYM_SOURCE_DATA is set to a converted *_relax.jsonl', line: a.line})
   }
@@ -270,7 +263,7 @@ export const modelConfigExists = perTrainingScript('static.run-model-config', 't
   if (!available) {
     return {problems: [{status: 'skip', message: `not checked: ${dir} is not a folder, so ${sourced[0].name} cannot be looked up`, line: sourced[0].line, hint: ctx.options.env.MODEL_CONFIG_DIR ? 'Point MODEL_CONFIG_DIR at the folder of Relax model configs.' : 'Pass --relax-root your Relax checkout (the folder holding scripts/models).'}], pass: ''}
   }
-  const problems: Outcome[] = sourced.filter((s) => !available.includes(s.name)).map((s) => {
+  const problems: CheckOutcome[] = sourced.filter((s) => !available.includes(s.name)).map((s) => {
     const models = available.filter((f) => f.endsWith('.sh')).sort()
     return {
       status: 'fail',
@@ -289,7 +282,7 @@ export const noWorkingDir = perTrainingScript('static.run-no-working-dir', 'no R
 })
 
 /** A value that cannot be worked out is "not checked", with the word as written. */
-function unreadable(flag: string, v: Value): Outcome {
+function unreadable(flag: string, v: Value): CheckOutcome {
   return {status: 'skip', message: v.flag ? `not checked: ${flag} is ${v.flag.raw}, which cannot be worked out from the script` : `not checked: ${flag} is not set`, line: v.flag?.line}
 }
 
@@ -313,7 +306,7 @@ export const contextBudgets = perTrainingScript('static.run-context', 'context b
   const unknown = [prompt, response, context, perGpu].filter((x) => numberOf(x.v) === undefined)
   if (unknown.length > 0 || cp === undefined) return {problems: [...unknown, ...(cp === undefined ? [cpFlag] : [])].map((x) => unreadable(x.flag, x.v)), pass: ''}
   const [p, r, c, t] = [prompt, response, context, perGpu].map((x) => numberOf(x.v)!)
-  const problems: Outcome[] = []
+  const problems: CheckOutcome[] = []
   if (p >= c) problems.push({status: 'fail', message: `prompt ${p} is not below context ${c}`, line: prompt.v.flag!.line})
   if (r > c) problems.push({status: 'fail', message: `response ${r} exceeds context ${c}`, line: response.v.flag!.line})
   // relax/utils/arguments.py: max_tokens_per_gpu x context_parallel_size >= rollout_max_context_len.
@@ -351,7 +344,7 @@ function registeredMaxDeadline(start: LoadedFile): {value: number; from: string}
 }
 
 export const trialTiming = perTrainingScript('static.run-trial-timing', 'agent timeout, deadline and interrupt policy match the Gateway', async (run, ctx) => {
-  const problems: Outcome[] = []
+  const problems: CheckOutcome[] = []
   const deadlineV = flagValue(run, '--agent-env NEMO_GYM_DEADLINE_S')
   const policyV = flagValue(run, '--agent-env NEMO_GYM_INTERRUPT_POLICY')
   const timeoutV = flagValue(run, '--agent-timeout')
@@ -409,8 +402,8 @@ export const prepareGuardsSourcePath: Check = {
   async run(ctx) {
     const files = await recipeFiles(ctx)
     if (files.prepare.length === 0) return {status: 'fail', message: 'no prepare script (prepare_*.sh) in the recipe folder'}
-    const out: Result[] = []
-    const add = (prepare: LoadedFile, o: Outcome) => out.push({id: this.id, title: this.title, file: prepare.name, ...o})
+    const out: NamedResult[] = []
+    const add = (prepare: LoadedFile, o: CheckOutcome) => out.push({id: this.id, title: this.title, file: prepare.name, ...o})
     for (const prepare of files.prepare) {
       if (!/\bNEMO_GYM_SOURCE_DATA\b/.test(prepare.text)) {
         add(prepare, {status: 'fail', message: `${prepare.name} never reads NEMO_GYM_SOURCE_DATA: it writes wherever its own defaults say, so nothing ties the prepared file to the path training reads`, hint: 'Take the destination from NEMO_GYM_SOURCE_DATA (absolute, ending in the raw file name) and refuse anything else before starting a container.'})
@@ -434,7 +427,7 @@ export const prepareGuardsSourcePath: Check = {
   },
 }
 
-async function probePrepare(prepare: LoadedFile, raw: string): Promise<Outcome[]> {
+async function probePrepare(prepare: LoadedFile, raw: string): Promise<CheckOutcome[]> {
   const sandbox = await mkdtemp(path.join(os.tmpdir(), 'gymrecipe-prepare-'))
   try {
     await copyFile(prepare.path, path.join(sandbox, prepare.name))
@@ -460,7 +453,7 @@ async function probePrepare(prepare: LoadedFile, raw: string): Promise<Outcome[]
       ['a different file name', path.join(data, `other_${raw}`)],
       ['the converted preview', path.join(data, raw.replace(/\.jsonl$/, '_relax.jsonl'))],
     ]
-    const problems: Outcome[] = []
+    const problems: CheckOutcome[] = []
     for (const [label, value] of bad) {
       const r = await attempt(value)
       if (r.exitCode === 0 || r.ranContainer) problems.push({status: 'fail', message: `accepted ${label} (${value}) as NEMO_GYM_SOURCE_DATA`, hint: `Require an absolute path ending in /${raw} before starting any container.`})
@@ -480,8 +473,8 @@ export const startIsolatesRay: Check = {
   title: 'the start script unsets RAY_ADDRESS and RAY_JOB_SUBMISSION_ID before its private Ray',
   async run(ctx) {
     const {launchers} = await recipeFiles(ctx)
-    const out: Result[] = []
-    const add = (file: string, o: Outcome) => out.push({id: this.id, title: this.title, file, ...o})
+    const out: NamedResult[] = []
+    const add = (file: string, o: CheckOutcome) => out.push({id: this.id, title: this.title, file, ...o})
     if (!launchers.some((start) => launcherRole(start).startsRay)) {
       return {status: 'fail', message: 'no launcher starts a private Gym Ray (`ray start --head`)', hint: 'Gym must run on its own Ray, never the Relax cluster.'}
     }
@@ -495,7 +488,7 @@ export const startIsolatesRay: Check = {
       const unsets = start.lines.filter((l) => /(?:^|;|&&|\s)unset\s/.test(l.text))
       const unsetAddress = unsets.find((l) => /\bRAY_ADDRESS\b/.test(l.text))
       const unsetSubmission = unsets.find((l) => /\bRAY_JOB_SUBMISSION_ID\b/.test(l.text))
-      const problems: Outcome[] = []
+      const problems: CheckOutcome[] = []
       if (!unsetAddress) problems.push({status: 'fail', message: `RAY_ADDRESS is not unset before ray start (line ${rayStart.line})`, line: rayStart.line, hint: 'An inherited RAY_ADDRESS attaches Gym to the Relax cluster.'})
       if (!unsetSubmission) problems.push({status: 'fail', message: `RAY_JOB_SUBMISSION_ID is not unset before ray start (line ${rayStart.line})`, line: rayStart.line})
       for (const u of [unsetAddress, unsetSubmission]) {
@@ -529,9 +522,9 @@ export const startChecksOwnership: Check = {
         hint: 'A host-side launcher that creates the container with --label ai.relax.recipe=<recipe> and refuses to replace a container with another label makes this checkable.',
       }
     }
-    const out: Result[] = []
+    const out: NamedResult[] = []
     for (const start of creators) {
-      const problems: Outcome[] = []
+      const problems: CheckOutcome[] = []
       const create = start.lines.find((l) => /\bdocker\s+(?:container\s+)?(?:create|run)\b/.test(l.text) && !/--rm\b/.test(l.text))
       const labelled = start.lines.some((l) => /--label[\s=]+["']?ai\.relax\.recipe=/.test(l.text))
       const read = start.lines.find((l) => /inspect\b.*ai\.relax\.recipe/.test(l.text))

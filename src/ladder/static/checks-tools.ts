@@ -3,10 +3,9 @@ import os from 'node:os'
 import path from 'node:path'
 
 import {run} from '../../runtime/process.js'
-import type {Check, CheckResult} from '../types.js'
+import type {Check, NamedResult} from '../types.js'
 import {recipeFiles} from './recipe-files.js'
 
-type Result = Omit<CheckResult, 'rung'>
 
 
 export const bashSyntax: Check = {
@@ -14,7 +13,7 @@ export const bashSyntax: Check = {
   title: 'bash -n accepts the shell scripts',
   async run(ctx) {
     const files = (await recipeFiles(ctx)).shell
-    const out: Result[] = []
+    const out: NamedResult[] = []
     for (const f of files) {
       const r = await run('bash', ['-n', f.path], {timeout: 20_000})
       if (r.notFound) return {status: 'skip', message: 'bash not found', hint: 'apt-get install -y bash'}
@@ -40,7 +39,7 @@ export const shellcheck: Check = {
   title: 'shellcheck passes on the shell scripts',
   async run(ctx) {
     const files = (await recipeFiles(ctx)).shell
-    const out: Result[] = []
+    const out: NamedResult[] = []
     for (const f of files) {
       // -x with SCRIPTDIR follows `source env.sh` next to the script; warnings and errors fail.
       const r = await run('shellcheck', ['-x', '-P', 'SCRIPTDIR', '--severity=warning', '-f', 'json1', f.name], {cwd: ctx.target.dir, timeout: 60_000})
@@ -85,11 +84,11 @@ export const pyCompile: Check = {
     const {verifiers} = await recipeFiles(ctx)
     if (verifiers.length === 0) return {status: 'fail', message: 'no verify_*.py in the recipe folder'}
     const generated = ctx.target.contract ? ctx.target.files.verify : undefined
-    const out: Result[] = []
+    const out: NamedResult[] = []
     const scratch = await mkdtemp(path.join(os.tmpdir(), 'gymrecipe-pyc-'))
     try {
       for (const verify of verifiers) {
-        const result = (r: Omit<Result, 'id' | 'title' | 'file'>) => out.push({id: 'static.py-compile', title: `python3 -m py_compile ${verify.name}`, file: verify.name, ...r})
+        const result = (r: Omit<NamedResult, 'id' | 'title' | 'file'>) => out.push({id: 'static.py-compile', title: `python3 -m py_compile ${verify.name}`, file: verify.name, ...r})
         // Compile to a scratch file so no __pycache__ lands in the recipe folder.
         const compiled = await run('python3', ['-c', 'import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)', verify.path, path.join(scratch, 'verify.pyc')], {timeout: 30_000})
         if (compiled.notFound) return {status: 'skip', message: 'python3 not found, verifiers not compiled', hint: 'apt-get install -y python3'}

@@ -19,9 +19,9 @@ import type {RecipeContract} from '../../contract/types.js'
 import {gatewayClient} from '../../runtime/gateway-trials.js'
 import {normalizeDashboardAddress, rayJobHeadersFromEnv, rayJobsClient} from '../../runtime/ray-jobs.js'
 import {type RecipeRunState, readRunState} from '../../runtime/run-state.js'
-import {recipeEnv, ScratchKey} from '../scratch.js'
+import {scriptEnv, ScratchKey} from '../scratch.js'
 import {serviceAddress} from '../trial/context.js'
-import type {Check, CheckContext, CheckResult, LadderOptions, RungDefinition} from '../types.js'
+import type {Check, CheckContext, LadderOptions, NamedResult, RungDefinition} from '../types.js'
 import {
   type Dumps,
   checkpointState,
@@ -35,7 +35,6 @@ import {
 import {VERDICT_TEXT, triage} from './triage.js'
 import {messageOf} from '../../errors.js'
 
-type Result = Omit<CheckResult, 'rung'>
 
 /** Extra verify options the training rung reads (the verify and train commands pass them through). */
 export interface TrainingRungOptions {
@@ -94,18 +93,18 @@ export async function newestTrainingLog(dirs: string[], contract: Pick<RecipeCon
 async function facts(ctx: CheckContext): Promise<Facts> {
   const existing = ctx.scratch.get(FACTS)
   if (existing) return existing
-  const env = await recipeEnv(ctx)
+  const env = await scriptEnv(ctx)
   const {saveDir} = saveDirOf(ctx.target.contract!, env, ctx.target.relaxRoot)
   const made: Facts = {saveDir}
   ctx.scratch.set(FACTS, made)
   return made
 }
 
-function skip(id: string, title: string, why: string): Result {
+function skip(id: string, title: string, why: string): NamedResult {
   return {id, title, status: 'skip', message: `not checked: ${why}`}
 }
 
-const needsContract = (id: string, title: string, run: (ctx: CheckContext) => Promise<Result[]>): Check => ({
+const needsContract = (id: string, title: string, run: (ctx: CheckContext) => Promise<NamedResult[]>): Check => ({
   id,
   title,
   async run(ctx) {
@@ -196,7 +195,7 @@ async function loadJobLog(ctx: CheckContext, f: Facts): Promise<{log?: JobLog; p
     const text = await fsp.readFile(explicit, 'utf8').catch(() => undefined)
     return text === undefined ? {problem: `job log ${explicit} is not readable`, tried} : {log: {text, source: explicit}, tried}
   }
-  const env = await recipeEnv(ctx)
+  const env = await scriptEnv(ctx)
   // `gymrecipe train` hands over the submission it followed and the logs it fetched.
   const handed = ctx.handoff?.train?.runState
   const state = handed ?? (await readRunState(ctx.target.dir, {...process.env, ...ctx.options.env}).catch(() => undefined))
@@ -343,7 +342,7 @@ const logsClean = needsContract('training.logs-clean', 'No OOM or traceback in t
 const gatewayClean = needsContract('training.gateway-clean', 'Gateway clean after the run (active_trials 0)', async (ctx) => {
   const id = 'training.gateway-clean'
   const title = 'Gateway clean after the run (active_trials 0)'
-  const env = await recipeEnv(ctx)
+  const env = await scriptEnv(ctx)
   const address = serviceAddress(ctx.target.contract!, env)
   if ('error' in address) return [{id, title, status: 'fail', message: address.error}]
   const ready = await gatewayClient(address.gatewayUrl).readyz()
@@ -369,7 +368,7 @@ const jobState = needsContract('training.job-state', 'Ray job state (never proof
   const title = 'Ray job state (never proof on its own)'
   const state = f.runState
   if (!state) return []
-  const env = await recipeEnv(ctx)
+  const env = await scriptEnv(ctx)
   try {
     const handed = ctx.handoff?.train?.job
     const details = handed?.submission_id === state.submissionId ? handed : await rayJobsClient(state.dashboardAddress, {headers: rayJobHeadersFromEnv(env), timeoutMs: 20_000}).status(state.submissionId)

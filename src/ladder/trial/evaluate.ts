@@ -11,12 +11,11 @@ import {readContainerFile} from '../../runtime/container-file.js'
 import {answerFields, type GatewayClient, httpJson} from '../../runtime/gateway-trials.js'
 import {objectFields} from '../../runtime/http.js'
 import type {CallbackRecord} from '../../runtime/scripted-model.js'
-import type {CheckResult} from '../types.js'
+import type {NamedResult} from '../types.js'
 import {allowlistCovers} from './context.js'
 import {type AbortRun, type TrialRun, scalarReward} from './engine.js'
 import {codeOf, messageOf} from '../../errors.js'
 
-type Result = Omit<CheckResult, 'rung'>
 
 const LIFECYCLE_CODES: Record<string, string> = {
   cleanup_unverified: 'cleanup was not confirmed: no cleanup probe URL, or the probe did not answer {"clean": true}',
@@ -67,7 +66,7 @@ function evidence(run: TrialRun, extra: Record<string, unknown> = {}): Record<st
 export function evaluateCreate(
   run: TrialRun,
   o: {requestId: string; callbackHost: string; callbackBaseUrl: string; env: Record<string, string>; kind: 'trial' | 'abort'},
-): Result {
+): NamedResult {
   const what = o.kind === 'trial' ? 'trial' : 'second (to-be-aborted) trial'
   const id = 'trial.created'
   const title = 'Trial created'
@@ -92,7 +91,7 @@ export function evaluateCreate(
   return {id, title, status: 'fail', message: `POST /v1/trials answered ${status}: ${detail}`, hint, evidence: ev}
 }
 
-export function evaluateStatus(run: TrialRun, expected: string): Result {
+export function evaluateStatus(run: TrialRun, expected: string): NamedResult {
   const id = 'trial.status'
   const title = 'Trial status'
   const actual = run.snapshot?.status ?? null
@@ -104,7 +103,7 @@ export function evaluateStatus(run: TrialRun, expected: string): Result {
   return {id, title, status: 'fail', message: `status: expected ${expected}, got ${actual}${err ? `; ${err}` : ''}`, evidence: evidence(run)}
 }
 
-export function evaluateReward(run: TrialRun, expected: number): Result {
+export function evaluateReward(run: TrialRun, expected: number): NamedResult {
   const id = 'trial.reward'
   const title = 'Trial reward'
   const raw = run.snapshot?.reward ?? null
@@ -115,7 +114,7 @@ export function evaluateReward(run: TrialRun, expected: number): Result {
   return {id, title, status: 'fail', message: `reward: expected ${expected}, got ${JSON.stringify(raw)}${why}${err ? `; ${err}` : ''}`, evidence: evidence(run)}
 }
 
-export function evaluateMetrics(run: TrialRun, expected: {tool_calls: number; tool_outputs: number}): Result {
+export function evaluateMetrics(run: TrialRun, expected: {tool_calls: number; tool_outputs: number}): NamedResult {
   const id = 'trial.tool-metrics'
   const title = 'Tool calls and tool outputs'
   const metrics = run.snapshot?.metrics ?? {}
@@ -134,7 +133,7 @@ export function evaluateHistory(
   expected: number[],
   rejected: CallbackRecord[],
   o: {protocol: string; servedPath: string},
-): Result {
+): NamedResult {
   const id = 'trial.history'
   const title = 'Tool results fed back (callback history)'
   const same = run.history.length === expected.length && run.history.every((n, i) => n === expected[i])
@@ -160,7 +159,7 @@ export function evaluateHistory(
   return {id, title, status: 'fail', message: `${problems.join('; ')}${err ? `; trial ${run.snapshot?.status}, ${err}` : ''}`, evidence: evidence(run, {rejected: rejected.length})}
 }
 
-export function evaluateToolsOffered(run: TrialRun): Result {
+export function evaluateToolsOffered(run: TrialRun): NamedResult {
   const id = 'trial.tools-offered'
   const title = 'Every callback offers the tools'
   const bare = run.callbacks.filter((c) => c.tools <= 0)
@@ -176,7 +175,7 @@ export function evaluateToolsOffered(run: TrialRun): Result {
 
 const ARTIFACT_KEYS = ['protocol_version', 'request_id', 'evaluation', 'openhands_result', 'response_output', 'files']
 
-export async function evaluateArtifact(run: TrialRun, artifactRoot: string | undefined, contract: RecipeContract): Promise<Result> {
+export async function evaluateArtifact(run: TrialRun, artifactRoot: string | undefined, contract: RecipeContract): Promise<NamedResult> {
   const id = 'trial.artifact'
   const title = 'Trial artifact written'
   const ref = run.snapshot?.artifact_ref
@@ -219,7 +218,7 @@ export async function evaluateArtifact(run: TrialRun, artifactRoot: string | und
   return {id, title, status: 'pass', message: `artifact ${where}: evaluation ${JSON.stringify(doc.evaluation).slice(0, 120)}, ${files} file(s)`, evidence: {artifact_ref: ref, keys: Object.keys(doc)}}
 }
 
-export function evaluateAbort(run: AbortRun): Result {
+export function evaluateAbort(run: AbortRun): NamedResult {
   const id = 'trial.cleanup-abort'
   const title = 'Aborted trial cleaned up'
   const status = run.snapshot?.status ?? null
@@ -253,7 +252,7 @@ export function evaluateAbort(run: AbortRun): Result {
  * GET the cleanup probe URL. The Gateway never reveals a trial's rollout id, so the probe is
  * asked about a fresh id: it must answer the probe contract, JSON {"clean": true}.
  */
-export async function evaluateProbe(serverUrl: string, pathTemplate: string): Promise<Result> {
+export async function evaluateProbe(serverUrl: string, pathTemplate: string): Promise<NamedResult> {
   const id = 'trial.cleanup-probe'
   const title = 'Cleanup probe answers {"clean": true}'
   const rolloutId = `${randomBytes(16).toString('hex')}-0`
@@ -273,7 +272,7 @@ export async function evaluateProbe(serverUrl: string, pathTemplate: string): Pr
   }
 }
 
-export async function evaluateGatewayClean(gateway: GatewayClient, before: number | null, main: TrialRun | undefined): Promise<Result[]> {
+export async function evaluateGatewayClean(gateway: GatewayClient, before: number | null, main: TrialRun | undefined): Promise<NamedResult[]> {
   const id = 'trial.gateway-clean'
   const title = 'Gateway clean afterwards (active_trials back to 0)'
   // Give the Gateway a moment to settle trials it is still finalizing.

@@ -10,8 +10,8 @@
 import {readContainerFile} from '../../runtime/container-file.js'
 import {gatewayClient} from '../../runtime/gateway-trials.js'
 import {PROTOCOL_PATHS, startScriptedModel} from '../../runtime/scripted-model.js'
-import type {Check, CheckContext, CheckResult, RungDefinition} from '../types.js'
-import {recipeEnv, ScratchKey} from '../scratch.js'
+import type {Check, CheckContext, NamedResult, RungDefinition} from '../types.js'
+import {scriptEnv, ScratchKey} from '../scratch.js'
 import {serviceAddress, trialOptions, type ServiceAddress} from './context.js'
 import {type AbortRun, type TrialPlan, type TrialRun, runAbortedTrial, runTrial} from './engine.js'
 import {
@@ -31,7 +31,6 @@ import {recordGatewayUse} from '../../runtime/gateway-ledger.js'
 import {codeOf, hintOf, messageOf} from '../../errors.js'
 import {verbatim} from '../../json-document.js'
 
-type Result = Omit<CheckResult, 'rung'>
 
 interface Prepared {
   address: ServiceAddress
@@ -45,7 +44,7 @@ interface Prepared {
 const PREPARED = new ScratchKey<Prepared>('trial.prepared')
 const MAIN_RUN = new ScratchKey<TrialRun>('trial.main-run')
 
-function skip(id: string, title: string, why: string): Result {
+function skip(id: string, title: string, why: string): NamedResult {
   return {id, title, status: 'skip', message: `not checked: ${why}`}
 }
 
@@ -72,7 +71,7 @@ const prepare: Check = {
   title: 'Trial set-up: contract, task row, Gateway ready',
   async run(ctx) {
     const contract = ctx.target.contract
-    const results: Result[] = []
+    const results: NamedResult[] = []
     if (!contract) {
       return [skip('trial.contract', 'Trial contract', 'no recipe.yaml: the scripted turns and expected values live in the recipe contract')]
     }
@@ -89,7 +88,7 @@ const prepare: Check = {
       id: 'trial.contract', title: 'Trial contract', status: 'pass',
       message: `${trial.turns.length} scripted turn(s) over ${contract.gateway.callback_protocol}; expect ${trial.expect.status}, reward ${trial.expect.reward}, history [${trial.expect.tool_result_history.join(', ')}]`,
     })
-    const env = await recipeEnv(ctx)
+    const env = await scriptEnv(ctx)
     const address = serviceAddress(contract, env)
     if ('error' in address) {
       results.push({id: 'trial.gateway-ready', title: 'Gateway ready', status: 'fail', message: address.error, hint: 'The trial targets the Gateway the training script uses: http://${GYM_HOST}:${NEMO_GYM_GATEWAY_PORT}.'})
@@ -187,7 +186,7 @@ const runMain: Check = {
     const base = {requestId: run.requestId, callbackBaseUrl: model.baseUrl, protocol, servedPath: PROTOCOL_PATHS[protocol]}
     const created = evaluateCreate(run, {...base, callbackHost: prepared.callbackHost, env: prepared.env, kind: 'trial'})
     if (created.status !== 'pass') return [created, ...MAIN_IDS.slice(1).map(([id, title]) => skip(id, title, 'the trial was not created'))]
-    const results: Result[] = [
+    const results: NamedResult[] = [
       created,
       evaluateStatus(run, trial.expect.status),
       evaluateReward(run, trial.expect.reward),
