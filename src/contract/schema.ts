@@ -10,16 +10,16 @@ const RELATIVE_PATH = '^(?!/)(?!.*(?:^|/)\\.\\.(?:/|$))[A-Za-z0-9_][A-Za-z0-9_./
 const ABSOLUTE_PATH = '^/(?!.*(?:^|/)\\.\\.(?:/|$))[A-Za-z0-9_./-]+$'
 const IMAGE = '^[a-z0-9][a-z0-9._/-]*(?::[A-Za-z0-9_][A-Za-z0-9_.-]*)?$'
 const ONE_LINE = '^[^\\n\\r\\u0000]*$'
-const PORT = {type: 'integer', minimum: 1, maximum: 65535}
-const POSITIVE = {type: 'integer', minimum: 1}
-const NUMBER = {type: 'number'}
-const OPTIONAL_POSITIVE = {anyOf: [{type: 'null'}, POSITIVE]}
+const PORT = {type: 'integer', minimum: 1, maximum: 65535} as const
+const POSITIVE = {type: 'integer', minimum: 1} as const
+const NUMBER = {type: 'number'} as const
+const OPTIONAL_POSITIVE = {anyOf: [{type: 'null'}, POSITIVE]} as const
 const TASK_REF = {
   type: 'object',
   additionalProperties: false,
   required: ['file', 'row'],
   properties: {file: {type: 'string', pattern: RELATIVE_PATH}, row: {type: 'integer', minimum: 0}},
-}
+} as const
 const TURNS = {
   type: 'array',
   items: {
@@ -37,8 +37,8 @@ const TURNS = {
       text: {type: 'string'},
     },
   },
-}
-const ARGS = {type: 'array', items: {type: 'string', minLength: 1, pattern: ONE_LINE}}
+} as const
+const ARGS = {type: 'array', items: {type: 'string', minLength: 1, pattern: ONE_LINE}} as const
 
 export const recipeSchema = {
   $id: 'https://gymrecipe.dev/schemas/recipe.json',

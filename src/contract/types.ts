@@ -103,7 +103,7 @@ export interface RecipeContract {
   trial: null | {
     task: {file: string; row: number}
     turns: ScriptedTurn[]
-    expect: {status: string; reward: number; tool_calls: number; tool_outputs: number; tool_result_history: number[]}
+    expect: {status: 'completed' | 'truncated'; reward: number; tool_calls: number; tool_outputs: number; tool_result_history: number[]}
     deadline_s: number
     lease_s: number
     cleanup_probe: boolean
