@@ -6,6 +6,7 @@
 import {Writable} from 'node:stream'
 
 import type {ReadProgress} from '../gym/json.js'
+import {LineTail} from '../runtime/line-tail.js'
 
 export interface ProgressHost {
   jsonEnabled(): boolean
@@ -77,25 +78,20 @@ const TAIL_LINES = 15
  * of output, last: …` — with the last lines kept for a failure report; `verbose` streams it all.
  */
 export function scriptOutputSink(host: ProgressHost, label: string, verbose: boolean, stream: (which: 'stdout' | 'stderr', text: string) => void): ScriptOutputSink {
-  const lines: string[] = []
+  // Both streams in the order they came: what scrolled past a person, not a per-stream record.
+  const seen = new LineTail(TAIL_LINES * 4)
   let count = 0
-  let partial = ''
   const progress = progressLine<string>(host, (last) => `${label}: ${count} lines of output, last: ${last.length > 120 ? `${last.slice(0, 119)}…` : last}`)
   return {
     write(which, text) {
       if (verbose) stream(which, text)
-      const pieces = (partial + text).split('\n')
-      partial = pieces.pop() ?? ''
-      for (const piece of pieces) {
-        const line = piece.replace(/\r$/, '')
+      for (const line of seen.write(text)) {
         if (line.trim() === '') continue
         count++
-        lines.push(line)
-        if (lines.length > TAIL_LINES) lines.shift()
         if (!verbose) progress.update(line.trim())
       }
     },
-    tail: () => (partial.trim() ? [...lines, partial] : [...lines]).slice(-TAIL_LINES),
+    tail: () => seen.last(TAIL_LINES, {skipBlank: true}),
     stop: () => progress.stop(),
   }
 }

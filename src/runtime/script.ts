@@ -5,6 +5,7 @@
  */
 import {execa} from 'execa'
 import {numberField} from '../errors.js'
+import {LineTail} from './line-tail.js'
 
 export interface ScriptExit {
   exitCode: number | undefined
@@ -42,15 +43,11 @@ export function runScript(
     // The group is ended explicitly below; execa must not add its own kill timer.
     forceKillAfterDelay: false,
   })
-  const kept: Record<'stdout' | 'stderr', string[]> = {stdout: [], stderr: []}
-  const partial: Record<'stdout' | 'stderr', string> = {stdout: '', stderr: ''}
+  const kept = {stdout: new LineTail(KEEP_LINES), stderr: new LineTail(KEEP_LINES)}
   const collect = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
     const text = chunk.toString('utf8')
     options.onOutput(stream, text)
-    const lines = (partial[stream] + text).split('\n')
-    partial[stream] = lines.pop() ?? ''
-    kept[stream].push(...lines)
-    if (kept[stream].length > KEEP_LINES) kept[stream].splice(0, kept[stream].length - KEEP_LINES)
+    kept[stream].write(text)
   }
   child.stdout?.on('data', collect('stdout'))
   child.stderr?.on('data', collect('stderr'))
@@ -79,9 +76,6 @@ export function runScript(
         return false
       }
     },
-    tail(stream, lines = 50) {
-      const all = partial[stream] ? [...kept[stream], partial[stream]] : kept[stream]
-      return all.slice(-lines)
-    },
+    tail: (stream, lines = 50) => kept[stream].last(lines),
   }
 }
