@@ -114,30 +114,30 @@ const needsContract = (id: string, title: string, run: (ctx: CheckContext) => Pr
 })
 
 const rolloutDumps = needsContract('training.rollout-dumps', 'Rollout dumps under <save>/rollout_result/train/', async (ctx) => {
-  const f = await facts(ctx)
+  const run = await facts(ctx)
   const id = 'training.rollout-dumps'
   const title = 'Rollout dumps under <save>/rollout_result/train/'
-  const stat = await fsp.stat(f.saveDir).catch(() => null)
+  const stat = await fsp.stat(run.saveDir).catch(() => null)
   if (!stat?.isDirectory()) {
     return [{
       id, title, status: 'fail',
-      message: `save directory ${f.saveDir} does not exist: the run wrote no outputs there`,
+      message: `save directory ${run.saveDir} does not exist: the run wrote no outputs there`,
       hint: 'The save directory is ${EXP_DIR}/<model>_mcore_<gpus>xgpu/ with EXP_DIR from env.sh; check EXP_DIR, or that the job ran at all.',
-      evidence: {save_dir: f.saveDir},
+      evidence: {save_dir: run.saveDir},
     }]
   }
-  const dumps = await readRolloutDumps(f.saveDir)
-  f.dumps = dumps
-  const ev = {save_dir: f.saveDir, dump_dir: dumps.dir, files: dumps.files, samples: dumps.samples.length, problems: dumps.problems.slice(0, 10)}
+  const dumps = await readRolloutDumps(run.saveDir)
+  run.dumps = dumps
+  const ev = {save_dir: run.saveDir, dump_dir: dumps.dir, files: dumps.files, samples: dumps.samples.length, problems: dumps.problems.slice(0, 10)}
   if (dumps.samples.length === 0) {
-    const traces = await readTerminalTraces(f.saveDir)
-    const t = traces.length > 0 ? triage([], traces, f.log?.text ?? '') : undefined
+    const traces = await readTerminalTraces(run.saveDir)
+    const triaged = traces.length > 0 ? triage([], traces, run.log?.text ?? '') : undefined
     return [{
       id, title, status: 'fail',
       message: `no rollout samples under ${dumps.dir}${dumps.files.length > 0 ? ` (${dumps.files.length} empty file(s))` : ''}` +
-        (t ? `; ${traces.length} sample(s) never committed — ${t.text}` : ''),
+        (triaged ? `; ${traces.length} sample(s) never committed — ${triaged.text}` : ''),
       hint: 'Relax writes <save>/rollout_result/train/{rollout_id}.jsonl whenever --save is set; no file means no rollout committed (see the job log).',
-      evidence: {...ev, ...(t ? {triage: t} : {})},
+      evidence: {...ev, ...(triaged ? {triage: triaged} : {})},
     }]
   }
   if (dumps.problems.length > 0) {
@@ -148,11 +148,11 @@ const rolloutDumps = needsContract('training.rollout-dumps', 'Rollout dumps unde
 })
 
 const groups = needsContract('training.groups', 'Groups of >= 4 samples with reward variance', async (ctx) => {
-  const f = await facts(ctx)
+  const run = await facts(ctx)
   const id = 'training.groups'
   const title = 'Groups of >= 4 samples with reward variance'
-  if (!f.dumps || f.dumps.samples.length === 0) return [skip(id, title, 'no rollout samples to group')]
-  const stats = groupStats(f.dumps.samples)
+  if (!run.dumps || run.dumps.samples.length === 0) return [skip(id, title, 'no rollout samples to group')]
+  const stats = groupStats(run.dumps.samples)
   const small = stats.filter((g) => g.size < MIN_GROUP_SIZE)
   const varied = stats.filter((g) => g.variance)
   const sizes = [...new Set(stats.map((g) => g.size))].sort((a, b) => a - b)
@@ -172,21 +172,21 @@ const groups = needsContract('training.groups', 'Groups of >= 4 samples with rew
   if (varied.length === 0) {
     const all = stats.flatMap((g) => g.rewards)
     const value = all.length > 0 && all.every((r) => r === all[0]) ? all[0] : undefined
-    const traces = await readTerminalTraces(f.saveDir)
-    const t = triage(f.dumps.samples, traces, f.log?.text ?? '')
-    ev.triage = t
+    const traces = await readTerminalTraces(run.saveDir)
+    const triaged = triage(run.dumps.samples, traces, run.log?.text ?? '')
+    ev.triage = triaged
     const what = value === undefined ? 'no group has reward variance' : `every reward is ${value}`
-    problems.push(`${what}: zero advantage in all ${stats.length} group(s), nothing to learn from; ${t.text}`)
-    if (value !== undefined && value > 0 && t.verdict === 'model') problems[problems.length - 1] = `${what}: every sample succeeded, zero advantage in all ${stats.length} group(s) (the task is too easy for this model, or the verifier accepts anything)`
-    hint ??= t.verdict === 'model'
+    problems.push(`${what}: zero advantage in all ${stats.length} group(s), nothing to learn from; ${triaged.text}`)
+    if (value !== undefined && value > 0 && triaged.verdict === 'model') problems[problems.length - 1] = `${what}: every sample succeeded, zero advantage in all ${stats.length} group(s) (the task is too easy for this model, or the verifier accepts anything)`
+    hint ??= triaged.verdict === 'model'
       ? 'Rewards are real but constant: check a few responses against the verifier (verify_<recipe>.py), the answer format and the parsers.'
-      : `Fix the cause first (${VERDICT_TEXT[t.verdict]}): read the trial statuses and error codes in the job log and rollout_result/reward_terminal_traces/.`
+      : `Fix the cause first (${VERDICT_TEXT[triaged.verdict]}): read the trial statuses and error codes in the job log and rollout_result/reward_terminal_traces/.`
   }
   if (problems.length > 0) return [{id, title, status: 'fail', message: problems.join('; '), hint, evidence: ev}]
   return [{id, title, status: 'pass', message: `${stats.length} group(s) of ${sizes.join('/')} samples; ${varied.length} with reward variance (non-zero advantage)`, evidence: ev}]
 })
 
-async function loadJobLog(ctx: CheckContext, f: Facts): Promise<{log?: JobLog; problem?: string; tried: string[]}> {
+async function loadJobLog(ctx: CheckContext, run: Facts): Promise<{log?: JobLog; problem?: string; tried: string[]}> {
   const contract = ctx.target.contract!
   const tried: string[] = []
   const explicit = trainingOptions(ctx.options).jobLog
@@ -199,7 +199,7 @@ async function loadJobLog(ctx: CheckContext, f: Facts): Promise<{log?: JobLog; p
   // `gymrecipe train` hands over the submission it followed and the logs it fetched.
   const handed = ctx.handoff?.train?.runState
   const state = handed ?? (await readRunState(ctx.target.dir, {...process.env, ...ctx.options.env}).catch(() => undefined))
-  f.runState = state
+  run.runState = state
   const handedLogs = ctx.handoff?.train?.jobLogs
   if (state && typeof handedLogs === 'string' && handedLogs.trim()) {
     return {log: {text: handedLogs, source: `Ray job ${state.submissionId} on ${normalizeDashboardAddress(state.dashboardAddress)}`}, tried}
@@ -228,17 +228,17 @@ async function loadJobLog(ctx: CheckContext, f: Facts): Promise<{log?: JobLog; p
 }
 
 const optimizerStep = needsContract('training.optimizer-step', 'Optimizer step with a finite grad norm', async (ctx) => {
-  const f = await facts(ctx)
+  const run = await facts(ctx)
   const id = 'training.optimizer-step'
   const title = 'Optimizer step with a finite grad norm'
-  const {log, problem, tried} = await loadJobLog(ctx, f)
+  const {log, problem, tried} = await loadJobLog(ctx, run)
   if (!log) {
     return [{
       id, title, status: 'fail', message: `${problem} (looked at ${tried.join(', ')})`,
       hint: 'Pass --job-log <driver log>, or run the training through `gymrecipe train` so the submission is recorded.',
     }]
   }
-  f.log = log
+  run.log = log
   const steps = parseStepLines(log.text)
   const finite = steps.filter((s) => s.gradNorm !== null && Number.isFinite(s.gradNorm))
   const degenerate = (log.text.match(/degenerate\/zero-signal batch/g) ?? []).length
@@ -267,15 +267,15 @@ const optimizerStep = needsContract('training.optimizer-step', 'Optimizer step w
 })
 
 const checkpoint = needsContract('training.checkpoint', 'Checkpoint iter_XXXXXXX + latest_checkpointed_iteration.txt', async (ctx) => {
-  const f = await facts(ctx)
+  const run = await facts(ctx)
   const id = 'training.checkpoint'
   const title = 'Checkpoint iter_XXXXXXX + latest_checkpointed_iteration.txt'
-  const state = await checkpointState(f.saveDir)
-  const ev = {save_dir: f.saveDir, tracker: state.tracker, iteration: state.iteration, iter_dirs: state.iterDirs}
+  const state = await checkpointState(run.saveDir)
+  const ev = {save_dir: run.saveDir, tracker: state.tracker, iteration: state.iteration, iter_dirs: state.iterDirs}
   if (state.tracker === null) {
     return [{
       id, title, status: 'fail',
-      message: `no checkpoint: ${path.join(f.saveDir, 'latest_checkpointed_iteration.txt')} is missing${state.iterDirs.length > 0 ? ` (iter dirs: ${state.iterDirs.join(', ')})` : ' and there is no iter_* directory'}`,
+      message: `no checkpoint: ${path.join(run.saveDir, 'latest_checkpointed_iteration.txt')} is missing${state.iterDirs.length > 0 ? ` (iter dirs: ${state.iterDirs.join(', ')})` : ' and there is no iter_* directory'}`,
       hint: 'Relax saves every --save-interval rollouts and after the last one; a missing checkpoint means the run did not get there (or --save points elsewhere).',
       evidence: ev,
     }]
@@ -290,11 +290,11 @@ const checkpoint = needsContract('training.checkpoint', 'Checkpoint iter_XXXXXXX
 })
 
 const logsClean = needsContract('training.logs-clean', 'No OOM or traceback in the driver and worker logs', async (ctx) => {
-  const f = await facts(ctx)
+  const run = await facts(ctx)
   const id = 'training.logs-clean'
   const title = 'No OOM or traceback in the driver and worker logs'
-  const findings = f.log ? scanLog(f.log.text, f.log.source) : []
-  const scanned: string[] = f.log ? [f.log.source] : []
+  const findings = run.log ? scanLog(run.log.text, run.log.source) : []
+  const scanned: string[] = run.log ? [run.log.source] : []
   const missing: string[] = []
   for (const target of trainingOptions(ctx.options).workerLogs ?? []) {
     let files: string[]
@@ -313,7 +313,7 @@ const logsClean = needsContract('training.logs-clean', 'No OOM or traceback in t
   if (missing.length > 0) {
     return [{id, title, status: 'fail', message: `worker log(s) not found: ${missing.join(', ')}`, evidence: ev}]
   }
-  if (!f.log) {
+  if (!run.log) {
     return [{id, title, status: 'fail', message: 'the driver log could not be read (see the optimizer-step check)', evidence: ev}]
   }
   if (findings.length > 0) {
@@ -363,10 +363,10 @@ const gatewayClean = needsContract('training.gateway-clean', 'Gateway clean afte
 })
 
 const jobState = needsContract('training.job-state', 'Ray job state (never proof on its own)', async (ctx) => {
-  const f = await facts(ctx)
+  const run = await facts(ctx)
   const id = 'training.job-state'
   const title = 'Ray job state (never proof on its own)'
-  const state = f.runState
+  const state = run.runState
   if (!state) return []
   const env = await scriptEnv(ctx)
   try {
