@@ -4,7 +4,8 @@ import path from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {parseCallConfig} from '../../../src/gym/call/config.js'
-import {runCall, type RunCallOptions, runWindow} from '../../../src/gym/call/run.js'
+import {runWindow} from '../../../src/gym/call/pass.js'
+import {runCall, type RunCallOptions} from '../../../src/gym/call/run.js'
 import type {HttpRequest, HttpResponse, HttpTransport} from '../../../src/runtime/call-transport.js'
 
 /** A transport without a network: answers from a function and counts requests per row marker. */
