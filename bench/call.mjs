@@ -21,6 +21,10 @@
  *   gymrecipe  runCall() from dist/: streamed input, per-row client state over
  *              the pooled connections, envelope, attempt artifact, journal,
  *              ordered output file
+ *   httpx      (when Debian's python3-httpx is installed) the peer users would
+ *              otherwise run: the Data Designer Gym plugin's way, an httpx
+ *              AsyncClient per row, the same rows, bodies and concurrency, every
+ *              response read and checked; no evidence
  *   base       (with --base DIR) runCall() from DIR/dist, e.g. an older
  *              checkout, to compare builds under the same load
  * and prints rows/s (best of --repeat runs, median in brackets), peak RSS (the
@@ -205,7 +209,52 @@ async function child() {
   process.stdout.write(`${JSON.stringify({rows: result.rows, ok: result.ok, ms: result.ms, rowsPerSecond: (result.rows / result.ms) * 1000, peakRssMb, cpuUsPerRow: result.cpuUs / result.rows})}\n`)
 }
 
+/** /usr/bin/python3 is Debian's, where python3-httpx installs; another python3 on PATH may not have it. */
+const HTTPX_PYTHON = '/usr/bin/python3'
+const HTTPX_PEER = `
+import asyncio, json, resource, sys, time
+import httpx
+
+url, rows_file, concurrency = sys.argv[1] + "/execute", sys.argv[2], int(sys.argv[3])
+
+async def main():
+    cpu = time.process_time()
+    start = time.perf_counter()
+    with open(rows_file, encoding="utf-8") as handle:
+        bodies = [json.dumps({"sql": json.loads(line)["sql"]}) for line in handle if line.strip()]
+    ok = 0
+    next_row = 0
+
+    async def worker():
+        nonlocal ok, next_row
+        while next_row < len(bodies):
+            body = bodies[next_row]
+            next_row += 1
+            async with httpx.AsyncClient(trust_env=False) as client:
+                answer = await client.post(url, content=body, headers={"content-type": "application/json"})
+            if answer.json().get("row_count") == 1:
+                ok += 1
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    ms = (time.perf_counter() - start) * 1000
+    used = (time.process_time() - cpu) * 1e6
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"rows": len(bodies), "ok": ok, "ms": ms, "rowsPerSecond": len(bodies) / ms * 1000, "peakRssMb": rss, "cpuUsPerRow": used / len(bodies)}))
+
+asyncio.run(main())
+`
+
+function httpxAvailable() {
+  try {
+    execFileSync(HTTPX_PYTHON, ['-c', 'import httpx'], {stdio: 'ignore'})
+    return true
+  } catch {
+    return false
+  }
+}
+
 function measure(variant, url, rowsFile, concurrency, workdir, base) {
+  if (variant === 'httpx') return JSON.parse(execFileSync(HTTPX_PYTHON, ['-c', HTTPX_PEER, url, rowsFile, String(concurrency)], {encoding: 'utf8'}).trim().split('\n').at(-1))
   const out = execFileSync(
     process.execPath,
     [fileURLToPath(import.meta.url), '--child', '--variant', variant, '--url', url, '--rows-file', rowsFile, '--concurrency', String(concurrency), '--workdir', workdir, ...(base ? ['--base', base] : [])],
@@ -249,7 +298,9 @@ async function main() {
   console.log('concurrency  variant      rows/s (median)      peak RSS   client CPU/row   ok')
   console.log('                                                  (max)       (median)')
   const table = []
-  const variants = ['bare', ...(args.includes('--no-floor') ? [] : ['floor']), 'gymrecipe', ...(base ? ['base'] : [])]
+  const httpx = httpxAvailable()
+  if (!httpx) console.log('httpx peer skipped: no python3-httpx for /usr/bin/python3 (apt-get install -y python3-httpx)')
+  const variants = ['bare', ...(args.includes('--no-floor') ? [] : ['floor']), 'gymrecipe', ...(httpx ? ['httpx'] : []), ...(base ? ['base'] : [])]
   try {
     for (const concurrency of concurrencies) {
       const runs = Object.fromEntries(variants.map((v) => [v, []]))
@@ -275,9 +326,10 @@ async function main() {
       const ratioMedian = cell.gymrecipe.median / cell.bare.median
       const ratioBase = base ? cell.base.best.rowsPerSecond / cell.bare.best.rowsPerSecond : undefined
       const ratioFloor = cell.floor ? cell.floor.best.rowsPerSecond / cell.bare.best.rowsPerSecond : undefined
+      const ratioHttpx = cell.httpx ? cell.gymrecipe.best.rowsPerSecond / cell.httpx.best.rowsPerSecond : undefined
       table.push({concurrency, ratio})
       console.log(
-        `${' '.repeat(13)}gymrecipe/bare: ${(ratio * 100).toFixed(1)}% (medians: ${(ratioMedian * 100).toFixed(1)}%)${ratioFloor === undefined ? '' : `   floor/bare: ${(ratioFloor * 100).toFixed(1)}% (medians: ${((cell.floor.median / cell.bare.median) * 100).toFixed(1)}%)`}${ratioBase === undefined ? '' : `   base/bare: ${(ratioBase * 100).toFixed(1)}%`}`,
+        `${' '.repeat(13)}gymrecipe/bare: ${(ratio * 100).toFixed(1)}% (medians: ${(ratioMedian * 100).toFixed(1)}%)${ratioFloor === undefined ? '' : `   floor/bare: ${(ratioFloor * 100).toFixed(1)}% (medians: ${((cell.floor.median / cell.bare.median) * 100).toFixed(1)}%)`}${ratioBase === undefined ? '' : `   base/bare: ${(ratioBase * 100).toFixed(1)}%`}${ratioHttpx === undefined ? '' : `   gymrecipe/httpx: ${ratioHttpx.toFixed(2)}x`}`,
       )
     }
   } finally {
