@@ -45,12 +45,6 @@ export function snapshotOf(answer: GatewayAnswer, ...statuses: number[]): TrialS
   return statuses.includes(answer.status) && body && typeof body === 'object' && !Array.isArray(body) ? (body as TrialSnapshot) : null
 }
 
-/** The fields of a JSON object answer (`{}` for anything else). */
-export function answerFields(answer: GatewayAnswer): Record<string, unknown> {
-  const {body} = answer
-  return body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {}
-}
-
 /** A JSON request that never throws: transport failures come back as status 0 with the reason. */
 export async function httpJson(method: 'GET' | 'POST', url: string, body?: unknown, timeoutMs = 30_000): Promise<GatewayAnswer> {
   try {

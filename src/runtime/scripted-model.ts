@@ -18,6 +18,7 @@
 import {randomBytes} from 'node:crypto'
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
+import {objectFields} from './http.js'
 
 export type CallbackProtocol = 'responses' | 'chat_completions' | 'messages'
 
@@ -76,18 +77,14 @@ function hex(bytes: number): string {
   return randomBytes(bytes).toString('hex')
 }
 
-/** The fields of a JSON object (`{}` for anything else): a request body is whatever the agent sent. */
-function fieldsOf(value: unknown): Record<string, unknown> {
-  return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {}
-}
-
+/** A request body is whatever the agent sent: lists and objects are read field by field. */
 function listOf(value: unknown): Array<Record<string, unknown>> {
-  return Array.isArray(value) ? value.map(fieldsOf) : []
+  return Array.isArray(value) ? value.map(objectFields) : []
 }
 
 /** Count the tool results a request carries, per protocol. */
 export function countToolResults(protocol: CallbackProtocol, body: unknown): number {
-  const request = fieldsOf(body)
+  const request = objectFields(body)
   if (protocol === 'responses') return listOf(request.input).filter((item) => item.type === 'function_call_output').length
   const messages = listOf(request.messages)
   if (protocol === 'chat_completions') return messages.filter((m) => m.role === 'tool').length
@@ -212,7 +209,7 @@ export async function startScriptedModel(options: {host: string; port?: number; 
       } catch {
         body = undefined
       }
-      const request = fieldsOf(body)
+      const request = objectFields(body)
       const path = (req.url ?? '').split('?')[0]
       const stream = request.stream === true
       const record: CallbackRecord = {

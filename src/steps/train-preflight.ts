@@ -128,17 +128,17 @@ export async function checkGateway(input: PreflightInput): Promise<PreflightItem
   const {answer, error} = await readyz(gateway.url, 5000)
   if (!answer) return fail('gateway', title, `no answer from ${url}: ${error}`, `Start the service first: gymrecipe start ${input.target.id}`, {gateway: gateway.url})
   const status = answer.status
-  const body = answer.json && typeof answer.json === 'object' ? objectFields(answer.json) : undefined
+  const body = objectFields(answer.json)
   const evidence = {
     gateway: gateway.url,
     httpStatus: status,
-    ready: body?.ready ?? null,
-    active_trials: body?.active_trials ?? null,
-    trials: body?.trials ?? null,
-    service_epoch: body?.service_epoch ?? null,
-    gym_commit: body?.gym_commit ?? null,
+    ready: body.ready ?? null,
+    active_trials: body.active_trials ?? null,
+    trials: body.trials ?? null,
+    service_epoch: body.service_epoch ?? null,
+    gym_commit: body.gym_commit ?? null,
   }
-  if (!body || body.protocol_version !== PROTOCOL) {
+  if (body.protocol_version !== PROTOCOL) {
     return fail('gateway', title, `${url} answered HTTP ${status} but is not a Relax Gateway`, 'Another service holds this port, or NEMO_GYM_GATEWAY_PORT is wrong.', evidence)
   }
   if (status !== 200 || body.ready !== true) return fail('gateway', title, `${url} is not ready (HTTP ${status}, ready=${String(body.ready)})`, `Check the service: gymrecipe status ${input.target.id}; docker logs ${input.target.contract.service.container}`, evidence)

@@ -8,7 +8,7 @@ import {promises as fsp} from 'node:fs'
 
 import type {RecipeContract} from '../../contract/types.js'
 import {readContainerFile} from '../../runtime/container-file.js'
-import {answerFields, type GatewayClient, httpJson} from '../../runtime/gateway-trials.js'
+import {type GatewayClient, httpJson} from '../../runtime/gateway-trials.js'
 import {objectFields} from '../../runtime/http.js'
 import type {CallbackRecord} from '../../runtime/scripted-model.js'
 import type {NamedResult} from '../types.js'
@@ -71,7 +71,7 @@ export function evaluateCreate(
   const id = 'trial.created'
   const title = 'Trial created'
   const {status, body, error} = run.create
-  const said = answerFields(run.create).detail
+  const said = objectFields(run.create.body).detail
   const detail = typeof said === 'string' ? said : JSON.stringify(said ?? body ?? null)
   const ev = {request_id: o.requestId, http_status: status, detail: said ?? body ?? error ?? null, callback_base_url: o.callbackBaseUrl}
   if (status === 202) return {id, title, status: 'pass', message: `${what} ${o.requestId} accepted (202), callbacks to ${o.callbackBaseUrl}`, evidence: ev}
@@ -260,7 +260,7 @@ export async function evaluateProbe(serverUrl: string, pathTemplate: string): Pr
   const shown = serverUrl + pathTemplate
   const answer = await httpJson('GET', url, undefined, 10_000)
   const ev = {probe_url: shown, http_status: answer.status, body: answer.body ?? answer.error ?? null}
-  if (answer.status === 200 && answerFields(answer).clean === true) {
+  if (answer.status === 200 && objectFields(answer.body).clean === true) {
     return {id, title, status: 'pass', message: `GET ${shown} answered {"clean": true}`, evidence: ev}
   }
   const got = answer.status === 0 ? `no answer (${answer.error})` : `${answer.status} ${JSON.stringify(answer.body)}`
