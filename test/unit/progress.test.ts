@@ -55,13 +55,18 @@ describe('the step under way', () => {
     return written
   }
 
+  /** Start a step line, let a second and a quarter pass, stop it. */
+  function spin(line: ReturnType<typeof stepLine>, text: string): void {
+    line.start(text)
+    vi.advanceTimersByTime(1250)
+    line.stop()
+  }
+
   it('spins beside what is being done on a terminal, with the seconds so far, and clears the line when it ends', () => {
     vi.useFakeTimers()
     const written = captureStderr(true)
     const line = stepLine(host().host)
-    line.start('climbing the static and data rungs')
-    vi.advanceTimersByTime(1250)
-    line.stop()
+    spin(line, 'climbing the static and data rungs')
     line.stop()
     const frames = written.slice(0, -1)
     expect(frames.length).toBeGreaterThanOrEqual(12)
@@ -76,15 +81,9 @@ describe('the step under way', () => {
   it('draws nothing without a terminal or under --json', () => {
     vi.useFakeTimers()
     const written = captureStderr(false)
-    const plain = stepLine(host().host)
-    plain.start('asking the Ray dashboard')
-    vi.advanceTimersByTime(1000)
-    plain.stop()
+    spin(stepLine(host().host), 'asking the Ray dashboard')
     process.stderr.isTTY = true
-    const json = stepLine(host(true).host)
-    json.start('asking the Ray dashboard')
-    vi.advanceTimersByTime(1000)
-    json.stop()
+    spin(stepLine(host(true).host), 'asking the Ray dashboard')
     expect(written).toEqual([])
   })
 })
