@@ -9,7 +9,7 @@ import {envelope, type EnvelopeError} from './envelope.js'
 import {type ProgressHost, type ProgressLine, readProgress, type ScriptOutputSink, scriptOutputSink, type StepLine, stepLine} from './progress.js'
 import {removeOpenTemporariesSync} from '../runtime/fs.js'
 import {type InterruptOptions, onInterrupt, removeOnInterrupt} from '../runtime/interrupt.js'
-import {Redactor} from './redact.js'
+import {Redactor} from '../redact.js'
 import {snakeCaseKeys} from '../json-document.js'
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>

@@ -3,6 +3,7 @@ import {Listr, type ListrTask} from 'listr2'
 import {checkLines, checkText, rungLine} from './render.js'
 import type {Check, CheckContext, CheckResult, LadderReport, Rung, RungDefinition, RungReport} from './types.js'
 import {RUNGS} from './types.js'
+import {recordVerdict} from './state.js'
 import {hintOf, messageOf} from '../errors.js'
 
 
@@ -40,9 +41,20 @@ export interface RunRungOptions {
   onCheck?: (result: CheckResult) => void
 }
 
-/** Run the checks of one rung, in order, and judge it. The ladder and `train` both run rungs here. */
+/**
+ * Run the checks of one rung, in order, judge it, and record the verdict with its inputs. The
+ * ladder and `train` both run rungs here.
+ */
 export async function runRung(definition: RungDefinition, ctx: CheckContext, options: RunRungOptions): Promise<RungReport> {
-  if (options.render && process.stdout.isTTY) return runLive(definition, ctx, options)
+  const report = options.render && process.stdout.isTTY ? await runLive(definition, ctx, options) : await runPlain(definition, ctx, options)
+  await recordVerdict(ctx, report).catch((error: unknown) => {
+    // The verdict stands; only its later reading (handoff, stale rungs) is lost.
+    process.stderr.write(`warning: the ${report.rung} verdict could not be recorded: ${messageOf(error)}\n`)
+  })
+  return report
+}
+
+async function runPlain(definition: RungDefinition, ctx: CheckContext, options: RunRungOptions): Promise<RungReport> {
   const say = options.render ? (line: string) => process.stdout.write(`${line}\n`) : undefined
   say?.(`${definition.rung} rung`)
   const results: CheckResult[] = []

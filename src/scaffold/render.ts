@@ -5,6 +5,7 @@ import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import type {RecipeContract} from '../contract/types.js'
+import {withoutRegionBodies} from './regions.js'
 import {buildView} from './view.js'
 
 export const TEMPLATES_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'templates')
@@ -85,6 +86,7 @@ export async function renderRecipe(contract: RecipeContract): Promise<RenderedFi
   return (Object.keys(TEMPLATE_FOR_ROLE) as FileRole[]).map((role) => {
     const content = templates.get(TEMPLATE_FOR_ROLE[role])!(view)
     const name = view.files[role]
-    return {role, name, content, executable: name.endsWith('.sh') || name.endsWith('.py'), sha256: sha256(content)}
+    // The hash leaves out the user's regions, so writing into them is not a hand edit.
+    return {role, name, content, executable: name.endsWith('.sh') || name.endsWith('.py'), sha256: sha256(withoutRegionBodies(content))}
   })
 }

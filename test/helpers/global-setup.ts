@@ -1,6 +1,6 @@
 /**
- * vitest global setup: one scratch directory per test run (TMPDIR, inherited by the test workers
- * and every process they start), removed when the run ends; then the Docker base image.
+ * vitest global setup: one scratch directory per test run (TMPDIR and XDG_STATE_HOME, inherited by
+ * the test workers and every process they start), removed when the run ends; then the Docker base image.
  */
 import fs from 'node:fs/promises'
 import os from 'node:os'
@@ -13,6 +13,8 @@ let scratch: string | undefined
 export async function setup(): Promise<void> {
   scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'gymrecipe-test-run-'))
   process.env.TMPDIR = scratch
+  // What gymrecipe remembers about recipes (ladder verdicts, submissions) stays inside the run.
+  process.env.XDG_STATE_HOME = path.join(scratch, 'state')
   await setupDocker()
 }
 

@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest'
 
-import {Redactor} from '../../src/cli/redact.js'
+import {Redactor} from '../../src/redact.js'
 
 describe('Redactor', () => {
   const env = {
