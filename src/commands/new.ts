@@ -6,6 +6,7 @@ import {relaxRootWord} from '../cli/next-step.js'
 import {ARCHETYPES, type Archetype} from '../contract/types.js'
 import {ExitCode, usageError} from '../errors.js'
 import {newRecipe, type NewRecipeResult} from '../scaffold/new-recipe.js'
+import {DELETED_AND_CHANGED} from '../scaffold/update.js'
 
 export default class New extends BaseCommand<typeof New> {
   static override summary = 'Record an environment contract from its NeMo Gym config and generate the seven recipe files'
@@ -19,16 +20,27 @@ from a built-in recipe: --from, or the base of --archetype. A free port block is
 --port-base is given. Re-running never overwrites a file you edited: it lists them and stops
 (--force overwrites, --dry-run shows the plan and the diff).
 
+--update merges instead: your files, the files as gymrecipe last generated them (kept in the
+recipe's .gymrecipe/last-generated/) and the files generated now. recipe.yaml is merged first,
+so your contract edits and changed options both reach the scripts; then each file keeps your
+edits and takes the regenerated changes. The same lines changed on both sides are written with
+<<<<<<< yours / ======= / >>>>>>> generated now markers and listed. A file you deleted stays
+deleted. Options you do not give again (--gym-config, --from, ports, model, GPUs, agent,
+dataset) are read from recipe.yaml. Needs git (git merge-file).
+
 EXIT STATUS
-  0  generated (or, with --dry-run, planned without conflicts)
+  0  generated or updated (or, with --dry-run, planned without conflicts)
   1  a file could not be written (no space, read-only, permission); nothing is left half-made
-  2  bad input: recipe id, Gym config, contract, ports, missing --agent, a recipe folder that is a link
-  3  files changed by hand since generation (use --force to overwrite)`
+  2  bad input: recipe id, Gym config, contract, ports, missing --agent, a recipe folder that is a link,
+     --update without a recipe.yaml
+  3  files changed by hand since generation (use --update to merge, --force to overwrite);
+     with --update: conflicts were written with markers; git is missing`
 
   static override examples = [
     '<%= config.bin %> new calendar-v2 --gym-root ~/Gym --gym-config environments/calendar/config.yaml --relax-root ~/Relax',
     '<%= config.bin %> new my-tools --from workplace-assistant --gym-root ~/Gym --gym-config resources_servers/workplace_assistant/configs/workplace_assistant.yaml --relax-root ~/Relax',
     '<%= config.bin %> new calendar-v2 --gym-root ~/Gym --gym-config environments/calendar/config.yaml --relax-root ~/Relax --dry-run',
+    '<%= config.bin %> new calendar-v2 --gym-root ~/Gym --relax-root ~/Relax --update --port-base 21000 --dry-run --diff',
   ]
 
   static override args = {
@@ -37,7 +49,7 @@ EXIT STATUS
 
   static override flags = {
     'gym-root': gymRootFlag,
-    'gym-config': Flags.string({summary: 'Gym config path relative to --gym-root; repeat to merge several.', required: true, multiple: true}),
+    'gym-config': Flags.string({summary: 'Gym config path relative to --gym-root; repeat to merge several (with --update: default the recorded ones).', multiple: true}),
     'relax-root': relaxRootFlag,
     from: Flags.string({summary: 'Start from a built-in recipe (calendar, workplace-assistant, r2e-gym).'}),
     archetype: Flags.string({summary: 'Recipe archetype (default: that of --from, else simple-agent).', options: [...ARCHETYPES]}),
@@ -50,7 +62,8 @@ EXIT STATUS
     'model-slug': Flags.string({summary: 'Model slug used in the training script name, e.g. qwen3-8B.', dependsOn: ['model']}),
     'model-config': Flags.string({summary: 'Relax model config script in scripts/models, e.g. qwen3-8B.sh.', dependsOn: ['model']}),
     gpus: Flags.integer({summary: 'GPUs per training job (default: that of the base recipe).', min: 1}),
-    force: Flags.boolean({summary: 'Overwrite files that were edited by hand.', default: false}),
+    force: Flags.boolean({summary: 'Overwrite files that were edited by hand.', default: false, exclusive: ['update']}),
+    update: Flags.boolean({summary: 'Three-way merge: keep your edits, take what changed in the contract and templates.', default: false}),
     'dry-run': dryRunFlag,
     diff: Flags.boolean({summary: 'With --dry-run, print the diff of every changed file.', default: false}),
   }
@@ -62,7 +75,7 @@ EXIT STATUS
     const result = await newRecipe({
       id: this.args.recipe,
       gymRoot: f['gym-root'],
-      gymConfigs: f['gym-config'],
+      gymConfigs: f['gym-config'] ?? [],
       relaxRoot: f['relax-root'],
       from: f.from,
       archetype: f.archetype as Archetype | undefined,
@@ -74,6 +87,8 @@ EXIT STATUS
       model,
       gpus: f.gpus,
       force: f.force,
+      update: f.update,
+      env: process.env,
       dryRun: f['dry-run'],
       version: this.config.version,
     })
@@ -87,8 +102,18 @@ EXIT STATUS
     for (const file of result.files) this.say(`  ${file.action.padEnd(9)} ${file.name}  (${file.reason})`)
     if (result.dryRun && this.flags.diff) for (const file of result.files) if (file.diff) this.say(file.diff)
     for (const note of result.notes) this.say(`note: ${note}`)
+    const conflicts = result.files.filter((file) => file.action === 'conflict')
+    const marked = conflicts.filter((file) => file.reason !== DELETED_AND_CHANGED).map((file) => file.name)
+    const deleted = conflicts.filter((file) => file.reason === DELETED_AND_CHANGED).map((file) => file.name)
     const ports = result.contract.service.gateway_port
     this.say(`ports: Gateway ${ports}, agent ${ports + 1}, resources ${ports + 2}, head ${ports + 3}; private Ray GCS ${result.contract.ray.gcs_port}`)
+    if (this.flags.update && conflicts.length > 0) {
+      const verb = result.dryRun ? 'would need' : 'needs'
+      if (marked.length > 0) this.say(`${verb} you: resolve the conflict markers (<<<<<<< yours … >>>>>>> generated now) in ${marked.join(', ')}`)
+      if (deleted.length > 0) this.say(`${verb} you: ${deleted.join(', ')} — deleted by you, changed by gymrecipe since (--dry-run --diff shows the change); restore or leave it deleted`)
+      if (!result.dryRun) this.say(`next: then gymrecipe verify ${result.recipe} --level static --relax-root ${relaxRootWord(this.flags['relax-root'])}`)
+      return
+    }
     if (!result.dryRun) this.say(`next: gymrecipe verify ${result.recipe} --level static --relax-root ${relaxRootWord(this.flags['relax-root'])}`)
   }
 }

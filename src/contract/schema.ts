@@ -9,6 +9,8 @@ const NAME = '^[A-Za-z0-9][A-Za-z0-9_.-]*$'
 const RELATIVE_PATH = '^(?!/)(?!.*(?:^|/)\\.\\.(?:/|$))[A-Za-z0-9_][A-Za-z0-9_./-]*$'
 const ABSOLUTE_PATH = '^/(?!.*(?:^|/)\\.\\.(?:/|$))[A-Za-z0-9_./-]+$'
 const IMAGE = '^[a-z0-9][a-z0-9._/-]*(?::[A-Za-z0-9_][A-Za-z0-9_.-]*)?$'
+/** A file inside the recipe folder: no folder, no hidden file. */
+const FILE_NAME = '^[A-Za-z0-9][A-Za-z0-9_.-]*$'
 const ONE_LINE = '^[^\\n\\r\\u0000]*$'
 const PORT = {type: 'integer', minimum: 1, maximum: 65535} as const
 const POSITIVE = {type: 'integer', minimum: 1} as const
@@ -323,12 +325,19 @@ export const recipeSchema = {
         exp_name: {type: 'string', pattern: NAME},
       },
     },
+    files: {
+      description: 'Names of the recipe files where they differ from the generated ones (an adopted hand-written recipe).',
+      type: 'object',
+      additionalProperties: false,
+      properties: Object.fromEntries(['env', 'prepare', 'start', 'run', 'verify', 'readme', 'pitfall'].map((role) => [role, {type: 'string', pattern: FILE_NAME}])) as Record<'env' | 'prepare' | 'start' | 'run' | 'verify' | 'readme' | 'pitfall', {type: 'string'; pattern: typeof FILE_NAME}>,
+    },
     generated: {
       type: 'object',
       additionalProperties: false,
       required: ['gymrecipe_version', 'files'],
       properties: {
         gymrecipe_version: {type: 'string'},
+        from: {type: 'string', pattern: NAME},
         files: {type: 'object', additionalProperties: {type: 'string', pattern: '^sha256:[0-9a-f]{64}$'}},
       },
     },

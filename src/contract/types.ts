@@ -146,9 +146,13 @@ export interface RecipeContract {
     project_name: string
     exp_name: string
   }
+  /** File names where they differ from the generated ones (an adopted recipe keeps its own). */
+  files?: Partial<RecipeFileNames>
   /** Written by `gymrecipe new`: what was generated, to detect later hand edits. */
   generated?: {
     gymrecipe_version: string
+    /** The built-in recipe it started from, so an update starts from the same one. */
+    from?: string
     files: Record<string, string>
   }
 }
@@ -191,7 +195,11 @@ export interface RecipeFileNames {
   pitfall: string
 }
 
-export function recipeFileNames(contract: Pick<RecipeContract, 'id' | 'training'>): RecipeFileNames {
+export function recipeFileNames(contract: Pick<RecipeContract, 'id' | 'training' | 'files'>): RecipeFileNames {
+  return {...generatedFileNames(contract), ...contract.files}
+}
+
+function generatedFileNames(contract: Pick<RecipeContract, 'id' | 'training'>): RecipeFileNames {
   const id = contract.id
   // Relax spells script names with underscores (prepare_workplace_assistant.sh) and the
   // training script with the id as is (run-...-nemo-gym-workplace-assistant.sh).

@@ -14,6 +14,7 @@ import {isInside} from '../runtime/fs.js'
 import {occupiedRecipes, recipeDir} from '../contract/checkout.js'
 import {applyPlan, planRecipe, type RecipePlan} from './plan.js'
 import {renderRecipe} from './render.js'
+import {planUpdate, recordedContract} from './update.js'
 import {yamlValue} from '../yaml-value.js'
 
 export interface NewRecipeOptions {
@@ -31,8 +32,11 @@ export interface NewRecipeOptions {
   model?: {name: string; slug: string; configScript: string}
   gpus?: number
   force: boolean
+  /** Three-way merge with the files as last generated; unset options come from recipe.yaml. */
+  update?: boolean
   dryRun: boolean
   version: string
+  env?: NodeJS.ProcessEnv
 }
 
 export interface NewRecipeResult {
@@ -146,16 +150,30 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   const dir = recipeDir(relaxRoot, o.id)
   if (!isInside(relaxRoot, dir)) throw usageError(`recipe folder ${dir} escapes ${relaxRoot}`)
 
-  const baseName = o.from ?? ARCHETYPE_BASE[o.archetype ?? 'simple-agent']
+  // An update starts from what recipe.yaml records for every option not given again.
+  const recorded = o.update ? await recordedContract(dir) : undefined
+  if (o.update && !recorded) {
+    throw new GymError(`${dir} has no recipe.yaml to update`, {code: 'E_NOTHING_TO_UPDATE', exit: ExitCode.usage, hint: 'Generate it without --update, or record a hand-written recipe first with `gymrecipe adopt`.'})
+  }
+  const gymConfigs = o.gymConfigs.length > 0 ? o.gymConfigs : (recorded?.gym?.config_paths ?? [])
+  if (gymConfigs.length === 0) throw usageError('--gym-config is required', 'Pass the Gym config path relative to --gym-root, e.g. --gym-config environments/calendar/config.yaml.', {field: '--gym-config'})
+  const recordedModel = recorded?.training?.model
+  const model = o.model ?? (recordedModel ? {name: recordedModel.name, slug: recordedModel.slug, configScript: recordedModel.config_script} : undefined)
+
+  const archetypeWanted = o.archetype ?? recorded?.archetype
+  const baseName = o.from ?? recorded?.generated?.from ?? ARCHETYPE_BASE[archetypeWanted ?? 'simple-agent']
   const base = await loadBuiltin(baseName)
-  const archetype = o.archetype ?? base.archetype
-  const graph = await loadGymGraph(o.gymRoot, o.gymConfigs)
-  const agent = chooseAgent(graph, o.agent)
+  const archetype = archetypeWanted ?? base.archetype
+  const graph = await loadGymGraph(o.gymRoot, gymConfigs)
+  const agent = chooseAgent(graph, o.agent ?? recorded?.gym?.agent?.name)
   const examples = await summarizeExamples(path.resolve(o.gymRoot), graph, agent.id)
   const verifierOverride = o.verifierFile ? await readVerifierOverride(o.verifierFile) : undefined
 
   const others = await occupiedRecipes(relaxRoot, o.id)
-  const ports = choosePorts(base, others, o.portBase)
+  const recordedPorts = o.portBase === undefined && recorded?.service && recorded.ray ? {gateway_port: recorded.service.gateway_port, gcs_port: recorded.ray.gcs_port, dashboard_port: recorded.ray.dashboard_port, component_port_base: recorded.ray.component_port_base, min_worker_port: recorded.ray.min_worker_port, max_worker_port: recorded.ray.max_worker_port} : undefined
+  // A new --port-base moves the recipe's block; its private Ray GCS port stays where it was.
+  const chosen = recordedPorts ?? choosePorts(base, others, o.portBase)
+  const ports = o.update === true && recorded?.ray?.gcs_port !== undefined ? {...chosen, gcs_port: recorded.ray.gcs_port} : chosen
 
   const draft = contractFromGym({
     id: o.id,
@@ -163,17 +181,18 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     base,
     baseName,
     graph,
-    configPaths: o.gymConfigs.map((c) => path.relative(path.resolve(o.gymRoot), path.resolve(o.gymRoot, c))),
+    configPaths: gymConfigs.map((c) => path.relative(path.resolve(o.gymRoot), path.resolve(o.gymRoot, c))),
     agent: agent.id,
-    dataset: o.dataset,
-    smoke: o.smoke,
+    dataset: o.dataset ?? recorded?.data?.dataset,
+    smoke: o.smoke || (recorded?.data?.smoke ?? false),
     examples,
     verifierOverride,
     ports,
-    model: o.model,
-    gpus: o.gpus,
+    model,
+    gpus: o.gpus ?? recorded?.training?.gpus,
   })
-  const contract = {...draft.contract, generated: {gymrecipe_version: o.version, files: {}}}
+  const fresh: RecipeContract = {...draft.contract, ...(recorded?.files ? {files: recorded.files} : {}), generated: {gymrecipe_version: o.version, from: baseName, files: {}}}
+  let contract = fresh
   const problems = contractProblems(contract, `${dir}/recipe.yaml`)
   const clash = collisions(contract, others).map((c) => ({file: `${dir}/recipe.yaml`, line: null, pointer: c.pointer, message: `${c.pointer}: ${c.message}`, expected: 'ports no other recipe in the checkout uses', hint: 'Omit --port-base to let gymrecipe pick a free block.'}))
   if (o.verifierFile) {
@@ -190,8 +209,15 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   if ((source.type === 'bundled' || source.type === 'benchmark') && !(await fsp.stat(path.resolve(o.gymRoot, source.path)).catch(() => undefined))) {
     draft.notes.push(`${source.path} is not in the Gym checkout yet; it is produced by the environment's prepare step (e.g. its prepare.py) and must exist in the image before ${'`'}prepare${'`'} runs`)
   }
-  const rendered = await renderRecipe(contract)
-  const plan: RecipePlan = await planRecipe(dir, rendered, contract, o.force)
+  let plan: RecipePlan
+  if (o.update === true) {
+    const update = await planUpdate(dir, fresh, o.env ?? process.env)
+    plan = update.plan
+    contract = update.contract
+    draft.notes.push(...update.notes)
+  } else {
+    plan = await planRecipe(dir, await renderRecipe(contract), contract, o.force)
+  }
   const written = o.dryRun ? [] : await applyPlan(plan)
   return {
     recipe: o.id,

@@ -9,7 +9,12 @@ import {attributeTo, openAtomicTarget} from '../runtime/fs.js'
 import {carryRegions, withoutRegionBodies} from './regions.js'
 import {type RenderedFile, sha256} from './render.js'
 
-export type FileAction = 'create' | 'update' | 'unchanged' | 'conflict' | 'overwrite'
+/**
+ * create/update/unchanged/overwrite as they say; merge: your edits and the regenerated changes
+ * combined; conflict: both changed the same lines (written with markers by --update, else
+ * refused); deleted: you deleted it and it stays deleted.
+ */
+export type FileAction = 'create' | 'update' | 'unchanged' | 'conflict' | 'overwrite' | 'merge' | 'deleted'
 
 export interface PlannedFile {
   name: string
@@ -25,7 +30,14 @@ export interface RecipePlan {
   dir: string
   files: PlannedFile[]
   conflicts: string[]
+  /** The files as generated now, kept as the base of the next three-way update. */
+  base: Array<{name: string; content: string}>
+  /** --update: conflicting files are written with their markers instead of refused. */
+  writeConflicts: boolean
 }
+
+/** Where the last-generated files are kept, inside the recipe folder so they travel with it. */
+export const BASE_DIR = path.join('.gymrecipe', 'last-generated')
 
 export const CONTRACT_FILE = 'recipe.yaml'
 
@@ -37,20 +49,20 @@ export function serializeContract(contract: RecipeContract): string {
   return CONTRACT_HEADER + stringifyYaml(contract, {lineWidth: 0})
 }
 
-function withoutGenerated(value: unknown): unknown {
+export function withoutGenerated(value: unknown): unknown {
   if (!value || typeof value !== 'object') return value
   const {generated: _generated, ...rest} = value as Record<string, unknown>
   return rest
 }
 
-async function readIfExists(file: string): Promise<string | undefined> {
+export async function readIfExists(file: string): Promise<string | undefined> {
   return fsp.readFile(file, 'utf8').catch((error: unknown) => {
     if (codeOf(error) === 'ENOENT') return undefined
     throw error
   })
 }
 
-function diffOf(name: string, before: string, after: string): string {
+export function diffOf(name: string, before: string, after: string): string {
   return createTwoFilesPatch(`a/${name}`, `b/${name}`, before, after, '', '', {context: 3})
 }
 
@@ -88,7 +100,7 @@ export async function planRecipe(dir: string, rendered: RenderedFile[], contract
     }
   }
 
-  const generated = {...contract, generated: {gymrecipe_version: contract.generated?.gymrecipe_version ?? '0', files: Object.fromEntries(rendered.map((f) => [f.name, f.sha256]))}}
+  const generated = withFileHashes(contract, rendered)
   const contractText = serializeContract(generated)
   const contractEntry = {name: CONTRACT_FILE, content: contractText, executable: false}
   if (previousText === undefined) {
@@ -100,8 +112,19 @@ export async function planRecipe(dir: string, rendered: RenderedFile[], contract
   } else {
     files.push({...contractEntry, action: force ? 'overwrite' : 'conflict', reason: 'the recorded contract differs (edited by hand, or different options)', diff: diffOf(CONTRACT_FILE, previousText, contractText)})
   }
-  return {dir, files, conflicts: files.filter((f) => f.action === 'conflict').map((f) => f.name)}
+  return {dir, files, conflicts: files.filter((f) => f.action === 'conflict').map((f) => f.name), base: baseOf(files, rendered, contractText), writeConflicts: false}
 }
+
+/** The contract with the hashes of the files rendered from it. */
+export function withFileHashes(contract: RecipeContract, rendered: RenderedFile[]): RecipeContract {
+  return {...contract, generated: {...contract.generated, gymrecipe_version: contract.generated?.gymrecipe_version ?? '0', files: Object.fromEntries(rendered.map((f) => [f.name, f.sha256]))}}
+}
+
+/** The base to keep: each file as generated now (with the user's regions carried), and the contract. */
+function baseOf(files: PlannedFile[], rendered: RenderedFile[], contractText: string): RecipePlan['base'] {
+  return [...rendered.map((r) => ({name: r.name, content: files.find((f) => f.name === r.name)?.content ?? r.content})), {name: CONTRACT_FILE, content: contractText}]
+}
+
 
 export function conflictError(plan: RecipePlan): GymError {
   const lines = plan.files.filter((f) => f.action === 'conflict').map((f) => `${f.name} (${f.reason})`)
@@ -115,7 +138,7 @@ export function conflictError(plan: RecipePlan): GymError {
 
 /** Write every planned change: all files staged to temporary siblings first, then renamed, recipe.yaml last. */
 /** A recipe folder that is a link would be written through silently: refuse it, naming where it points. */
-async function refuseLinkedFolder(dir: string): Promise<void> {
+export async function refuseLinkedFolder(dir: string): Promise<void> {
   const stat = await fsp.lstat(dir).catch(() => undefined)
   if (!stat?.isSymbolicLink()) return
   const target = await fsp.readlink(dir).catch(() => '?')
@@ -149,11 +172,20 @@ async function removeFolders(created: string[]): Promise<void> {
   for (const folder of [...created].reverse()) await fsp.rmdir(folder).catch(() => undefined)
 }
 
+const WRITTEN: FileAction[] = ['create', 'update', 'overwrite', 'merge']
+
 export async function applyPlan(plan: RecipePlan): Promise<string[]> {
-  if (plan.conflicts.length > 0) throw conflictError(plan)
+  if (plan.conflicts.length > 0 && !plan.writeConflicts) throw conflictError(plan)
   const created = await makeFolders(plan.dir)
-  const toWrite = plan.files.filter((f) => f.action === 'create' || f.action === 'update' || f.action === 'overwrite')
-  const ordered = [...toWrite.filter((f) => f.name !== CONTRACT_FILE), ...toWrite.filter((f) => f.name === CONTRACT_FILE)]
+  const toWrite = plan.files.filter((f) => WRITTEN.includes(f.action) || (f.action === 'conflict' && plan.writeConflicts && f.content !== ''))
+  const baseDir = path.join(plan.dir, BASE_DIR)
+  await refuseLinkedFolder(path.dirname(baseDir))
+  await refuseLinkedFolder(baseDir)
+  await fsp.mkdir(baseDir, {recursive: true}).catch((error) => {
+    throw attributeTo(error, baseDir)
+  })
+  const base = plan.base.map((b) => ({name: path.join(BASE_DIR, b.name), content: b.content, executable: false}))
+  const ordered = [...toWrite.filter((f) => f.name !== CONTRACT_FILE), ...base, ...toWrite.filter((f) => f.name === CONTRACT_FILE)]
   const staged: Array<{commit: () => Promise<void>; abort: () => Promise<void>}> = []
   try {
     for (const file of ordered) {
@@ -170,5 +202,5 @@ export async function applyPlan(plan: RecipePlan): Promise<string[]> {
     throw error
   }
   for (const s of staged) await s.commit()
-  return ordered.map((f) => f.name)
+  return [...toWrite.filter((f) => f.name !== CONTRACT_FILE), ...toWrite.filter((f) => f.name === CONTRACT_FILE)].map((f) => f.name)
 }

@@ -28,6 +28,7 @@ export async function generatedRecipe(builtin: 'calendar' | 'workplace-assistant
     from: builtin,
     smoke: false,
     force: false,
+    update: false,
     dryRun: false,
     version: 'test',
   })
