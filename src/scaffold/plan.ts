@@ -138,11 +138,11 @@ export function conflictError(plan: RecipePlan): GymError {
 
 /** Write every planned change: all files staged to temporary siblings first, then renamed, recipe.yaml last. */
 /** A recipe folder that is a link would be written through silently: refuse it, naming where it points. */
-export async function refuseLinkedFolder(dir: string): Promise<void> {
+export async function refuseLinkedFolder(dir: string, what = 'recipe folder'): Promise<void> {
   const stat = await fsp.lstat(dir).catch(() => undefined)
   if (!stat?.isSymbolicLink()) return
   const target = await fsp.readlink(dir).catch(() => '?')
-  throw new GymError(`recipe folder ${dir} is a symbolic link (to ${target}); gymrecipe does not write through links`, {
+  throw new GymError(`${what} ${dir} is a symbolic link (to ${target}); gymrecipe does not write through links`, {
     code: 'E_RECIPE_DIR_LINK',
     exit: ExitCode.usage,
     hint: 'Replace the link by a real folder, or run `new` with --relax-root pointing at the checkout the link leads to.',
@@ -179,8 +179,8 @@ export async function applyPlan(plan: RecipePlan): Promise<string[]> {
   const created = await makeFolders(plan.dir)
   const toWrite = plan.files.filter((f) => WRITTEN.includes(f.action) || (f.action === 'conflict' && plan.writeConflicts && f.content !== ''))
   const baseDir = path.join(plan.dir, BASE_DIR)
-  await refuseLinkedFolder(path.dirname(baseDir))
-  await refuseLinkedFolder(baseDir)
+  await refuseLinkedFolder(path.dirname(baseDir), 'folder')
+  await refuseLinkedFolder(baseDir, 'folder')
   await fsp.mkdir(baseDir, {recursive: true}).catch((error) => {
     throw attributeTo(error, baseDir)
   })

@@ -10,7 +10,7 @@ import {parse as parseYaml, stringify as stringifyYaml} from 'yaml'
 import {contractError, contractProblems} from '../contract/load.js'
 import type {RecipeContract} from '../contract/types.js'
 import {ExitCode, GymError, messageOf} from '../errors.js'
-import {mergeThreeWay} from '../runtime/merge.js'
+import {MERGE_LABELS, mergeThreeWay} from '../runtime/merge.js'
 import {BASE_DIR, CONTRACT_FILE, diffOf, type PlannedFile, readIfExists, type RecipePlan, refuseLinkedFolder, serializeContract, withFileHashes, withoutGenerated} from './plan.js'
 import {carryRegions, withoutRegionBodies} from './regions.js'
 import {renderRecipe, sha256} from './render.js'
@@ -75,6 +75,10 @@ async function mergeContracts(dir: string, ours: Partial<RecipeContract>, fresh:
   return {contract, yoursEdited}
 }
 
+function hasConflictMarkers(text: string): boolean {
+  return new RegExp(`^<{7} ${MERGE_LABELS.ours}$`, 'm').test(text) && new RegExp(`^>{7} ${MERGE_LABELS.theirs}$`, 'm').test(text)
+}
+
 const sameGenerated = (a: string, b: string) => withoutRegionBodies(a) === withoutRegionBodies(b)
 
 export async function planUpdate(dir: string, fresh: RecipeContract, env: NodeJS.ProcessEnv): Promise<UpdatePlan> {
@@ -114,6 +118,11 @@ export async function planUpdate(dir: string, fresh: RecipeContract, env: NodeJS
       if (lastGenerated === undefined) files.push({...entry, action: 'create', reason: 'new file', content: theirs, diff: ''})
       else if (sameGenerated(lastGenerated, theirs)) files.push({...entry, action: 'deleted', reason: 'you deleted it; it stays deleted', content: '', diff: ''})
       else files.push({...entry, action: 'conflict', reason: DELETED_AND_CHANGED, content: '', diff: diffOf(r.name, lastGenerated, theirs)})
+      continue
+    }
+    if (hasConflictMarkers(onDisk)) {
+      // Merging again would bury them: they are resolved first.
+      files.push({...entry, action: 'conflict', reason: 'conflict markers from an earlier update are still in it; resolve them first', content: onDisk, diff: ''})
       continue
     }
     if (onDisk === theirs) files.push({...entry, action: 'unchanged', reason: 'already up to date', content: theirs, diff: ''})
