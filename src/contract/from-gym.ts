@@ -77,11 +77,11 @@ function chooseDataset(agent: GymAgent, wanted: string | undefined, smoke: boole
   )
 }
 
-function splitOf(ds: GymDataset): Split {
+export function splitOf(ds: GymDataset): Split {
   return (SPLITS as readonly string[]).includes(ds.type) ? (ds.type as Split) : 'test'
 }
 
-function sourceOf(ds: GymDataset): DataSource {
+export function sourceOf(ds: GymDataset): DataSource {
   const primary = ds.sources[0]
   if (primary?.type === 'huggingface') return {type: 'huggingface', repo_id: primary.repoId, artifact: primary.artifactFpath ?? `${ds.type}.jsonl`}
   if (primary?.type === 'gitlab') return {type: 'gitlab', dataset_name: primary.datasetName, version: primary.version, artifact: primary.artifactFpath ?? `${ds.name}.jsonl`}

@@ -40,8 +40,11 @@ export function discoverLayout(entries: string[], files: Partial<RecipeFileNames
   }
 }
 
-/** Locate a recipe folder and its contract (optional) inside a Relax checkout. */
-export async function resolveRecipe(relaxRoot: string, id: string): Promise<RecipeTarget> {
+/**
+ * Locate a recipe folder and its contract (optional) inside a Relax checkout. `asHandWritten`
+ * ignores recipe.yaml and finds the files by the names Relax uses (for `adopt`).
+ */
+export async function resolveRecipe(relaxRoot: string, id: string, options: {asHandWritten?: boolean} = {}): Promise<RecipeTarget> {
   assertRecipeId(id)
   const root = path.resolve(relaxRoot)
   const dir = recipeDir(root, id)
@@ -52,7 +55,7 @@ export async function resolveRecipe(relaxRoot: string, id: string): Promise<Reci
       hint: `Create it with \`gymrecipe new ${id}\`, or pass --relax-root pointing at the Relax checkout that holds it.`,
     })
   })
-  const contract = entries.includes('recipe.yaml') ? await loadContractFile(path.join(dir, 'recipe.yaml')) : null
+  const contract = entries.includes('recipe.yaml') && !options.asHandWritten ? await loadContractFile(path.join(dir, 'recipe.yaml')) : null
   if (contract && contract.id !== id) {
     throw new GymError(`${dir}/recipe.yaml records id "${contract.id}" but the folder is "${id}"`, {
       code: 'E_CONTRACT_INVALID',

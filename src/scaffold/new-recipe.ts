@@ -51,7 +51,7 @@ export interface NewRecipeResult {
 
 
 /** Top-level fields and tool use of the environment's example rows, read from the Gym checkout. */
-async function summarizeExamples(gymRoot: string, graph: GymGraph, agentId: string): Promise<ExampleRowsSummary | undefined> {
+export async function summarizeExamples(gymRoot: string, graph: GymGraph, agentId: string): Promise<ExampleRowsSummary | undefined> {
   const agent = graph.agents.find((a) => a.id === agentId)
   const candidates = [...(agent?.datasets ?? [])].sort((a, b) => Number(b.type === 'example') - Number(a.type === 'example'))
   for (const ds of candidates) {

@@ -119,7 +119,7 @@ function submitLine(run: LoadedFile): LogicalLine | undefined {
   return [...run.lines].reverse().find((l) => /(?:^|\s|\/)ray\s+job\s+submit\b/.test(l.text))
 }
 
-type CheckRun = Parameters<Check['run']>[0]
+export type CheckRun = Parameters<Check['run']>[0]
 
 /**
  * Run a check on every training script of the folder: one violation in any of them fails the
@@ -377,7 +377,7 @@ export const trialTiming = perTrainingScript('static.run-trial-timing', 'agent t
  * The raw file name the recipe expects: the contract's, else the prepare script's own guard
  * (e.g. "must end with /calendar_train.jsonl"), else env.sh's default path.
  */
-function expectedRawFilename(ctx: CheckRun, prepare: LoadedFile, env: LoadedFile | undefined): {name: string; from: string} | undefined {
+export function expectedRawFilename(ctx: CheckRun, prepare: LoadedFile, env: LoadedFile | undefined): {name: string; from: string} | undefined {
   if (ctx.target.contract) return {name: ctx.target.contract.data.raw_filename, from: 'recipe.yaml'}
   const guard = prepare.lines.find((l) => /NEMO_GYM_SOURCE_DATA|EXPECTED\w*=|must (?:end|match)/.test(l.text) && /\/[A-Za-z0-9_.-]+\.jsonl\b/.test(l.text))
   const fromGuard = guard?.text.match(/\/([A-Za-z0-9_.-]+\.jsonl)\b/)?.[1]
