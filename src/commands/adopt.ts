@@ -17,7 +17,7 @@ split; the service container; the file names it already has.
 
 What cannot be read (verifier examples live in code, a flag left to Relax's default, a Ray port
 Ray picks) is never guessed: it is listed with the reason, and ${DRAFT_FILE} is written with each
-such value null and marked "fill in". Fill them and run adopt again; recipe.yaml is written once
+such value "<fill in>". Replace them (null is an answer too) and run adopt again; recipe.yaml is written once
 nothing is missing. --fill-from <built-in> fills what is left from a built-in recipe instead,
 and lists every value it took. Then \`gymrecipe new <recipe> --update --dry-run --diff\` shows what
 regeneration would change.

@@ -13,7 +13,7 @@ import {loadBuiltin} from '../contract/builtin.js'
 import {sourceOf, splitOf, verifierFieldsFrom} from '../contract/from-gym.js'
 import {loadGymGraph} from '../contract/gym-config.js'
 import {contractProblems} from '../contract/load.js'
-import {ARCHETYPES, recipeFileNames, type RecipeContract, type RecipeFileNames, SPLITS} from '../contract/types.js'
+import {ARCHETYPES, recipeFileNames, type RecipeContract, type RecipeFileNames, type ScriptedTurn, SPLITS} from '../contract/types.js'
 import {ExitCode, GymError, messageOf} from '../errors.js'
 import {Scratch, scriptEnv} from '../ladder/scratch.js'
 import {expectedRawFilename} from '../ladder/static/checks-scripts.js'
@@ -24,11 +24,14 @@ import {resolveRecipe} from '../ladder/target.js'
 import type {CheckContext} from '../ladder/types.js'
 import {describeService} from '../ladder/service/describe.js'
 import {writeFileAtomic} from '../runtime/fs.js'
+import {pythonConstants} from '../runtime/python-constants.js'
 import {summarizeExamples} from '../scaffold/new-recipe.js'
 import {renderRecipe} from '../scaffold/render.js'
 import {CONTRACT_FILE, serializeContract} from '../scaffold/plan.js'
 
 export const DRAFT_FILE = 'recipe.adopt.yaml'
+/** What the draft holds where a value is missing; anything else (null included) is the user's answer. */
+export const TO_FILL = '<fill in>'
 
 export interface AdoptOptions {
   relaxRoot: string
@@ -59,7 +62,7 @@ export interface AdoptResult {
   filled: AdoptedField[]
   unfilled: Array<{pointer: string; why: string}>
   notes: string[]
-  /** What would be recorded: the values read and filled, null where one is missing. */
+  /** What would be recorded: the values read and filled, "<fill in>" where one is missing. */
   contract: Record<string, unknown>
 }
 
@@ -427,10 +430,55 @@ async function readVerifier(r: Reading, ctx: CheckContext, env: Record<string, s
   const python = (await describeService(ctx.target, env)).verifier?.python
   if (python) r.set('/verifier/python', python, 'the path the verifier or README runs it with')
   else r.missing('/verifier/python', 'no verifier or README names the Gym venv Python that runs it')
-  const why = `${(direct ?? trial)?.name ?? 'no verifier'}: known-correct and known-wrong outputs are code, not data gymrecipe can read`
+  const verifier = direct ?? trial
+  if (verifier) await readVerifierConstants(r, verifier)
+  const why = `${verifier?.name ?? 'no verifier'}: its known-correct and known-wrong outputs are code, not constants gymrecipe can read`
   for (const p of ['/verifier/task', '/verifier/payload', '/verifier/correct', '/verifier/wrong', '/verifier/success_reward']) r.missing(p, why)
   if (!trial) r.set('/trial', null, 'no trial verifier (verify_*_trial.py) in the folder')
   else r.missing('/trial', `${trial.name}: its task and scripted turns are code, not data gymrecipe can read`)
+}
+
+/** Output items as the Responses API writes them, back to the contract's scripted turns. */
+function turnsOf(items: unknown): ScriptedTurn[] | undefined {
+  if (!Array.isArray(items)) return undefined
+  const turns: ScriptedTurn[] = []
+  for (const item of items) {
+    const o = item && typeof item === 'object' ? (item as Record<string, unknown>) : {}
+    if (o.type === 'function_call' && typeof o.name === 'string' && typeof o.arguments === 'string') {
+      try {
+        turns.push({tool_call: {name: o.name, arguments: JSON.parse(o.arguments) as Record<string, unknown>}})
+      } catch {
+        return undefined
+      }
+    } else if (o.type === 'message' && Array.isArray(o.content)) {
+      const text = (o.content as Array<Record<string, unknown>>).map((c) => (typeof c.text === 'string' ? c.text : '')).join('')
+      turns.push({text})
+    } else return undefined
+  }
+  return turns
+}
+
+/** The examples a verifier keeps as module constants (SUCCESS_REWARD, INLINE_PAYLOAD, CORRECT_OUTPUT, …). */
+async function readVerifierConstants(r: Reading, verifier: LoadedFile): Promise<void> {
+  const names = ['SUCCESS_REWARD', 'FAILURE_REWARD', 'TASK_JSONL', 'TASK_ROW', 'INLINE_PAYLOAD', 'CORRECT_OUTPUT', 'WRONG_OUTPUT']
+  const read = await pythonConstants(verifier.path, names)
+  if ('error' in read) {
+    r.notes.push(`the constants of ${verifier.name} could not be read: ${read.error}`)
+    return
+  }
+  const {constants} = read
+  const where = (name: string) => lineOf(verifier, new RegExp(`^${name}\\s*=`))
+  if (typeof constants.SUCCESS_REWARD === 'number') r.set('/verifier/success_reward', constants.SUCCESS_REWARD, where('SUCCESS_REWARD'))
+  if (typeof constants.FAILURE_REWARD === 'number' || constants.FAILURE_REWARD === null) r.set('/verifier/failure_reward', constants.FAILURE_REWARD, where('FAILURE_REWARD'))
+  if ('INLINE_PAYLOAD' in constants) r.set('/verifier/payload', constants.INLINE_PAYLOAD, where('INLINE_PAYLOAD'))
+  if (constants.TASK_JSONL === null) r.set('/verifier/task', null, where('TASK_JSONL'))
+  else if (typeof constants.TASK_JSONL === 'string' && constants.TASK_JSONL.startsWith('/opt/nemo-gym/') && typeof constants.TASK_ROW === 'number') {
+    r.set('/verifier/task', {file: constants.TASK_JSONL.slice('/opt/nemo-gym/'.length), row: constants.TASK_ROW}, where('TASK_JSONL'))
+  }
+  for (const [name, pointer] of [['CORRECT_OUTPUT', '/verifier/correct'], ['WRONG_OUTPUT', '/verifier/wrong']] as const) {
+    const turns = turnsOf(constants[name])
+    if (turns) r.set(pointer, turns, where(name))
+  }
 }
 
 function readDescription(r: Reading, readme: string): void {
@@ -463,7 +511,7 @@ function draftText(tree: Tree, unfilled: Array<{pointer: string; why: string}>, 
     if (isScalar(node) || isMap(node) || isSeq(node)) node.comment = ` fill in: ${u.why}`
     else if (parent instanceof YAMLMap) parent.comment = ` fill in ${keys.at(-1)}: ${u.why}`
   }
-  const header = `# Draft contract of the hand-written recipe ${recipe}, read by \`gymrecipe adopt\`.\n# Every null marked "fill in" could not be read from the scripts. Fill them, then run adopt again:\n# it writes recipe.yaml once nothing is missing (or use --fill-from <built-in>).\n`
+  const header = `# Draft contract of the hand-written recipe ${recipe}, read by \`gymrecipe adopt\`.\n# Every "${TO_FILL}" could not be read from the scripts: replace it (null is an answer too), then run\n# adopt again; it writes recipe.yaml once nothing is missing (or use --fill-from <built-in>).\n# The other values are read from the scripts again each time: change the scripts, not this file.\n`
   return header + doc.toString({lineWidth: 0})
 }
 
@@ -491,14 +539,12 @@ export async function adoptRecipe(o: AdoptOptions): Promise<AdoptResult> {
   }
   const ctx: CheckContext = {target, options: {env: o.env, smoke: false}, scratch: new Scratch()}
   const files = await recipeFiles(ctx)
-  let env: Record<string, string> = {}
-  try {
-    env = await scriptEnv(ctx)
-  } catch {
-    env = {...(o.env as Record<string, string>)}
-  }
-  const readme = files.byRole.readme?.text ?? ''
   const r = new Reading()
+  const env = await scriptEnv(ctx).catch((error: unknown) => {
+    r.notes.push(`env.sh could not be sourced (${messageOf(error)}); values it would set were read from the caller's environment only`)
+    return {...(o.env as Record<string, string>)}
+  })
+  const readme = files.byRole.readme?.text ?? ''
   r.set('/schema_version', 1, 'the current recipe.yaml schema')
   r.set('/id', target.id, 'the folder name')
   readDescription(r, readme)
@@ -543,7 +589,7 @@ export async function adoptRecipe(o: AdoptOptions): Promise<AdoptResult> {
   const fills = await userFills(draftPath)
   for (const p of pointers) {
     const mine = valueAt(fills, p)
-    if (!r.has(p) && mine !== undefined && mine !== null) r.fill(p, mine, `you, in ${DRAFT_FILE}`)
+    if (!r.has(p) && mine !== undefined && mine !== TO_FILL) r.fill(p, mine, `you, in ${DRAFT_FILE}`)
   }
   r.missing('/archetype', `gymrecipe's archetypes (${ARCHETYPES.join(', ')}) are a choice, not something the scripts say`)
   if (o.fillFrom) {
@@ -557,7 +603,7 @@ export async function adoptRecipe(o: AdoptOptions): Promise<AdoptResult> {
     const keys = u.pointer.split('/').slice(1)
     let at = tree
     for (const key of keys.slice(0, -1)) at = (at[key] ??= {}) as Tree
-    at[keys.at(-1)!] = null
+    at[keys.at(-1)!] = TO_FILL
   }
   const result: AdoptResult = {recipe: target.id, dir: target.dir, file: draftPath, complete: false, dryRun: o.dryRun, read: r.read, filled: r.filled, unfilled, notes: r.notes, contract: inShapeOrder(tree, shape)}
   if (unfilled.length > 0) {
