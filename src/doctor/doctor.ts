@@ -30,6 +30,7 @@ const TOOLS: ToolSpec[] = [
   {id: 'docker-buildx', binary: 'docker', versionArgs: ['buildx', 'version'], required: false, neededFor: 'BuildKit for the scripts\' docker build (without it: the legacy builder, which Docker deprecates)', hint: 'Install the buildx plugin (Debian/Ubuntu: apt-get install -y docker-buildx, or docker-buildx-plugin from Docker\'s repository).'},
   {id: 'curl', binary: 'curl', versionArgs: ['--version'], required: true, neededFor: 'the readiness loop of the start script', hint: 'apt-get install -y curl'},
   {id: 'jq', binary: 'jq', versionArgs: ['--version'], required: true, neededFor: 'the start and training scripts', hint: 'apt-get install -y jq'},
+  {id: 'git', binary: 'git', versionArgs: ['--version'], required: false, neededFor: '`gymrecipe new --update` (three-way merge with git merge-file)', hint: 'apt-get install -y git'},
   {id: 'ray', binary: 'ray', versionArgs: ['--version'], required: false, neededFor: '`gymrecipe train` (ray job submit to the Relax cluster)', hint: 'Install Ray on the submitting machine (same version as the Relax cluster), or run train from a node that has it.'},
 ]
 

@@ -12,6 +12,7 @@ import {Document, isMap, isScalar, isSeq, parse as parseYaml, YAMLMap} from 'yam
 import {loadBuiltin} from '../contract/builtin.js'
 import {sourceOf, splitOf, verifierFieldsFrom} from '../contract/from-gym.js'
 import {loadGymGraph} from '../contract/gym-config.js'
+import {assertGymRoot} from '../contract/gym-config/paths.js'
 import {contractProblems} from '../contract/load.js'
 import {ARCHETYPES, recipeFileNames, type RecipeContract, type RecipeFileNames, type ScriptedTurn, SPLITS} from '../contract/types.js'
 import {ExitCode, GymError, messageOf} from '../errors.js'
@@ -531,6 +532,8 @@ function inShapeOrder(tree: Tree, shape: unknown): Tree {
 // ------------------------------------------------------------------ adopt
 
 export async function adoptRecipe(o: AdoptOptions): Promise<AdoptResult> {
+  if (o.gymRoot) await assertGymRoot(o.gymRoot)
+  if (o.fillFrom) await loadBuiltin(o.fillFrom)
   const target = await resolveRecipe(o.relaxRoot, o.recipe, {asHandWritten: true})
   const contractPath = path.join(target.dir, CONTRACT_FILE)
   const draftPath = path.join(target.dir, DRAFT_FILE)

@@ -98,7 +98,7 @@ export async function addPitfall(o: PitfallAddOptions): Promise<PitfallAddResult
   const entries = entriesOf(text)
   const same = entries.find((e) => symptomKey(e.symptom) === symptomKey(entry.symptom))
   if (same) {
-    throw new GymError(`PITFAIL.md already has this symptom as entry ${same.number} (line ${same.line}): ${same.symptom}`, {
+    throw new GymError(`this symptom is already entry ${same.number}: ${same.symptom}`, {
       code: 'E_PITFALL_DUPLICATE',
       exit: ExitCode.precondition,
       hint: `Extend entry ${same.number} by hand if the cause or fix is new, or describe a different symptom.`,

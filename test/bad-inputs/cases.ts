@@ -87,6 +87,45 @@ export const CASES: BadInput[] = [
   {id: 'new-disk-full', args: ['new', 'x', '--gym-root', '{gym}', '--gym-config', 'environments/calendar/config.yaml', '--from', 'calendar', '--relax-root', '{ws}/full'], mounts: [{at: 'full', size: '16k', fill: 12_000}], exit: 1, first: /^cannot write .*full\/examples\/nemo_gym_agentic\/recipes\/x\/.*: no space left on device \(ENOSPC\)$/, writes: ['full/pad']},
   {id: 'new-read-only', args: ['new', 'x', '--gym-root', '{gym}', '--gym-config', 'environments/calendar/config.yaml', '--from', 'calendar', '--relax-root', '{ws}/ro'], mounts: [{at: 'ro', size: '1m', readOnly: true}], exit: 1, first: /^cannot create the folder .*ro\/examples: read-only file system \(EROFS\)$/},
 
+  // --- new --update
+  {id: 'new-update-ok', args: NEW('{recipe}', '--update', '--port-base', '21000'), exit: 0, first: /{recipe}/, mentions: [/^ {2}update {4}env\.sh/m], writes: [RECIPE_DIR]},
+  {id: 'new-update-json', args: NEW('{recipe}', '--update', '--port-base', '21000', '--dry-run', '--json'), exit: 0, first: /^\{$/},
+  {id: 'new-update-conflict', args: NEW('{recipe}', '--update', '--port-base', '21000'), files: {[`${RECIPE_DIR}/env.sh`]: 'export NEMO_GYM_GATEWAY_PORT=1\n'}, exit: 3, first: /{recipe}/, mentions: [/^ {2}conflict {2}env\.sh/m, /resolve the conflict markers/], writes: [RECIPE_DIR]},
+  {id: 'new-update-nothing-recorded', args: NEW('fresh', '--update'), exit: 2, first: /fresh has no recipe\.yaml to update$/},
+  {id: 'new-update-with-force', args: NEW('{recipe}', '--update', '--force'), exit: 2, first: /^The following errors? occurred:$/},
+  {id: 'new-update-contract-not-yaml', args: NEW('{recipe}', '--update'), files: {[`${RECIPE_DIR}/recipe.yaml`]: 'id: [unclosed\n'}, exit: 2, first: /recipe\.yaml is not valid YAML/},
+  {id: 'new-update-alias-bomb', args: NEW('{recipe}', '--update'), files: {[`${RECIPE_DIR}/recipe.yaml`]: BOMB}, exit: 2, first: /recipe\.yaml/},
+
+  // --- handoff
+  {id: 'handoff-ok', args: ['handoff', '{recipe}', '--relax-root', R], env: NO_DOCKER, exit: 0, first: /^{recipe} hand-off: run from /, mentions: [/^not passed on current inputs:$/m]},
+  {id: 'handoff-json', args: ['handoff', '{recipe}', '--relax-root', R, '--json'], env: NO_DOCKER, exit: 0, first: /^\{$/},
+  {id: 'handoff-write', args: ['handoff', '{recipe}', '--relax-root', R, '--write'], env: NO_DOCKER, exit: 0, first: /hand-off/, mentions: [/^written: the Hand-off section of /m], writes: [`${RECIPE_DIR}/README.md`]},
+  {id: 'handoff-dry-run-alone', args: ['handoff', '{recipe}', '--relax-root', R, '--dry-run'], exit: 2, first: /^--dry-run only applies with --write$/},
+  {id: 'handoff-unknown-recipe', args: ['handoff', 'nope', '--relax-root', R], exit: 2, first: /nope/},
+  {id: 'handoff-env-sh-syntax', args: ['handoff', '{recipe}', '--relax-root', R], env: NO_DOCKER, files: {[`${RECIPE_DIR}/env.sh`]: 'GYM_HOST="unclosed\n'}, exit: 0, first: /hand-off/, mentions: [/^ {2}env: sourcing .*env\.sh failed/m]},
+  {id: 'handoff-recipe-yaml-bomb', args: ['handoff', '{recipe}', '--relax-root', R], files: {[`${RECIPE_DIR}/recipe.yaml`]: BOMB}, exit: 2, first: /YAML aliases expand too far/},
+
+  // --- pitfall add
+  {id: 'pitfall-add-ok', args: ['pitfall', 'add', '{recipe}', '--relax-root', R, '--symptom', 'Gateway 502 on every trial', '--cause', 'a port clash', '--fix', 'move the port block'], exit: 0, first: /^recorded entry \d+ in \S+PITFAIL\.md:$/, writes: [`${RECIPE_DIR}/PITFAIL.md`]},
+  {id: 'pitfall-add-json', args: ['pitfall', 'add', '{recipe}', '--relax-root', R, '--symptom', 'x', '--cause', 'y', '--fix', 'z', '--dry-run', '--json'], exit: 0, first: /^\{$/},
+  {id: 'pitfall-add-secret', args: ['pitfall', 'add', '{recipe}', '--relax-root', R, '--symptom', 'download refused with hf_PlantedToken123456', '--cause', 'y', '--fix', 'z'], exit: 0, first: /^recorded entry/, writes: [`${RECIPE_DIR}/PITFAIL.md`]},
+  {id: 'pitfall-add-duplicate', args: ['pitfall', 'add', '{recipe}', '--relax-root', R, '--symptom', 'training hits the wrong gym port', '--cause', 'y', '--fix', 'z'], exit: 3, first: /PITFAIL\.md:\d+: this symptom is already entry 1: Training hits the wrong Gym port\.$/},
+  {id: 'pitfall-add-two-lines', args: ['pitfall', 'add', '{recipe}', '--relax-root', R, '--symptom', 'a\nb', '--cause', 'y', '--fix', 'z'], exit: 2, first: /the symptom must be one line/},
+  {id: 'pitfall-add-comment-marker', args: ['pitfall', 'add', '{recipe}', '--relax-root', R, '--symptom', 'a', '--cause', 'y', '--fix', '<!-- gymrecipe:recorded-pitfalls:end -->'], exit: 2, first: /HTML comment marker/},
+  {id: 'pitfall-add-missing-parts', args: ['pitfall', 'add', '{recipe}', '--relax-root', R, '--symptom', 'a'], exit: 2, first: /^missing --cause, --fix$/},
+  {id: 'pitfall-add-no-failure', args: ['pitfall', 'add', '{recipe}', '--relax-root', R, '--from-last-failure', '--yes'], exit: 3, first: /^no failed check is recorded for {recipe}$/},
+  {id: 'pitfall-add-no-editor', args: ['pitfall', 'add', '{recipe}', '--relax-root', R, '--symptom', 'a', '--cause', 'y', '--fix', 'z', '--edit'], exit: 3, first: /^neither VISUAL nor EDITOR is set$/},
+  {id: 'pitfall-add-unknown-recipe', args: ['pitfall', 'add', 'nope', '--relax-root', R, '--symptom', 'a', '--cause', 'y', '--fix', 'z'], exit: 2, first: /nope/},
+
+  // --- adopt
+  {id: 'adopt-already-recorded', args: ['adopt', '{recipe}', '--relax-root', R, '--gym-root', '{gym}'], exit: 3, first: /recipe\.yaml already records this recipe's contract$/},
+  {id: 'adopt-missing-values', args: ['adopt', '{recipe}', '--relax-root', R, '--gym-root', '{gym}', '--force', '--dry-run', '--json'], exit: 3, first: /^\{$/},
+  {id: 'adopt-fill-from', args: ['adopt', '{recipe}', '--relax-root', R, '--gym-root', '{gym}', '--force', '--fill-from', 'calendar'], exit: 0, first: /^{recipe}: read \d+ value\(s\) from /, mentions: [/^ {2}filled {3}\/gateway\/lease_s +the built-in calendar \(--fill-from\)$/m], writes: [`${RECIPE_DIR}/recipe.yaml`]},
+  {id: 'adopt-fill-from-unknown', args: ['adopt', '{recipe}', '--relax-root', R, '--gym-root', '{gym}', '--force', '--fill-from', 'nope'], exit: 2, first: /nope/},
+  {id: 'adopt-unknown-recipe', args: ['adopt', 'nope', '--relax-root', R], exit: 2, first: /nope/},
+  {id: 'adopt-draft-not-yaml', args: ['adopt', '{recipe}', '--relax-root', R, '--force'], files: {[`${RECIPE_DIR}/recipe.adopt.yaml`]: 'a: [unclosed\n'}, exit: 2, first: /recipe\.adopt\.yaml is not valid YAML/},
+  {id: 'adopt-gym-root-missing', args: ['adopt', '{recipe}', '--relax-root', R, '--gym-root', '{ws}/nope', '--force'], exit: 2, first: /the Gym root .*nope is not a directory/},
+
   // --- inspect
   {id: 'inspect-ok', args: ['inspect', '--gym-root', '{gym}', '--gym-config', 'environments/calendar/config.yaml'], exit: 0, first: /^Gym root\s+.*nemo-gym-snapshot$/, mentions: [/^next: gymrecipe new <recipe-id> --gym-root \/\S+\/nemo-gym-snapshot --gym-config environments\/calendar\/config\.yaml --relax-root <your Relax checkout>$/m]},
   {id: 'inspect-gym-root-missing', args: ['inspect', '--gym-root', '{ws}/nope', '--gym-config', 'c.yaml'], exit: 2, first: /Gym root .*nope is not a directory/},

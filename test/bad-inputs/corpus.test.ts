@@ -116,7 +116,7 @@ async function run(c: BadInput): Promise<Outcome> {
       first,
       stdout,
       stderr,
-      changes: undeclaredChanges(before, after, [...(c.writes ?? []), '.state']),
+      changes: undeclaredChanges(before, after, [...(c.writes ?? []).map((w) => w.replaceAll('{recipe}', recipe)), '.state']),
       written: await touchedText(ws, before, after),
       processes,
       containers: await leftContainers(),
@@ -166,7 +166,8 @@ describe.concurrent('bad-input corpus', () => {
 function commandOf(c: BadInput): string | undefined {
   const [first, second] = c.args
   if (['tasks', 'rollouts', 'call'].includes(first)) return `${first} ${second}`
-  return ['new', 'inspect', 'status', 'prepare', 'start', 'train', 'verify', 'logs', 'doctor'].includes(first) ? first : undefined
+  if (first === 'pitfall') return `${first} ${second}`
+  return ['new', 'inspect', 'status', 'prepare', 'start', 'train', 'verify', 'logs', 'doctor', 'handoff', 'adopt'].includes(first) ? first : undefined
 }
 
 describe('exit statuses', () => {

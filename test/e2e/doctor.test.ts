@@ -10,7 +10,7 @@ describe('gymrecipe doctor', () => {
     const result = await runCli(['doctor', '--json'])
     expect(result.exitCode).toBe(0)
     const ids = result.json.tools.map((t: any) => t.id)
-    expect(ids).toEqual(['node', 'bash', 'shellcheck', 'python3', 'docker', 'docker-daemon', 'docker-buildx', 'curl', 'jq', 'ray'])
+    expect(ids).toEqual(['node', 'bash', 'shellcheck', 'python3', 'docker', 'docker-daemon', 'docker-buildx', 'curl', 'jq', 'git', 'ray'])
     // buildx is optional: without it the scripts build with the legacy builder, and doctor says how to get BuildKit.
     const buildx = result.json.tools.find((t: any) => t.id === 'docker-buildx')
     expect(buildx.required).toBe(false)

@@ -120,7 +120,7 @@ describe('gymrecipe pitfall add', () => {
 
     const dup = await add(relaxRoot, '--symptom', 'gateway answers `502` on every trial!', '--cause', 'x', '--fix', 'y', '--json')
     expect(dup.json.error).toMatchObject({code: 'E_PITFALL_DUPLICATE', exit: 3, location: {file, line: expect.any(Number)}})
-    expect(dup.json.error.message).toContain(`entry ${generatedEntries + 1}`)
+    expect(dup.json.error.message).toBe(`this symptom is already entry ${generatedEntries + 1}: Gateway answers 502 on every trial.`)
 
     const before = await readFile(file, 'utf8')
     const again = await regenerate(relaxRoot, '--json')
