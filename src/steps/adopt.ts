@@ -298,7 +298,15 @@ async function readService(r: Reading, gym: LoadedFile | undefined, host: Loaded
   const config = gym.text.match(/["']([a-z0-9][a-z0-9_.-]*-v\d+)["']\s*:\s*\{/) ?? gym.text.match(/\bGATEWAY_CONFIG\s*=\s*["']([a-z0-9][a-z0-9_.-]*)["']/)
   if (config) r.set('/gym/gateway_config', config[1], lineOf(gym, new RegExp(`["']${config[1]}["']`)))
   const readiness = gym.text.match(/\bREADINESS\s*=\s*\[([^\]]*)\]/)
+  const readinessUrls = gym.text.match(/["']readiness_urls["']\s*:\s*\[([^\]]*)\]/)
+  const resourcePort = portOf('resources_servers')
   if (readiness) r.set('/gateway/readiness', [...readiness[1].matchAll(/["'](agent|resource)["']/g)].map((m) => m[1]), lineOf(gym, /\bREADINESS\s*=/))
+  else if (readinessUrls) {
+    const ports = [...readinessUrls[1].matchAll(/:(\d{2,5})\b/g)].map((m) => Number(m[1]))
+    const servers = ports.map((p) => (p === agentPort ? 'agent' : p === resourcePort ? 'resource' : undefined))
+    if (ports.length > 0 && servers.every(Boolean)) r.set('/gateway/readiness', servers, `${lineOf(gym, /["']readiness_urls["']/)} (ports of the agent and resources server overrides)`)
+    else r.missing('/gateway/readiness', `the readiness URLs in ${gym.name} are not all on the agent's or resources server's port`)
+  }
   if (/\bCLEANUP\s*=\s*None\b/.test(gym.text)) r.set('/gateway/cleanup', null, lineOf(gym, /\bCLEANUP\s*=/))
   for (const [key, pointer] of [['max_concurrency', '/gateway/max_concurrency'], ['queue_capacity', '/gateway/queue_capacity'], ['max_deadline_s', '/gateway/max_deadline_s']] as const) {
     const value = intOf(registration(gym.text, key))
@@ -345,7 +353,9 @@ async function readService(r: Reading, gym: LoadedFile | undefined, host: Loaded
   const agentOverride = overrides.find((o) => o.kind === 'responses_api_agents')
   const agent = graph.agents.find((a) => a.id === agentOverride?.id)
   if (!agent) {
-    r.missing('/gym/agent', agentOverride ? `${gym.name} overrides agent ${agentOverride.id}, which the Gym config does not define (${graph.agents.map((a) => a.id).join(', ') || 'none'})` : `${gym.name} overrides no agent port`)
+    const why = agentOverride ? `${gym.name} overrides agent ${agentOverride.id}, which the Gym config does not define (it defines ${graph.agents.map((a) => a.id).join(', ') || 'none'})` : `${gym.name} overrides no agent port`
+    r.missing('/gym/agent', why)
+    for (const p of ['/gym/resources_server', '/gym/venv_dirs', '/data/dataset', '/data/source', '/data/verifier_fields', '/data/tools', '/data/strip_agent_ref']) r.missing(p, `the agent is unknown: ${why}`)
     return
   }
   const at = `${gym.name}:${agentOverride!.line}, checked against ${configs.join(', ')}`
@@ -406,10 +416,12 @@ function readContainer(r: Reading, host: LoadedFile | undefined, scripts: Loaded
   else r.missing('/service/start_timeout_s', `${host.name} waits for /readyz without a literal deadline`)
 }
 
-function readData(r: Reading, ctx: CheckContext, prepare: LoadedFile | undefined, env: LoadedFile | undefined): void {
-  const raw = prepare ? expectedRawFilename(ctx, prepare, env) : undefined
+function readData(r: Reading, ctx: CheckContext, prepare: LoadedFile | undefined, env: LoadedFile | undefined, run: LoadedFile | undefined): void {
+  const source = run && assignments(run.lines).find((a) => a.name === 'NEMO_GYM_SOURCE_DATA')
+  const fromRun = source && resolveWord(source.value, run!.lines).value?.match(/([A-Za-z0-9_.-]+\.jsonl)$/)?.[1]
+  const raw = (prepare ? expectedRawFilename(ctx, prepare, env) : undefined) ?? (fromRun && !fromRun.endsWith('_relax.jsonl') ? {name: fromRun, from: `the NEMO_GYM_SOURCE_DATA default at ${run!.name}:${source!.line}`} : undefined)
   if (!raw) {
-    for (const p of ['/data/raw_filename', '/data/split', '/data/smoke']) r.missing(p, 'the prepare script names no raw file (NEMO_GYM_SOURCE_DATA must end with /<name>.jsonl)')
+    for (const p of ['/data/raw_filename', '/data/split', '/data/smoke']) r.missing(p, 'neither the prepare script (NEMO_GYM_SOURCE_DATA must end with /<name>.jsonl) nor the training script\'s NEMO_GYM_SOURCE_DATA default names the raw file')
     return
   }
   r.set('/data/raw_filename', raw.name, raw.from)
@@ -554,7 +566,7 @@ export async function adoptRecipe(o: AdoptOptions): Promise<AdoptResult> {
   const run = files.byRole.run
   if (run) readTraining(r, run, await generatedFlags())
   if (files.training.length > 1) r.notes.push(`the contract records one training script, ${run?.name}; ${files.training.filter((t) => t !== run).map((t) => t.name).join(', ')} stays as it is and is still checked by the static rung`)
-  readData(r, ctx, files.byRole.prepare, files.byRole.env)
+  readData(r, ctx, files.byRole.prepare, files.byRole.env, run)
   const gymLauncher = files.launchers.find((l) => launcherRole(l).startsGym)
   const hostLauncher = files.launchers.find((l) => launcherRole(l).createsContainer)
   await readService(r, gymLauncher, hostLauncher, files.shell, o.gymRoot, env)
@@ -562,8 +574,11 @@ export async function adoptRecipe(o: AdoptOptions): Promise<AdoptResult> {
   await readVerifier(r, ctx, env, files.verifiers)
   for (const [name, pointer] of [['NEMO_GYM_CALLBACK_ALLOWED_NETWORKS', '/service/callback_networks'], ['NEMO_GYM_CALLBACK_ALLOWED_HOSTS', '/service/callback_hosts']] as const) {
     const value = env[name]
+    const inScript = files.shell.map((f) => ({f, a: assignments(f.lines).find((a) => a.name === name)})).find((x) => x.a)
+    const scriptDefault = inScript && resolveWord(inScript.a!.value, inScript.f.lines).value
     if (value !== undefined) r.set(pointer, value.split(',').map((v) => v.trim()).filter(Boolean), `${name} as env.sh sets it`)
-    else r.missing(pointer, `neither env.sh nor the caller's environment sets ${name}`)
+    else if (scriptDefault !== undefined) r.set(pointer, scriptDefault.split(',').map((v) => v.trim()).filter(Boolean), `the ${name} default at ${inScript!.f.name}:${inScript!.a!.line}`)
+    else r.missing(pointer, `no script, env.sh or caller's environment sets ${name}`)
   }
   const registered = gymLauncher?.name ?? 'the launcher'
   for (const [key, pointer] of [['lease_s', '/gateway/lease_s'], ['callback_protocol', '/gateway/callback_protocol']] as const) {

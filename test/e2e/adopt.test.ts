@@ -106,14 +106,22 @@ describe('gymrecipe adopt', () => {
     expect(r.json.contract.files).toEqual({run: 'run-qwen3-4B-8xgpu-nemo-gym.sh'})
     expect(r.json.contract.training.rollout.num_rollout).toEqual(expect.any(Number))
     expect(fromOf(r.json, '/training/rollout/num_rollout')).toMatch(/\(default of NEMO_GYM_NUM_ROLLOUT\)$/)
-    // Its prepare script never names the raw file, and its Gym config is not in this checkout.
-    expect(whyOf(r.json, '/data/raw_filename')).toContain('names no raw file')
+    // Its prepare script never names the raw file; the training script's NEMO_GYM_SOURCE_DATA default does.
+    expect(r.json.contract.data).toMatchObject({raw_filename: 'bench_benchmark.jsonl', split: 'benchmark', smoke: true})
+    expect(fromOf(r.json, '/data/raw_filename')).toBe('the NEMO_GYM_SOURCE_DATA default at run-qwen3-4B-8xgpu-nemo-gym.sh:13')
+    // Its Gym config is not in this checkout.
     expect(whyOf(r.json, '/gym/agent')).toMatch(/the Gym config could not be read: .*benchmarks\/bench\/config\.yaml/)
     expect(r.json.contract.gym.agent).toBe('<fill in>')
   })
 
   it('tools (like workplace-assistant): two training scripts, the container from the host launcher, the Gateway registration', async () => {
-    const {relaxRoot} = await layout('tools')
+    const {relaxRoot, dir} = await layout('tools')
+    // As the real launchers do: readiness URLs on the agent and resources ports, a callback network default.
+    await editFile(dir, 'start_tools_gym.sh', (t) =>
+      t
+        .replace('"max_deadline_s": 1800,', '"max_deadline_s": 1800,\n        "readiness_urls": [f"http://{host}:29401", f"http://{host}:29402"],')
+        .replace('GYM_ROOT="${GYM_ROOT:-/opt/nemo-gym}"', 'export NEMO_GYM_CALLBACK_ALLOWED_NETWORKS="${NEMO_GYM_CALLBACK_ALLOWED_NETWORKS:-10.1.0.0/16}"\nGYM_ROOT="${GYM_ROOT:-/opt/nemo-gym}"'),
+    )
     const r = await adopt(relaxRoot, 'tools')
     expect(r.exitCode).toBe(3)
     expect(r.json.notes.join('\n')).toMatch(/the contract records one training script, .*; .* stays as it is/)
@@ -123,6 +131,9 @@ describe('gymrecipe adopt', () => {
     expect(r.json.contract.gym).toMatchObject({environment: 'tools', gateway_config: 'tools-v1', config_paths: ['resources_servers/tools/configs/tools.yaml']})
     expect(r.json.contract.data).toMatchObject({raw_filename: 'tools_train.jsonl', split: 'train', smoke: false})
     expect(whyOf(r.json, '/service/shm_size')).toContain('sets no --shm-size')
+    expect(r.json.contract.gateway.readiness).toEqual(['agent', 'resource'])
+    expect(r.json.contract.service.callback_networks).toEqual(['10.1.0.0/16'])
+    expect(fromOf(r.json, '/service/callback_networks')).toMatch(/^the NEMO_GYM_CALLBACK_ALLOWED_NETWORKS default at start_tools_gym\.sh:\d+$/)
     expect(whyOf(r.json, '/ray/dashboard_port')).toContain('Ray picks one')
   })
 
