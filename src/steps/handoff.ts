@@ -174,11 +174,18 @@ export function handoffLines(report: HandoffReport): string[] {
     lines.push('every rung has passed on current inputs')
   } else {
     lines.push('not passed on current inputs:')
-    for (const r of report.unverified) lines.push(`  ${r.rung.padEnd(9)}${r.status === 'never' ? 'never checked' : `${r.status}: ${r.reason}`}${r.at ? ` (${r.at})` : ''}`, `           ${r.command}`)
+    for (const r of report.unverified) lines.push(`  ${r.rung.padEnd(9)}${standingWords(r)}`, `           ${r.command}`)
     const passed = report.rungs.filter((r) => r.status === 'passed').map((r) => r.rung)
     if (passed.length > 0) lines.push(`passed on current inputs: ${passed.join(', ')}`)
   }
   return lines
+}
+
+/** "never checked", "failed when last checked (…)", "stale: the data file changed since it passed (…)". */
+function standingWords(r: RungStanding): string {
+  if (r.status === 'never') return 'never checked'
+  if (r.status === 'failed' || r.status === 'incomplete') return `${r.status === 'failed' ? 'failed' : 'not fully checked'} when last checked (${r.at})`
+  return `${r.status}: ${r.reason} (${r.at})`
 }
 
 function handoffMarkdown(report: HandoffReport): string {
@@ -188,7 +195,7 @@ function handoffMarkdown(report: HandoffReport): string {
   if (report.unverified.length === 0) out.push('- Every rung has passed on the inputs of this hand-off.')
   else {
     out.push('- Not passed on the inputs of this hand-off:')
-    for (const r of report.unverified) out.push(`  - ${r.rung}: ${r.status === 'never' ? 'never checked' : `${r.status} (${r.reason})`}; check with \`${r.command}\``)
+    for (const r of report.unverified) out.push(`  - ${r.rung}: ${standingWords(r)}; check with \`${r.command}\``)
   }
   return `${out.join('\n')}\n`
 }
