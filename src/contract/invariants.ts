@@ -20,6 +20,10 @@ export function checkContractInvariants(c: RecipeContract): Invariant[] {
     add(v.pointer, v.message, 'ports outside 32768-60999 that do not overlap', 'Let `gymrecipe new` pick a free block, or choose a base such as 29400.')
   }
 
+  c.service.callback_networks.forEach((network, i) => {
+    if (/\/0+$/.test(network)) add(`/service/callback_networks/${i}`, `callback network ${network} allows every address`, 'a strict CIDR that contains the Relax callback IP', 'Use the Relax nodes\' own network, e.g. 10.0.0.0/8; the Gateway refuses /0 anyway.')
+  })
+
   const g = c.gateway
   if (g.deadline_s > g.max_deadline_s) {
     add('/gateway/deadline_s', `trial deadline ${g.deadline_s}s exceeds the Gateway max_deadline_s ${g.max_deadline_s}s`, `deadline_s <= ${g.max_deadline_s}`, 'The Gateway answers 400 "deadline_s exceeds the registered environment maximum".')

@@ -81,7 +81,7 @@ describe('gymrecipe start: preconditions (no image is built)', () => {
     }
   })
 
-  it.skipIf(unavailable !== undefined)('a port of the recipe already in use: exit 3 naming the port, nothing created', async () => {
+  it.skipIf(unavailable !== undefined)('[workplace-assistant#9] [r2e-gym#8] a port of the recipe already in use: exit 3 naming the port, nothing created', async () => {
     const server = net.createServer()
     await new Promise<void>((resolve) => server.listen(fx.resourcePort, '127.0.0.1', resolve))
     try {
@@ -183,7 +183,7 @@ describe.skipIf(unavailable !== undefined)('gymrecipe start on the fixture image
     expect((await follow.exited).exitCode).toBe(0)
   }, 120_000)
 
-  it('after another image is tagged onto the reused tag, verify reports the container as stale', async () => {
+  it('[calendar#10] after another image is tagged onto the reused tag, verify reports the container as stale', async () => {
     // A distinct image under the recipe's label (so cleanup finds it), moved onto the tag.
     const stale = `${fx.image}-other`
     await dockerOk(['build', '-t', stale, '--label', `ai.relax.recipe=${fx.id}`, '-'], {input: 'FROM gymrecipe-test-base:bookworm\nLABEL io.gymrecipe.test=stale-tag\n'})

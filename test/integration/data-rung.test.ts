@@ -56,7 +56,7 @@ describe('the real NeMo Gym example files pass with their contracts', () => {
     expect(resultsOf(report, 'data.conversion')[0].message).toContain('convert_dataset.py agrees row for row')
   })
 
-  it('workplace example.jsonl: 5 rows although wc -l says 4 (no final newline); tools and ground truth kept', async () => {
+  it('[workplace-assistant#2] workplace example.jsonl: 5 rows although wc -l says 4 (no final newline); tools and ground truth kept', async () => {
     const c = await dataCase('workplace-assistant')
     const file = path.join(c.data, WPA)
     await copyFile(SNAPSHOT_ROWS.workplace, file)
@@ -107,7 +107,7 @@ describe('snapshot copies broken in each way fail with the exact line and field'
     expect(resultsOf(report, 'data.fields')[0]).toMatchObject({line: 3, message: '1 of 5 rows miss exp_cal_state (absent or null): line 3'})
   })
 
-  it('workplace: ground_truth null on row 5, tools dropped on row 2', async () => {
+  it('[workplace-assistant#5] workplace: ground_truth null on row 5, tools dropped on row 2', async () => {
     const c = await dataCase('workplace-assistant')
     const lines = await snapshotLines('workplace')
     const r5 = JSON.parse(lines[4])
@@ -267,7 +267,7 @@ describe('bad inputs', () => {
     expect(resultsOf(report, 'data.fields')[0]).toMatchObject({file, line: 1000, message: '1 of 2000 rows miss exp_cal_state (absent or null): line 1000'})
   })
 
-  it('*_relax.jsonl passed as source', async () => {
+  it('[calendar#6] [gsm8k#2] *_relax.jsonl passed as source', async () => {
     const file = await writeData(c, 'calendar_train_relax.jsonl', good.join('\n') + '\n')
     const report = await dataReport(c, file)
     expect(failedRowChecks(report)).toEqual(['data.not-converted', 'data.source'])
@@ -312,7 +312,7 @@ describe('row count against the converted preview', () => {
 })
 
 describe('split guard', () => {
-  it('a hand-written recipe on an example split is refused; --smoke accepts it and flags the report', async () => {
+  it('[calendar#5] [gsm8k#1] a hand-written recipe on an example split is refused; --smoke accepts it and flags the report', async () => {
     const c = await dataCase('calendar')
     await unlink(path.join(c.dir, 'recipe.yaml'))
     const prepare = path.join(c.dir, 'prepare_calendar.sh')
@@ -354,7 +354,7 @@ describe('split guard', () => {
 })
 
 describe('conversion preservation', () => {
-  it('fails when the checkout\'s convert_dataset.py drops a verifier field from metadata', async () => {
+  it('[r2e-gym#5] fails when the checkout\'s convert_dataset.py drops a verifier field from metadata', async () => {
     const c = await dataCase('calendar')
     const converter = path.join(c.relaxRoot, CONVERTER_IN_CHECKOUT)
     const text = await readFile(converter, 'utf8')

@@ -211,7 +211,7 @@ describe.skipIf(Boolean(dockerReason))('network rung', () => {
     expect(route.message).toContain('the /agentic_api route is not active')
   })
 
-  it('fails when the callback allowlist does not cover the callback host', async () => {
+  it('[workplace-assistant#10] [gsm8k#9] fails when the callback allowlist does not cover the callback host', async () => {
     await gymContainer({...goodContainerEnv(), NEMO_GYM_CALLBACK_ALLOWED_NETWORKS: '10.0.0.0/8'})
     const report = await climbNetwork(baseEnv())
     const check = byId(report, 'network.callback-allowlist')[0]
@@ -221,7 +221,7 @@ describe.skipIf(Boolean(dockerReason))('network rung', () => {
     expect(report.status).toBe('fail')
   })
 
-  it('fails when NO_PROXY misses the Relax host', async () => {
+  it('[workplace-assistant#10] fails when NO_PROXY misses the Relax host', async () => {
     // Relax reached by name (localhost): the allowlist lists it, NO_PROXY does not.
     await gymContainer({...goodContainerEnv(), NEMO_GYM_CALLBACK_ALLOWED_HOSTS: 'localhost', NO_PROXY: '127.0.0.1', no_proxy: '127.0.0.1'})
     const report = await climbNetwork(baseEnv({RELAX_HOST: 'localhost'}))

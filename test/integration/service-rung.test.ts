@@ -48,7 +48,7 @@ describe.skipIf(unavailable !== undefined)('service rung on a faulty service', (
     await fx?.cleanup()
   })
 
-  it('start reaches ready, then the service rung fails on the commit, the stale trials, the verifier and the missing traceback (exit 4)', async () => {
+  it('[calendar#13] [gsm8k#7] [r2e-gym#22] start reaches ready, then the service rung fails on the commit, the stale trials, the verifier and the missing traceback (exit 4)', async () => {
     const r = await runCli(['start', fx.id, '--relax-root', fx.relaxRoot, '--json'], {env: fx.env, timeout: 600_000})
     expect(r.exitCode, r.stderr.slice(-3000)).toBe(4)
     expect(r.json.readiness.ready).toBe(true)

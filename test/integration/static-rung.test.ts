@@ -49,11 +49,11 @@ describe('each static rule fails on a recipe that breaks exactly that rule', () 
       editFile(dir, 'env.sh', (t) => `${t}\ncurl -s http://127.0.0.1:9/x || true\n`)],
     ['static.env-deployment-only', 'env.sh assigns from a command substitution', () =>
       editFile(dir, 'env.sh', (t) => `${t}\nGYM_HOST="$(hostname -I)"; export GYM_HOST\n`)],
-    ['static.run-fixed-hyperparameters', 'a training value read from the environment', () =>
+    ['static.run-fixed-hyperparameters', '[calendar#2] a training value read from the environment', () =>
       editFile(dir, RUN, (t) => t.replace('--num-rollout 200', '--num-rollout "${NEMO_GYM_NUM_ROLLOUT:-200}"'))],
     ['static.run-raw-source', 'the prompt set is written over the prepare-time preview', () =>
       editFile(dir, RUN, (t) => t.replace('PROMPT_SET="${EXP_DIR}/data/calendar_train.jsonl"', 'PROMPT_SET="${NEMO_GYM_SOURCE_DATA%.jsonl}_relax.jsonl"'))],
-    ['static.run-context', 'a per-GPU budget below the context without context parallelism', () =>
+    ['static.run-context', '[workplace-assistant#16] a per-GPU budget below the context without context parallelism', () =>
       editFile(dir, RUN, (t) => t.replace('--max-tokens-per-gpu 8192', '--max-tokens-per-gpu 4096'))],
     ['static.py-compile', 'the verifier imports a third-party package', () =>
       editFile(dir, 'verify_calendar.py', (t) => t.replace('import argparse\n', 'import argparse\nimport requests\n'))],
@@ -62,19 +62,19 @@ describe('each static rule fails on a recipe that breaks exactly that rule', () 
     ['static.run-arrays', 'GRPO_ARGS is not defined', () =>
       editFile(dir, RUN, (t) => t.replace('GRPO_ARGS=(', 'GRPO_SETTINGS=(').replace('"${GRPO_ARGS[@]}"', '"${GRPO_SETTINGS[@]}"'))],
     ['static.run-submit', 'something runs after ray job submit', () => editFile(dir, RUN, (t) => `${t}echo submitted\n`)],
-    ['static.run-no-wait', '--no-wait for any non-empty RAY_NO_WAIT', () =>
+    ['static.run-no-wait', '[calendar#7] --no-wait for any non-empty RAY_NO_WAIT', () =>
       editFile(dir, RUN, (t) => t.replace('ray job submit "${NO_WAIT_ARGS[@]}"', 'ray job submit ${RAY_NO_WAIT:+--no-wait} "${NO_WAIT_ARGS[@]}"'))],
-    ['static.run-no-delegation', 'the script sources another recipe', () =>
+    ['static.run-no-delegation', '[calendar#1] the script sources another recipe', () =>
       editFile(dir, RUN, (t) => t.replace('CKPT_ARGS=(', '# shellcheck source=/dev/null\nsource "${EXAMPLE_DIR}/recipes/gsm8k/run-qwen3-4B-8xgpu-nemo-gym-gsm8k.sh"\nCKPT_ARGS=('))],
-    ['static.run-raw-source', 'the converted preview is passed as source data', () =>
+    ['static.run-raw-source', '[calendar#6] [gsm8k#2] the converted preview is passed as source data', () =>
       editFile(dir, RUN, (t) => t.replace('"${GATEWAY_URL}" "${NEMO_GYM_SOURCE_DATA}" "${PROMPT_SET}"', '"${GATEWAY_URL}" "${EXP_DIR}/data/calendar_train_relax.jsonl" "${PROMPT_SET}"'))],
-    ['static.run-no-working-dir', 'a Ray working_dir upload', () =>
+    ['static.run-no-working-dir', '[workplace-assistant#14] a Ray working_dir upload', () =>
       editFile(dir, RUN, (t) => t.replace('--runtime-env-json="${RUNTIME_ENV_JSON}"', '--runtime-env-json="${RUNTIME_ENV_JSON}" --working-dir ./'))],
     ['static.run-model-config', 'the sourced model config is not in scripts/models', () =>
       editFile(dir, RUN, (t) => t.replace('/qwen3-4B.sh"', '/qwen3-4B-typo.sh"'))],
     ['static.run-model-config', 'MODEL_ARGS is passed but no model config is sourced', () =>
       editFile(dir, RUN, (t) => t.replace(/^source "\$\{MODEL_CONFIG_DIR[^\n]*\n/m, ''))],
-    ['static.run-samples', 'one sample per prompt', () => editFile(dir, RUN, (t) => t.replace('--n-samples-per-prompt 8', '--n-samples-per-prompt 1'))],
+    ['static.run-samples', '[workplace-assistant#12] [gsm8k#6] [r2e-gym#19] one sample per prompt', () => editFile(dir, RUN, (t) => t.replace('--n-samples-per-prompt 8', '--n-samples-per-prompt 1'))],
     ['static.run-context', 'prompt budget equal to the context', () => editFile(dir, RUN, (t) => t.replace('--rollout-max-prompt-len 6144', '--rollout-max-prompt-len 8192'))],
     ['static.run-trial-timing', 'agent timeout not above the deadline', () => editFile(dir, RUN, (t) => t.replace('--agent-timeout 660', '--agent-timeout 600'))],
     ['static.run-trial-timing', 'deadline above the Gateway maximum', () => editFile(dir, RUN, (t) => t.replace('"NEMO_GYM_DEADLINE_S=600"', '"NEMO_GYM_DEADLINE_S=2400"').replace('--agent-timeout 660', '--agent-timeout 2460'))],
@@ -83,9 +83,9 @@ describe('each static rule fails on a recipe that breaks exactly that rule', () 
       editFile(dir, PREPARE, (t) => t.replace('if [[ "${NEMO_GYM_SOURCE_DATA}" != "${OUTPUT_DIR}/${RAW_FILENAME}" ]]; then', 'if false; then'))],
     ['static.prepare-source-path', 'prepare accepts a relative path', () =>
       editFile(dir, PREPARE, (t) => t.replace('if [[ "${NEMO_GYM_SOURCE_DATA}" != /* ]]; then', 'if false; then'))],
-    ['static.prepare-source-path', 'prepare derives NEMO_GYM_SOURCE_DATA itself, ignoring the value it is given', () =>
+    ['static.prepare-source-path', '[calendar#4] prepare derives NEMO_GYM_SOURCE_DATA itself, ignoring the value it is given', () =>
       editFile(dir, PREPARE, (t) => t.replace(': "${NEMO_GYM_SOURCE_DATA:?Set NEMO_GYM_SOURCE_DATA in ${SCRIPT_DIR}/env.sh}"', 'NEMO_GYM_SOURCE_DATA="${DATA_DIR:-/data}/calendar_train.jsonl"'))],
-    ['static.start-private-ray', 'RAY_ADDRESS is not unset', () => editFile(dir, START, (t) => t.replace('unset RAY_ADDRESS RAY_JOB_SUBMISSION_ID', 'unset RAY_JOB_SUBMISSION_ID'))],
+    ['static.start-private-ray', '[calendar#8] [workplace-assistant#8] [gsm8k#8] [r2e-gym#6] RAY_ADDRESS is not unset', () => editFile(dir, START, (t) => t.replace('unset RAY_ADDRESS RAY_JOB_SUBMISSION_ID', 'unset RAY_JOB_SUBMISSION_ID'))],
     ['static.start-ownership', 'the container is replaced without reading its label', () =>
       editFile(dir, START, (t) => t.replace(/ {2}OWNER=\$\(docker container inspect[^\n]*\n {2}if \[\[ "\$\{OWNER\}" != "\$\{RECIPE_ID\}" \]\]; then\n[^\n]*\n {4}exit 3\n {2}fi\n/, ''))],
   ]

@@ -101,7 +101,7 @@ async function verifyTraining(run: Run, extra: Record<string, unknown> = {}) {
 }
 
 describe('training rung on the mini Relax', () => {
-  it('passes a real multi-sample run: dumps, varied groups, a finite step, a checkpoint, clean logs, active_trials 0', async () => {
+  it('[calendar#14] passes a real multi-sample run: dumps, varied groups, a finite step, a checkpoint, clean logs, active_trials 0', async () => {
     const run = await train('pass', {max_rollouts: 2})
     expect(run.exitCode, run.output).toBe(0)
     expect(run.output).toContain(`Job '${run.submissionId}' succeeded`)
@@ -162,7 +162,7 @@ describe('training rung on the mini Relax', () => {
     expect((r['training.optimizer-step'].evidence as any).degenerate_batches).toBe(1)
   })
 
-  it('fails with one sample per prompt (zero advantage by construction)', async () => {
+  it('[workplace-assistant#12] [r2e-gym#19] fails with one sample per prompt (zero advantage by construction)', async () => {
     const run = await train('one-sample', {fault: 'one_sample_per_prompt'})
     const r = byId(await verifyTraining(run, {jobLog: run.logFile}))
     expect(r['training.groups'].status).toBe('fail')
@@ -186,14 +186,14 @@ describe('training rung on the mini Relax', () => {
     expect(r['training.optimizer-step'].file).toBe(run.logFile)
   })
 
-  it('fails without a checkpoint', async () => {
+  it('[calendar#14] fails without a checkpoint', async () => {
     const run = await train('no-ckpt', {fault: 'missing_checkpoint'})
     const r = byId(await verifyTraining(run, {jobLog: run.logFile}))
     expect(r['training.checkpoint'].status).toBe('fail')
     expect(r['training.checkpoint'].message).toBe(`no checkpoint: ${path.join(run.expDir, 'Qwen3-4B_mcore_8xgpu', 'latest_checkpointed_iteration.txt')} is missing and there is no iter_* directory`)
   })
 
-  it('fails on an OOM in a worker log although the job SUCCEEDED', async () => {
+  it('[workplace-assistant#13] [r2e-gym#18] [gsm8k#10] fails on an OOM in a worker log although the job SUCCEEDED', async () => {
     const run = await train('oom', {fault: 'worker_oom'})
     expect(run.output).toContain(`Job '${run.submissionId}' succeeded`)
     const r = byId(await verifyTraining(run, {jobLog: run.logFile}))

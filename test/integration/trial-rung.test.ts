@@ -144,7 +144,7 @@ describe('trial rung: workplace-assistant (stateful, Responses, history [0, 1, 2
     expect(r['trial.history'].status).toBe('pass')
   })
 
-  it('fails when the agent stops feeding tool results back (history [0, 0, 0])', async () => {
+  it('[workplace-assistant#6] fails when the agent stops feeding tool results back (history [0, 0, 0])', async () => {
     await setFaults({drop_tool_outputs: true})
     try {
       const r = byId(await runRungChecks(trialRung, await context()))
@@ -189,7 +189,7 @@ describe('trial rung: workplace-assistant (stateful, Responses, history [0, 1, 2
     }
   })
 
-  it('fails when the environment does not clean up an aborted trial (cleanup_unverified)', async () => {
+  it('[workplace-assistant#7] fails when the environment does not clean up an aborted trial (cleanup_unverified)', async () => {
     await setFaults({cleanup_noop: true})
     try {
       const r = byId(await runRungChecks(trialRung, await context()))
@@ -203,7 +203,7 @@ describe('trial rung: workplace-assistant (stateful, Responses, history [0, 1, 2
     }
   })
 
-  it('fails at creation when the callback host is outside the allowlist (400 + hint)', async () => {
+  it('[r2e-gym#12] fails at creation when the callback host is outside the allowlist (400 + hint)', async () => {
     const r = byId(await runRungChecks(trialRung, await context({callbackHost: 'localhost'})))
     expect(r['trial.created'].status).toBe('fail')
     expect(r['trial.created'].message).toBe('POST /v1/trials answered 400: model_endpoint.base_url host is not in the callback allowlist')
@@ -256,7 +256,7 @@ describe('trial rung: calendar (simple agent, default trial from the real exampl
     expect(r['trial.cleanup-abort']).toBeUndefined()
   })
 
-  it('fails when the scripted answer violates a constraint (reward 0, the model answered wrongly)', async () => {
+  it('[r2e-gym#14] fails when the scripted answer violates a constraint (reward 0, the model answered wrongly)', async () => {
     const ctx = await rungContext(checkout.root, 'calendar', {env: rungEnv(layout), gymRoot: checkout.gymRoot})
     const trial = ctx.target.contract!.trial!
     trial.turns = [{text: trial.turns[0].text!.replace('"12:45"', '"13:00"')}]

@@ -96,13 +96,23 @@ describe('contract errors name the file, line, JSON pointer, expectation and a h
     ['a validation split without smoke', (c: any) => (c.data.split = 'validation'), '/data/split'],
     ['a converted file as raw filename', (c: any) => (c.data.raw_filename = 'calendar_train_relax.jsonl'), '/data/raw_filename'],
     ['a stateful recipe without cleanup', (c: any) => (c.archetype = 'stateful-tools'), '/gateway/cleanup'],
-    ['a service port in the ephemeral range', (c: any) => (c.service.gateway_port = 40000), '/service/gateway_port'],
+    ['[workplace-assistant#9] a service port in the ephemeral range', (c: any) => (c.service.gateway_port = 40000), '/service/gateway_port'],
     ['the Ray GCS port inside the service block', (c: any) => (c.ray.gcs_port = 29101), '/ray/gcs_port'],
+    ['[gsm8k#9] a callback network that allows every address', (c: any) => (c.service.callback_networks = ['0.0.0.0/0']), '/service/callback_networks/0'],
     ['a direct verifier with both task and payload', (c: any) => (c.verifier.task = {file: 'x.jsonl', row: 0}), '/verifier/task'],
   ])('invariant: %s', async (_what, mutate, pointer) => {
     const value = parse(await calendarText())
     mutate(value)
     expect(contractProblems(value).map((p) => p.pointer)).toContain(pointer)
+  })
+})
+
+describe('Ray port ranges', () => {
+  it('[r2e-gym#7] refuses a Ray dashboard port inside the worker range', async () => {
+    const value = parse(await calendarText())
+    value.ray.dashboard_port = value.ray.min_worker_port + 5
+    const messages = contractProblems(value).map((p) => p.message)
+    expect(messages.some((m) => /overlaps/.test(m) && /dashboard/i.test(m) && /worker/i.test(m))).toBe(true)
   })
 })
 

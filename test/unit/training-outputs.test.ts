@@ -83,7 +83,7 @@ describe('groups and checkpoints', () => {
 })
 
 describe('reward triage', () => {
-  it('callback/lifecycle failures: cleanup_unverified, lease_expired, 410', () => {
+  it('[r2e-gym#13] callback/lifecycle failures: cleanup_unverified, lease_expired, 410', () => {
     expect(classifyFailure("NeMo Gym thin client failed: trial relax-1 ended failed: {'code': 'cleanup_unverified', 'type': 'CleanupError', 'cause': {'code': 'aborted'}}")).toBe('lifecycle')
     expect(classifyFailure("trial relax-1 ended aborted: {'code': 'lease_expired'}")).toBe('lifecycle')
     expect(classifyFailure("ended failed: {'code': 'agent_error', 'message': 'agent /run returned HTTP 500: model call failed with HTTP 410: callback capability is unavailable'}")).toBe('lifecycle')
@@ -104,7 +104,7 @@ describe('reward triage', () => {
     expect(t.text).toBe('triage: the verifier never ran or could not parse the response (1 verifier; error codes agent_error×1)')
   })
 
-  it('the verifier never ran: reward null, truncation, deadline', () => {
+  it('[workplace-assistant#0] the verifier never ran: reward null, truncation, deadline', () => {
     expect(classifyFailure("trial relax-1 ended truncated without a reward (error={'code': 'deadline_exceeded'}); dropping the sample")).toBe('verifier')
     const t = triage([sample({reward: null}), sample({status: 'truncated', reward: 0})], [], '')
     expect(t.verdict).toBe('verifier')
