@@ -68,6 +68,10 @@ describe('each static rule fails on a recipe that breaks exactly that rule', () 
       editFile(dir, RUN, (t) => t.replace('CKPT_ARGS=(', '# shellcheck source=/dev/null\nsource "${EXAMPLE_DIR}/recipes/gsm8k/run-qwen3-4B-8xgpu-nemo-gym-gsm8k.sh"\nCKPT_ARGS=('))],
     ['static.run-raw-source', '[calendar#6] [gsm8k#2] the converted preview is passed as source data', () =>
       editFile(dir, RUN, (t) => t.replace('"${GATEWAY_URL}" "${NEMO_GYM_SOURCE_DATA}" "${PROMPT_SET}"', '"${GATEWAY_URL}" "${EXP_DIR}/data/calendar_train_relax.jsonl" "${PROMPT_SET}"'))],
+    ['static.run-data-limit', '[calendar#5] a smoke row limit left in the training script', () =>
+      editFile(dir, RUN, (t) => t.replace(`DATA_LIMIT=$(awk 'NF { count++ } END { print count + 0 }' "\${NEMO_GYM_SOURCE_DATA}")`, 'DATA_LIMIT=32'))],
+    ['static.run-data-limit', '[workplace-assistant#2] rows counted with wc -l', () =>
+      editFile(dir, RUN, (t) => t.replace(`DATA_LIMIT=$(awk 'NF { count++ } END { print count + 0 }' "\${NEMO_GYM_SOURCE_DATA}")`, 'DATA_LIMIT=$(wc -l < "${NEMO_GYM_SOURCE_DATA}")'))],
     ['static.run-no-working-dir', '[workplace-assistant#14] a Ray working_dir upload', () =>
       editFile(dir, RUN, (t) => t.replace('--runtime-env-json="${RUNTIME_ENV_JSON}"', '--runtime-env-json="${RUNTIME_ENV_JSON}" --working-dir ./'))],
     ['static.run-model-config', 'the sourced model config is not in scripts/models', () =>
@@ -144,7 +148,8 @@ describe('hand-written recipes in the layouts Relax uses', () => {
   it('bench (like gsm8k): hyperparameters from the environment, a loose --no-wait, a prepare that ignores NEMO_GYM_SOURCE_DATA', async () => {
     const v = await verdicts('bench')
     const run = 'run-qwen3-4B-8xgpu-nemo-gym.sh'
-    expect([...new Set(v.failing)].sort()).toEqual([`static.prepare-source-path prepare_bench.sh`, `static.run-fixed-hyperparameters ${run}`, `static.run-no-wait ${run}`])
+    expect([...new Set(v.failing)].sort()).toEqual([`static.prepare-source-path prepare_bench.sh`, `static.run-data-limit ${run}`, `static.run-fixed-hyperparameters ${run}`, `static.run-no-wait ${run}`])
+    expect(v.byId('static.run-data-limit')[0].message).toBe('training reads at most 32 rows unless NEMO_GYM_DATA_LIMIT is set: a smoke default left in the training script')
     const fixed = v.byId('static.run-fixed-hyperparameters')
     expect(fixed.find((c) => c.message.startsWith('--num-rollout reads NEMO_GYM_NUM_ROLLOUT'))?.line).toBe(15)
     expect(fixed.map((c) => c.message.split(' reads ')[1].split(' ')[0]).sort()).toEqual(['NEMO_GYM_AGENT_TIMEOUT', 'NEMO_GYM_DATA_LIMIT', 'NEMO_GYM_DEADLINE_S', 'NEMO_GYM_NUM_ROLLOUT', 'NEMO_GYM_N_SAMPLES_PER_PROMPT', 'NEMO_GYM_ROLLOUT_MAX_CONTEXT_LEN', 'NEMO_GYM_ROLLOUT_MAX_PROMPT_LEN'])

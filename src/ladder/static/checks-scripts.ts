@@ -275,6 +275,32 @@ export const modelConfigExists = perTrainingScript('static.run-model-config', 't
   return {problems, pass: `sources ${[...new Set(sourced.map((s) => s.name))].join(', ')}, present in ${dir}`}
 })
 
+/**
+ * The fourth argument of run_training.sh is the number of rows training converts and reads: it
+ * must be the row count of the raw file, counted as Relax counts rows (non-empty lines), never a
+ * smoke default or `wc -l`, which misses a last line without a newline.
+ */
+export const dataLimitIsRowCount = perTrainingScript('static.run-data-limit', 'training reads every row of the raw file', (run) => {
+  const invocation = /\bbash\s+(?:"?\$\{?RUN_TRAINING_SCRIPT\}?"?|\S*run_training\.sh"?)\s/
+  const call = run.lines.find((l) => invocation.test(l.text))
+  const args = call?.text.split(invocation)[1]?.match(/"[^"]*"|'[^']*'|[^\s"']+/g)
+  const limit = args?.[3]
+  if (!call || !limit || limit.startsWith('-')) return {problems: [], pass: 'run_training.sh is given no row limit (it reads the whole file)'}
+  const at = {line: call.line}
+  const resolved = resolveWord(limit, run.lines)
+  const name = limit.match(/^"?\$\{?([A-Za-z_]\w*)\}?"?$/)?.[1]
+  const assigned = name ? assignments(run.lines).find((a) => a.name === name) : undefined
+  if (resolved.value !== undefined && /^\d+$/.test(resolved.value)) {
+    const from = resolved.fromEnv.length > 0 ? ` unless ${resolved.fromEnv.map((v) => v.name).join(' or ')} is set` : ''
+    return {problems: [{status: 'fail', message: `training reads at most ${resolved.value} rows${from}: a smoke default left in the training script`, ...at, hint: "Count the raw file's rows: DATA_LIMIT=$(awk 'NF { count++ } END { print count + 0 }' \"${NEMO_GYM_SOURCE_DATA}\")."}], pass: ''}
+  }
+  if (assigned && /\bwc\s+-l\b/.test(assigned.value)) {
+    return {problems: [{status: 'fail', message: `${name} is counted with wc -l, which misses a last row without a final newline`, line: assigned.line, hint: "Count non-empty lines as Relax does: awk 'NF { count++ } END { print count + 0 }'."}], pass: ''}
+  }
+  if (assigned && /\bawk\b/.test(assigned.value) && /\bNF\b/.test(assigned.value) && /NEMO_GYM_SOURCE_DATA/.test(assigned.value)) return {problems: [], pass: `${name} is the row count of NEMO_GYM_SOURCE_DATA (line ${assigned.line})`}
+  return {problems: [{status: 'skip', message: `not checked: the row limit ${limit} cannot be worked out from the script`, ...at}], pass: ''}
+})
+
 export const noWorkingDir = perTrainingScript('static.run-no-working-dir', 'no Ray working_dir upload', (run) => {
   const hit = run.lines.find((l) => /--working-dir\b|working_dir|\bWORKING_DIR=/.test(l.text))
   if (hit) return {problems: [{status: 'fail', message: `uploads a Ray working_dir: ${hit.text.slice(0, 100)}`, line: hit.line, hint: 'Every node sees the same absolute checkout; put it on PYTHONPATH instead of uploading it.'}], pass: ''}

@@ -2,6 +2,7 @@ import type {RungDefinition} from '../types.js'
 import {filesPresent, graphNames} from './checks-files.js'
 import {
   contextBudgets,
+  dataLimitIsRowCount,
   envDeploymentOnly,
   hyperparametersFixed,
   modelConfigExists,
@@ -34,6 +35,7 @@ export const staticRung: RungDefinition = {
     noWaitOnlyWhenAsked,
     noDelegation,
     rawSourceData,
+    dataLimitIsRowCount,
     modelConfigExists,
     noWorkingDir,
     samplesPerPrompt,
