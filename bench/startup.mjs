@@ -1,5 +1,6 @@
 // Start-up cost of the CLI against bare `node -e 0`, measured in the same run.
-// Usage: node bench/startup.mjs   (RUNS=30 by default; needs a built dist/ and oclif.manifest.json)
+// Usage: node bench/startup.mjs [--base <checkout>]   (RUNS=30 by default; needs a built dist/)
+//   --base: the same cases with another build (e.g. a worktree of an older commit), for before/after.
 import {execFileSync} from 'node:child_process'
 import {mkdtempSync, rmSync} from 'node:fs'
 import os from 'node:os'
@@ -7,32 +8,46 @@ import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-const bin = path.join(repo, 'bin', 'run.js')
 const runs = Number(process.env.RUNS ?? 30)
+const baseAt = process.argv.indexOf('--base')
+const base = baseAt === -1 ? undefined : path.resolve(process.argv[baseAt + 1])
 const relax = mkdtempSync(path.join(os.tmpdir(), 'gr-bench-relax-'))
+const gym = path.join(repo, 'test/fixtures/nemo-gym-snapshot')
 
 function median(values) {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.floor(sorted.length / 2)]
 }
 
-function time(args) {
+function time(args, n = runs) {
   const samples = []
-  for (let i = 0; i < runs; i++) {
+  for (let i = 0; i < n; i++) {
     const start = process.hrtime.bigint()
-    execFileSync(process.execPath, args, {stdio: 'ignore', cwd: repo})
+    try {
+      execFileSync(process.execPath, args, {stdio: 'ignore', cwd: repo})
+    } catch {
+      // a verdict other than pass still measures the start-up and the climb
+    }
     samples.push(Number(process.hrtime.bigint() - start) / 1e6)
   }
   return median(samples)
 }
 
-const cases = [
-  ['node -e 0 (baseline)', ['-e', '0']],
-  ['gymrecipe --version', [bin, '--version']],
-  ['gymrecipe new --dry-run', [bin, 'new', 'bench-recipe', '--gym-root', path.join(repo, 'test/fixtures/nemo-gym-snapshot'), '--gym-config', 'environments/calendar/config.yaml', '--relax-root', relax, '--dry-run', '--json']],
-]
-const results = cases.map(([name, args]) => ({name, ms: time(args)}))
+// One recipe for verify to judge (shellcheck and bash dominate that case; it runs fewer times).
+execFileSync(process.execPath, [path.join(repo, 'bin', 'run.js'), 'new', 'calendar', '--from', 'calendar', '--gym-root', gym, '--gym-config', 'environments/calendar/config.yaml', '--relax-root', relax], {stdio: 'ignore'})
+const builds = [['', repo], ...(base ? [[' (base)', base]] : [])]
+const cases = [['node -e 0 (baseline)', ['-e', '0'], runs]]
+for (const [label, root] of builds) {
+  const bin = path.join(root, 'bin', 'run.js')
+  cases.push([`gymrecipe --version${label}`, [bin, '--version'], runs])
+  cases.push([`new --dry-run${label}`, [bin, 'new', 'bench-recipe', '--gym-root', gym, '--gym-config', 'environments/calendar/config.yaml', '--relax-root', relax, '--dry-run', '--json'], runs])
+  cases.push([`verify --level static${label}`, [bin, 'verify', 'calendar', '--level', 'static', '--relax-root', relax, '--gym-root', gym, '--json'], Math.max(3, Math.floor(runs / 5))])
+}
+const results = cases.map(([name, args, n]) => ({name, ms: time(args, n), n}))
 rmSync(relax, {recursive: true, force: true})
-const base = results[0].ms
-console.log(`start-up, median of ${runs} runs`)
-for (const r of results) console.log(`  ${r.name.padEnd(28)} ${r.ms.toFixed(1).padStart(7)} ms  ${(r.ms / base).toFixed(2)}x node`)
+const node = results[0].ms
+console.log(`start-up, median of ${runs} runs (verify: ${Math.max(3, Math.floor(runs / 5))})`)
+for (const r of results) {
+  const before = base && !r.name.endsWith('(base)') ? results.find((x) => x.name === `${r.name} (base)`) : undefined
+  console.log(`  ${r.name.padEnd(30)} ${r.ms.toFixed(1).padStart(8)} ms  ${(r.ms / node).toFixed(2)}x node${before ? `  ${(r.ms / before.ms).toFixed(2)}x base` : ''}`)
+}

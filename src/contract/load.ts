@@ -1,4 +1,4 @@
-import {Ajv, type ErrorObject} from 'ajv'
+import type {ErrorObject} from 'ajv'
 import {promises as fsp} from 'node:fs'
 import {LineCounter, parseDocument, type Document} from 'yaml'
 
@@ -6,6 +6,7 @@ import {codeOf, GymError, messageOf, ExitCode} from '../errors.js'
 import {checkContractInvariants} from './invariants.js'
 import {recipeSchema} from './schema.js'
 import type {RecipeContract} from './types.js'
+import {schemaValidator} from '../precompiled.js'
 import {pointerPath, schemaProblems, yamlLineOf} from '../schema-errors.js'
 import {yamlValue} from '../yaml-value.js'
 
@@ -18,8 +19,12 @@ export interface ContractProblem {
   hint: string
 }
 
-const ajv = new Ajv({allErrors: true, strict: true, allowUnionTypes: true, verbose: true})
-const validateSchema = ajv.compile<RecipeContract>(recipeSchema)
+export const RECIPE_AJV_OPTIONS = {allErrors: true, strict: true, allowUnionTypes: true, verbose: true} as const
+// Generated at build time; compiled here only when the build has none (or an older schema).
+const validateSchema = await schemaValidator<RecipeContract>('recipe-validator', recipeSchema, async () => {
+  const {Ajv} = await import('ajv')
+  return new Ajv(RECIPE_AJV_OPTIONS).compile<RecipeContract>(recipeSchema)
+})
 
 function hintFor(error: ErrorObject): string {
   const p = error.params as Record<string, unknown>

@@ -1,10 +1,14 @@
-import Handlebars from 'handlebars'
+import type Handlebars from 'handlebars'
+import runtimeModule from 'handlebars/runtime.js'
 import {createHash} from 'node:crypto'
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import type {RecipeContract} from '../contract/types.js'
+import {contentHash, generatedModule} from '../precompiled.js'
+import {shellQuote} from '../shell-words.js'
+import {pythonLiteral} from './python-literal.js'
 import {withoutRegionBodies} from './regions.js'
 import {buildView} from './view.js'
 
@@ -32,14 +36,18 @@ export interface RenderedFile {
   sha256: string
 }
 
-import {shellQuote} from '../shell-words.js'
-import {pythonLiteral} from './python-literal.js'
 
 export {shellQuote}
 
 
-function makeHandlebars(): typeof Handlebars {
-  const hb = Handlebars.create()
+/** How every template is compiled. strict: a missing value is an error, never an empty string in a script. */
+export const TEMPLATE_OPTIONS = {strict: true, noEscape: true} as const
+
+type HandlebarsEnv = typeof Handlebars
+/** The runtime alone (no compiler): all a precompiled template needs. Its typings do not describe it. */
+const HandlebarsRuntime = runtimeModule as unknown as HandlebarsEnv
+
+function withHelpers(hb: HandlebarsEnv): HandlebarsEnv {
   hb.registerHelper('sh', (value: unknown) => shellQuote(value))
   hb.registerHelper('json', (value: unknown) => JSON.stringify(value))
   hb.registerHelper('py', (value: unknown) => pythonLiteral(value))
@@ -55,24 +63,50 @@ function makeHandlebars(): typeof Handlebars {
   return hb
 }
 
-let compiled: Map<string, HandlebarsTemplateDelegate> | undefined
+export interface TemplateSources {
+  partials: Record<string, string>
+  templates: Record<string, string>
+  /** Of every file, by name: what a precompiled set must have been made from. */
+  hash: string
+}
 
-async function loadTemplates(): Promise<Map<string, HandlebarsTemplateDelegate>> {
-  if (compiled) return compiled
-  const hb = makeHandlebars()
+export async function readTemplateSources(): Promise<TemplateSources> {
   const partialsDir = path.join(TEMPLATES_DIR, 'partials')
-  for (const entry of await fsp.readdir(partialsDir)) {
-    const name = entry.replace(/\.hbs$/, '')
-    hb.registerPartial(name, await fsp.readFile(path.join(partialsDir, entry), 'utf8'))
-  }
-  const map = new Map<string, HandlebarsTemplateDelegate>()
-  for (const file of Object.values(TEMPLATE_FOR_ROLE)) {
-    const source = await fsp.readFile(path.join(TEMPLATES_DIR, file), 'utf8')
-    // strict: a missing value is an error, never an empty string in a script.
-    map.set(file, hb.compile(source, {strict: true, noEscape: true}))
-  }
-  compiled = map
-  return map
+  const partials: Record<string, string> = {}
+  for (const entry of (await fsp.readdir(partialsDir)).sort()) partials[entry.replace(/\.hbs$/, '')] = await fsp.readFile(path.join(partialsDir, entry), 'utf8')
+  const templates: Record<string, string> = {}
+  for (const file of Object.values(TEMPLATE_FOR_ROLE)) templates[file] = await fsp.readFile(path.join(TEMPLATES_DIR, file), 'utf8')
+  const hash = contentHash(JSON.stringify({partials, templates, options: TEMPLATE_OPTIONS}))
+  return {partials, templates, hash}
+}
+
+interface PrecompiledTemplates {
+  hash: string
+  partials: Record<string, TemplateSpecification>
+  templates: Record<string, TemplateSpecification>
+}
+
+let compiled: Promise<Map<string, HandlebarsTemplateDelegate>> | undefined
+
+/** The templates, precompiled at build time when they were made from these sources; else compiled now. */
+function loadTemplates(): Promise<Map<string, HandlebarsTemplateDelegate>> {
+  compiled ??= (async () => {
+    const sources = await readTemplateSources()
+    const generated = (await generatedModule('templates')) as PrecompiledTemplates | undefined
+    const map = new Map<string, HandlebarsTemplateDelegate>()
+    if (generated?.hash === sources.hash) {
+      const hb = withHelpers(HandlebarsRuntime.create())
+      for (const [name, spec] of Object.entries(generated.partials)) hb.registerPartial(name, hb.template(spec))
+      for (const [file, spec] of Object.entries(generated.templates)) map.set(file, hb.template(spec))
+      return map
+    }
+    const {default: compiler} = await import('handlebars')
+    const hb = withHelpers(compiler.create())
+    for (const [name, text] of Object.entries(sources.partials)) hb.registerPartial(name, text)
+    for (const [file, text] of Object.entries(sources.templates)) map.set(file, hb.compile(text, TEMPLATE_OPTIONS))
+    return map
+  })()
+  return compiled
 }
 
 export function sha256(content: string): string {

@@ -1,12 +1,13 @@
 import {promises as fsp} from 'node:fs'
 
-import {Ajv, type ErrorObject} from 'ajv'
+import type {ErrorObject} from 'ajv'
 import {LineCounter, parseDocument} from 'yaml'
 
 import {ExitCode, GymError} from '../../errors.js'
 import {FieldError, type JsonObject, type JsonValue, LosslessNumber, setMember} from '../json.js'
 import {compareCodePoints, pythonFloatRepr, pythonStrip} from './python.js'
 import {MANAGED_TASK_FIELDS} from './task.js'
+import {schemaValidator} from '../../precompiled.js'
 import {yamlValue} from '../../yaml-value.js'
 import {fieldName, pointerPath, schemaProblems, yamlLineOf} from '../../schema-errors.js'
 
@@ -72,8 +73,11 @@ export const TASK_SPEC_SCHEMA = {
   },
 } as const
 
-const ajv = new Ajv({allErrors: true, verbose: true, allowUnionTypes: true})
-const validateShape = ajv.compile(TASK_SPEC_SCHEMA)
+export const TASK_SPEC_AJV_OPTIONS = {allErrors: true, verbose: true, allowUnionTypes: true} as const
+const validateShape = await schemaValidator<Record<string, unknown>>('task-spec-validator', TASK_SPEC_SCHEMA, async () => {
+  const {Ajv} = await import('ajv')
+  return new Ajv(TASK_SPEC_AJV_OPTIONS).compile<Record<string, unknown>>(TASK_SPEC_SCHEMA)
+})
 
 const RESERVED_TASK_FIELDS = [...MANAGED_TASK_FIELDS, 'responses_create_params']
 

@@ -1,0 +1,34 @@
+// Run by `npm run build` after tsc: writes dist/generated/ with the JSON Schema validators as Ajv
+// standalone code and the Handlebars templates precompiled, each with the hash of its source
+// (src/precompiled.ts checks it and compiles instead when they differ).
+import {Ajv} from 'ajv'
+import standaloneCode from 'ajv/dist/standalone/index.js'
+import Handlebars from 'handlebars'
+import {mkdirSync, writeFileSync} from 'node:fs'
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const dist = path.join(repo, 'dist')
+const out = path.join(dist, 'generated')
+mkdirSync(out, {recursive: true})
+
+const {contentHash} = await import(path.join(dist, 'precompiled.js'))
+const {recipeSchema} = await import(path.join(dist, 'contract', 'schema.js'))
+const {RECIPE_AJV_OPTIONS} = await import(path.join(dist, 'contract', 'load.js'))
+const {TASK_SPEC_SCHEMA, TASK_SPEC_AJV_OPTIONS} = await import(path.join(dist, 'gym', 'tasks', 'spec.js'))
+const {readTemplateSources, TEMPLATE_OPTIONS} = await import(path.join(dist, 'scaffold', 'render.js'))
+
+function validator(name, schema, options) {
+  const ajv = new Ajv({...options, code: {source: true}})
+  const code = standaloneCode(ajv, ajv.compile(schema))
+  writeFileSync(path.join(out, `${name}.cjs`), `${code}\nmodule.exports.schemaHash = ${JSON.stringify(contentHash(JSON.stringify(schema)))};\n`)
+}
+
+validator('recipe-validator', recipeSchema, RECIPE_AJV_OPTIONS)
+validator('task-spec-validator', TASK_SPEC_SCHEMA, TASK_SPEC_AJV_OPTIONS)
+
+const sources = await readTemplateSources()
+const specs = (entries) => `{${Object.entries(entries).map(([name, text]) => `${JSON.stringify(name)}: ${Handlebars.precompile(text, TEMPLATE_OPTIONS)}`).join(',\n')}}`
+writeFileSync(path.join(out, 'templates.cjs'), `module.exports = {hash: ${JSON.stringify(sources.hash)},\npartials: ${specs(sources.partials)},\ntemplates: ${specs(sources.templates)}};\n`)
+console.log(`precompiled: recipe and task-spec validators, ${Object.keys(sources.templates).length} templates and ${Object.keys(sources.partials).length} partials → dist/generated/`)

@@ -1,0 +1,30 @@
+/**
+ * Code generated at build time (`npm run build` runs scripts/precompile.mjs): the recipe and
+ * task-spec validators as Ajv standalone code and the templates precompiled by Handlebars, so no
+ * command compiles them on every run. Each generated module carries the hash of what it was made
+ * from; when that differs from the source in use (a template edited after the build), the caller
+ * compiles instead, so a stale build can be slower but never wrong.
+ */
+import type {ValidateFunction} from 'ajv'
+import {createHash} from 'node:crypto'
+import {existsSync} from 'node:fs'
+import {fileURLToPath} from 'node:url'
+
+export function contentHash(text: string): string {
+  return createHash('sha256').update(text).digest('hex')
+}
+
+/** The default export of dist/generated/<name>.cjs, or undefined when it was not generated. */
+export async function generatedModule(name: string): Promise<unknown> {
+  const url = new URL(`./generated/${name}.cjs`, import.meta.url)
+  if (!existsSync(fileURLToPath(url))) return undefined
+  const loaded: unknown = await import(url.href)
+  return (loaded as {default?: unknown}).default
+}
+
+/** The generated validator `name` when it was made from this schema, else `compile()`. */
+export async function schemaValidator<T>(name: string, schema: object, compile: () => Promise<ValidateFunction<T>>): Promise<ValidateFunction<T>> {
+  const generated = await generatedModule(name)
+  if (typeof generated === 'function' && (generated as {schemaHash?: unknown}).schemaHash === contentHash(JSON.stringify(schema))) return generated as ValidateFunction<T>
+  return compile()
+}

@@ -1,0 +1,71 @@
+/**
+ * The build precompiles the validators and templates (scripts/precompile.mjs): a built gymrecipe
+ * renders and validates without loading the Ajv or Handlebars compilers, produces exactly what the
+ * compilers produce, and falls back to compiling when what it was built from has changed.
+ */
+import {execa} from 'execa'
+import path from 'node:path'
+import {describe, expect, it} from 'vitest'
+
+import {loadBuiltin} from '../../src/contract/builtin.js'
+import {renderRecipe} from '../../src/scaffold/render.js'
+import {repoRoot} from '../helpers/cli.js'
+
+const dist = path.join(repoRoot, 'dist')
+
+/** Run a snippet against the built modules; prints JSON. */
+async function inBuild(body: string): Promise<any> {
+  const script = `import {createRequire} from 'node:module'\nconst require = createRequire(${JSON.stringify(path.join(dist, 'index.js'))})\n${body}`
+  const r = await execa(process.execPath, ['--input-type=module', '-e', script], {cwd: repoRoot})
+  return JSON.parse(r.stdout)
+}
+
+describe('precompiled validators and templates', () => {
+  it('a built gymrecipe renders and validates a recipe without loading either compiler, and renders what the compiler renders', async () => {
+    const built = await inBuild(`
+      const {renderRecipe} = await import(${JSON.stringify(path.join(dist, 'scaffold/render.js'))})
+      const {loadBuiltin} = await import(${JSON.stringify(path.join(dist, 'contract/builtin.js'))})
+      const {contractProblems} = await import(${JSON.stringify(path.join(dist, 'contract/load.js'))})
+      const out = {}
+      for (const b of ['calendar', 'workplace-assistant', 'r2e-gym']) {
+        const c = await loadBuiltin(b)
+        out[b] = {files: (await renderRecipe(c)).map((f) => [f.name, f.content]), problems: contractProblems(c).length, bad: contractProblems({...c, id: 'Bad Id'}).map((p) => p.pointer)}
+      }
+      const loaded = Object.keys(require.cache)
+      out.compilers = loaded.filter((k) => /node_modules\\/(ajv\\/dist\\/(core|ajv|compile)|handlebars\\/(lib\\/index|dist\\/cjs\\/handlebars\\.js|dist\\/cjs\\/handlebars\\/compiler))/.test(k))
+      out.runtime = loaded.some((k) => k.includes('handlebars/dist/cjs/handlebars.runtime.js'))
+      console.log(JSON.stringify(out))`)
+    expect(built.compilers).toEqual([])
+    expect(built.runtime).toBe(true)
+    for (const b of ['calendar', 'workplace-assistant', 'r2e-gym'] as const) {
+      // The source tree has no generated code: these come from the compilers.
+      const compiled = (await renderRecipe(await loadBuiltin(b))).map((f) => [f.name, f.content])
+      expect(built[b].files).toEqual(compiled)
+      expect(built[b].problems).toBe(0)
+      expect(built[b].bad).toContain('/id')
+    }
+  })
+
+  it('compiles instead when the schema is not the one the validator was generated from', async () => {
+    const result = await inBuild(`
+      const {schemaValidator} = await import(${JSON.stringify(path.join(dist, 'precompiled.js'))})
+      const {recipeSchema} = await import(${JSON.stringify(path.join(dist, 'contract/schema.js'))})
+      let compiled = 0
+      const fake = async () => { compiled++; return Object.assign(() => true, {errors: null}) }
+      await schemaValidator('recipe-validator', recipeSchema, fake)
+      const changed = {...recipeSchema, required: [...recipeSchema.required, 'extra']}
+      await schemaValidator('recipe-validator', changed, fake)
+      await schemaValidator('no-such-validator', recipeSchema, fake)
+      console.log(JSON.stringify({compiled}))`)
+    // The unchanged schema uses the generated validator; the changed one and a missing one compile.
+    expect(result.compiled).toBe(2)
+  })
+
+  it('the build was made from the templates in the checkout', async () => {
+    const result = await inBuild(`
+      const {readTemplateSources} = await import(${JSON.stringify(path.join(dist, 'scaffold/render.js'))})
+      const generated = require(${JSON.stringify(path.join(dist, 'generated/templates.cjs'))})
+      console.log(JSON.stringify({now: (await readTemplateSources()).hash, built: generated.hash}))`)
+    expect(result.built).toBe(result.now)
+  })
+})
