@@ -8,6 +8,7 @@
 import type {ValidateFunction} from 'ajv'
 import {createHash} from 'node:crypto'
 import {existsSync} from 'node:fs'
+import {createRequire} from 'node:module'
 import {fileURLToPath} from 'node:url'
 
 export function contentHash(text: string): string {
@@ -16,10 +17,10 @@ export function contentHash(text: string): string {
 
 /** The default export of dist/generated/<name>.cjs, or undefined when it was not generated. */
 export async function generatedModule(name: string): Promise<unknown> {
-  const url = new URL(`./generated/${name}.cjs`, import.meta.url)
-  if (!existsSync(fileURLToPath(url))) return undefined
-  const loaded: unknown = await import(url.href)
-  return (loaded as {default?: unknown}).default
+  const file = fileURLToPath(new URL(`./generated/${name}.cjs`, import.meta.url))
+  if (!existsSync(file)) return undefined
+  // require, not import: an ESM import of CommonJS scans the whole file for its export names first.
+  return createRequire(import.meta.url)(file) as unknown
 }
 
 /** The generated validator `name` when it was made from this schema, else `compile()`. */

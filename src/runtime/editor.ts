@@ -1,5 +1,4 @@
 /** Let the user edit a text in $VISUAL / $EDITOR (run by sh, so `code -w` works), on this terminal. */
-import {execa} from 'execa'
 import {promises as fsp} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -18,6 +17,7 @@ export async function editText(initial: string, env: NodeJS.ProcessEnv, fileName
   const file = path.join(dir, fileName)
   try {
     await fsp.writeFile(file, initial, {mode: 0o600})
+    const {execa} = await import('execa')
     const result = await execa('sh', ['-c', `${editor} "$1"`, 'sh', file], {stdio: 'inherit', env, reject: false})
     if (result.exitCode !== 0) throw preconditionError('E_EDITOR_FAILED', `the editor (${editor}) exited with status ${result.exitCode ?? result.signal}; nothing was recorded`, 'Rerun, or accept the draft with --yes.')
     return await fsp.readFile(file, 'utf8')

@@ -1,4 +1,4 @@
-import {execa, type Options as ExecaOptions} from 'execa'
+import type {Options as ExecaOptions} from 'execa'
 import {constants as fsConstants, promises as fsp} from 'node:fs'
 import path from 'node:path'
 import {codeOf} from '../errors.js'
@@ -19,6 +19,8 @@ export interface RunResult {
  * reported as notFound so callers can point at `gymrecipe doctor`.
  */
 export async function run(file: string, args: readonly string[], options: ExecaOptions = {}): Promise<RunResult> {
+  // Loaded on first use: most commands start no process, and execa is a large part of start-up.
+  const {execa} = await import('execa')
   const result = await execa(file, args, {reject: false, stripFinalNewline: true, ...options})
   const stdout = typeof result.stdout === 'string' ? result.stdout : ''
   const stderr = typeof result.stderr === 'string' ? result.stderr : ''
