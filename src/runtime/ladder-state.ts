@@ -5,8 +5,8 @@
  */
 import path from 'node:path'
 
-import {readTextIfExists, writeFileAtomic} from './fs.js'
-import {recipeStatePath} from './state-paths.js'
+import {writeFileAtomic} from './fs.js'
+import {readRecipeState, recipeStatePath} from './state-paths.js'
 
 /** The inputs a rung's verdict depended on; a key is present only for rungs that read it. */
 export interface RungInputs {
@@ -61,14 +61,7 @@ function isRungRecord(value: unknown): value is RungRecord {
 /** The recorded state of this recipe folder; empty when none, unreadable, or another folder's. */
 export async function readLadderState(recipeDir: string, env: NodeJS.ProcessEnv = process.env): Promise<LadderState> {
   const empty: LadderState = {recipeDir: path.resolve(recipeDir), rungs: {}}
-  const text = await readTextIfExists(statePath(recipeDir, env)).catch(() => undefined)
-  if (text === undefined) return empty
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(text)
-  } catch {
-    return empty
-  }
+  const parsed = await readRecipeState('ladder', recipeDir, env)
   if (!isRecord(parsed) || parsed.recipeDir !== empty.recipeDir || !isRecord(parsed.rungs)) return empty
   const rungs = Object.fromEntries(Object.entries(parsed.rungs).filter(([, r]) => isRungRecord(r))) as Record<string, RungRecord>
   const failure = parsed.lastFailure

@@ -6,8 +6,8 @@
  */
 import path from 'node:path'
 
-import {readTextIfExists, writeFileAtomic} from './fs.js'
-import {recipeStatePath} from './state-paths.js'
+import {writeFileAtomic} from './fs.js'
+import {readRecipeState, recipeStatePath} from './state-paths.js'
 
 export interface RecipeRunState {
   recipe: string
@@ -40,14 +40,7 @@ function isRunState(value: unknown): value is RecipeRunState {
 
 /** The recorded last submission of this recipe dir, or undefined (none, unreadable or another dir's). */
 export async function readRunState(recipeDir: string, env: NodeJS.ProcessEnv = process.env): Promise<RecipeRunState | undefined> {
-  const text = await readTextIfExists(runStatePath(recipeDir, env))
-  if (text === undefined) return undefined
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(text)
-  } catch {
-    return undefined
-  }
+  const parsed = await readRecipeState('runs', recipeDir, env)
   if (!isRunState(parsed)) return undefined
   // A hash collision or a moved state directory must never attach another recipe's job.
   if (path.resolve(parsed.recipeDir) !== path.resolve(recipeDir)) return undefined
