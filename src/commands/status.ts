@@ -9,6 +9,9 @@ read back through the Ray Jobs REST API (headers from RAY_JOB_HEADERS). A SUCCEE
 of training; use \`gymrecipe verify --level training\`.
 Gateway: /readyz of http://\${GYM_HOST}:\${NEMO_GYM_GATEWAY_PORT} (epoch, trials, active trials).
 Container: state, image and ownership label (ai.relax.recipe) of the recipe's Gym container.
+Ladder: each rung's last verdict as it stands now: passed, failed, incomplete, stale (what it was
+judged on has changed since), unconfirmed (the service cannot be asked now) or never checked;
+\`gymrecipe handoff\` gives the command that checks each one.
 Read-only: nothing is started or stopped.
 
 EXIT STATUS

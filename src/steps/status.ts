@@ -11,6 +11,8 @@ import {gatewayRegisters} from '../runtime/gateway-trials.js'
 import {objectFields, readyz} from '../runtime/http.js'
 import {rayJobHeadersFromEnv, rayJobsClient, redactUrl} from '../runtime/ray-jobs.js'
 import {scriptEnvironment} from '../runtime/recipe-env.js'
+import {Scratch} from '../ladder/scratch.js'
+import {ladderStanding, type RungStanding} from '../ladder/state.js'
 import {resolveRecipe} from '../ladder/target.js'
 import {trainingGateway} from '../contract/endpoints.js'
 import {readRunState} from '../runtime/run-state.js'
@@ -68,6 +70,8 @@ export interface StatusReport {
   container: ContainerView
   /** env.sh was sourced with bash to read its values (its commands ran). */
   env_sh_sourced: boolean
+  /** Each rung's last verdict, judged against the inputs of now (stale when they changed). */
+  ladder: RungStanding[]
 }
 
 export async function recipeStatus(options: {relaxRoot: string; recipe: string; env: NodeJS.ProcessEnv}): Promise<StatusReport> {
@@ -176,7 +180,8 @@ export async function recipeStatus(options: {relaxRoot: string; recipe: string; 
       }
     }
   }
-  return {recipe: target.id, dir: target.dir, job, gateway, container, env_sh_sourced: await pathExists(path.join(target.dir, 'env.sh'))}
+  const ladder = (await ladderStanding({target, options: {env: options.env, smoke: false}, scratch: new Scratch()})).rungs
+  return {recipe: target.id, dir: target.dir, job, gateway, container, env_sh_sourced: await pathExists(path.join(target.dir, 'env.sh')), ladder}
 }
 
 /** Three lines for people. */
@@ -206,5 +211,7 @@ export function statusLines(report: StatusReport): string[] {
   } else {
     lines.push(`  container  ${c.name}  ${c.state}  ai.relax.recipe=${c.label ?? '<unset>'}${c.owned ? '' : ' (NOT this recipe)'}  image ${c.image}  port ${c.gatewayPort ?? '?'}`)
   }
+  // One line per rung: what the last climb concluded, as it stands now.
+  lines.push(`  ladder     ${report.ladder.map((r) => `${r.rung} ${r.status === 'never' ? 'never checked' : r.status}`).join(', ')}`)
   return lines
 }
