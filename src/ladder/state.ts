@@ -52,17 +52,21 @@ async function filesDigest(dir: string): Promise<string> {
   return `sha256:${hash.digest('hex')}`
 }
 
+const FILES_NOW = new ScratchKey<Promise<string>>('state.files-now')
+const DATA_NOW = new ScratchKey<Promise<RungInputs['data']>>('state.data-now')
 const SERVICE_NOW = new ScratchKey<Promise<{imageId: string | null; serviceEpoch: string | null}>>('state.service-now')
 
-/** The inputs a rung depends on, as they are now (each read once per run). */
+/** The inputs a rung depends on, as they are now (each read once per run, whichever rungs need it). */
 async function inputsNow(ctx: CheckContext, rung: Rung): Promise<RungInputs> {
   const inputs: RungInputs = {}
   for (const key of RUNG_INPUTS[rung]) {
-    if (key === 'files') inputs.files = await filesDigest(ctx.target.dir)
+    if (key === 'files') inputs.files = await once(ctx, FILES_NOW, () => filesDigest(ctx.target.dir))
     if (key === 'data') {
-      const plan = await dataPlan(ctx)
-      const stat = plan.file ? await fsp.stat(plan.file).catch(() => undefined) : undefined
-      inputs.data = plan.file && stat?.isFile() ? {path: plan.file, size: stat.size, mtimeMs: Math.trunc(stat.mtimeMs)} : null
+      inputs.data = await once(ctx, DATA_NOW, async () => {
+        const plan = await dataPlan(ctx)
+        const stat = plan.file ? await fsp.stat(plan.file).catch(() => undefined) : undefined
+        return plan.file && stat?.isFile() ? {path: plan.file, size: stat.size, mtimeMs: Math.trunc(stat.mtimeMs)} : null
+      })
     }
     if (key === 'imageId' || key === 'serviceEpoch') {
       const now = await once(ctx, SERVICE_NOW, async () => {

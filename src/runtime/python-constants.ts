@@ -2,6 +2,7 @@
  * Module-level constants of a Python file (NAME = <literal>), read with Python's own parser and
  * ast.literal_eval: nothing in the file runs. Names that are absent or not literals are left out.
  */
+import {objectFields} from './http.js'
 import {run} from './process.js'
 
 const READER = `
@@ -24,7 +25,7 @@ export async function pythonConstants(file: string, names: string[], env: NodeJS
   if (r.exitCode !== 0) return {error: (r.stderr.trim().split('\n').at(-1) ?? `exit ${r.exitCode}`).slice(0, 200)}
   try {
     const value: unknown = JSON.parse(r.stdout)
-    return {constants: value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {}}
+    return {constants: objectFields(value)}
   } catch {
     return {error: 'python3 printed no JSON'}
   }

@@ -151,10 +151,8 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   if (!isInside(relaxRoot, dir)) throw usageError(`recipe folder ${dir} escapes ${relaxRoot}`)
 
   // An update starts from what recipe.yaml records for every option not given again.
-  const recorded = o.update ? await recordedContract(dir) : undefined
-  if (o.update && !recorded) {
-    throw new GymError(`${dir} has no recipe.yaml to update`, {code: 'E_NOTHING_TO_UPDATE', exit: ExitCode.usage, hint: 'Generate it without --update, or record a hand-written recipe first with `gymrecipe adopt`.'})
-  }
+  const onDisk = o.update === true ? await recordedContract(dir) : undefined
+  const recorded = onDisk?.contract
   const gymConfigs = o.gymConfigs.length > 0 ? o.gymConfigs : (recorded?.gym?.config_paths ?? [])
   if (gymConfigs.length === 0) throw usageError('--gym-config is required', 'Pass the Gym config path relative to --gym-root, e.g. --gym-config environments/calendar/config.yaml.', {field: '--gym-config'})
   const recordedModel = recorded?.training?.model
@@ -210,8 +208,9 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     draft.notes.push(`${source.path} is not in the Gym checkout yet; it is produced by the environment's prepare step (e.g. its prepare.py) and must exist in the image before ${'`'}prepare${'`'} runs`)
   }
   let plan: RecipePlan
-  if (o.update === true) {
-    const update = await planUpdate(dir, fresh, o.env ?? process.env)
+  // onDisk is there exactly when --update was asked for (recordedContract refuses a folder without one).
+  if (onDisk) {
+    const update = await planUpdate(dir, onDisk, fresh, o.env ?? process.env)
     plan = update.plan
     contract = update.contract
     draft.notes.push(...update.notes)

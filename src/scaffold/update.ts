@@ -25,21 +25,36 @@ export interface UpdatePlan {
   notes: string[]
 }
 
-/** The recorded contract of a recipe folder, as far as it parses; the update starts from it. */
-export async function recordedContract(dir: string): Promise<Partial<RecipeContract> | undefined> {
-  const text = await readIfExists(path.join(dir, CONTRACT_FILE))
-  if (text === undefined) return undefined
+export interface RecordedContract {
+  /** recipe.yaml as it is on disk. */
+  text: string
+  /** Its value, as far as it parses (an update does not require it to be valid yet). */
+  contract: Partial<RecipeContract>
+}
+
+/** The recorded contract of a recipe folder, which an update starts from; refused when there is none. */
+export async function recordedContract(dir: string): Promise<RecordedContract> {
+  const file = path.join(dir, CONTRACT_FILE)
+  const text = await readIfExists(file)
+  let value: unknown
   try {
-    const value: unknown = parseYaml(text)
-    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Partial<RecipeContract>) : undefined
+    value = text === undefined ? undefined : parseYaml(text)
   } catch (error) {
-    throw new GymError(`${path.join(dir, CONTRACT_FILE)} is not valid YAML: ${messageOf(error).split('\n')[0]}`, {
+    throw new GymError(`${file} is not valid YAML: ${messageOf(error).split('\n')[0]}`, {
       code: 'E_CONTRACT_INVALID',
       exit: ExitCode.usage,
       hint: 'Resolve any conflict markers (<<<<<<< yours … >>>>>>> generated now) in recipe.yaml, then rerun.',
-      location: {file: path.join(dir, CONTRACT_FILE)},
+      location: {file},
     })
   }
+  if (text === undefined || !value || typeof value !== 'object' || Array.isArray(value)) {
+    throw new GymError(`${dir} has no recipe.yaml to update`, {
+      code: 'E_NOTHING_TO_UPDATE',
+      exit: ExitCode.usage,
+      hint: 'Generate it without --update, or record a hand-written recipe first with `gymrecipe adopt`.',
+    })
+  }
+  return {text, contract: value as Partial<RecipeContract>}
 }
 
 const normalized = (contract: unknown) => stringifyYaml(withoutGenerated(contract), {lineWidth: 0})
@@ -81,19 +96,11 @@ function hasConflictMarkers(text: string): boolean {
 
 const sameGenerated = (a: string, b: string) => withoutRegionBodies(a) === withoutRegionBodies(b)
 
-export async function planUpdate(dir: string, fresh: RecipeContract, env: NodeJS.ProcessEnv): Promise<UpdatePlan> {
+export async function planUpdate(dir: string, recorded: RecordedContract, fresh: RecipeContract, env: NodeJS.ProcessEnv): Promise<UpdatePlan> {
   await refuseLinkedFolder(dir)
   const notes: string[] = []
-  const ours = await recordedContract(dir)
-  if (!ours) {
-    throw new GymError(`${dir} has no recipe.yaml to update`, {
-      code: 'E_NOTHING_TO_UPDATE',
-      exit: ExitCode.usage,
-      hint: 'Generate it without --update, or record a hand-written recipe first with `gymrecipe adopt`.',
-    })
-  }
+  const {text: oursText, contract: ours} = recorded
   const {contract, conflictText, yoursEdited} = await mergeContracts(dir, ours, fresh, env, notes)
-  const oursText = (await readIfExists(path.join(dir, CONTRACT_FILE))) ?? ''
   if (!contract) {
     // The files cannot be rendered from a contract with conflicts: only recipe.yaml is written.
     const text = serializeContract({...fresh, generated: ours.generated}).split('\n').slice(0, 2).join('\n') + '\n' + conflictText

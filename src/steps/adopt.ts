@@ -20,11 +20,12 @@ import {Scratch, scriptEnv} from '../ladder/scratch.js'
 import {expectedRawFilename} from '../ladder/static/checks-scripts.js'
 import {configPathsOf, graphOverrides} from '../ladder/static/checks-files.js'
 import {launcherRole, type LoadedFile, recipeFiles} from '../ladder/static/recipe-files.js'
-import {arrays, assignments, flagValues, resolveWord, type Word} from '../ladder/static/shell.js'
+import {arrays, assignments, flagValues, rawLineOf, resolveWord, type Word} from '../ladder/static/shell.js'
 import {resolveRecipe} from '../ladder/target.js'
 import type {CheckContext} from '../ladder/types.js'
 import {describeService} from '../ladder/service/describe.js'
 import {writeFileAtomic} from '../runtime/fs.js'
+import {objectFields} from '../runtime/http.js'
 import {pythonConstants} from '../runtime/python-constants.js'
 import {summarizeExamples} from '../scaffold/new-recipe.js'
 import {renderRecipe} from '../scaffold/render.js'
@@ -266,9 +267,10 @@ function registration(text: string, key: string): string | undefined {
   return text.match(new RegExp(`["']${key}["']\\s*:\\s*(?:["']([^"']+)["']|(-?\\d+))`))?.slice(1).find((v) => v !== undefined)
 }
 
+/** `file:line` of the first physical line matching, or the file alone. */
 function lineOf(file: LoadedFile, pattern: RegExp): string {
-  const index = file.text.split('\n').findIndex((l) => pattern.test(l))
-  return index === -1 ? file.name : `${file.name}:${index + 1}`
+  const line = rawLineOf(file.text, pattern)
+  return line === undefined ? file.name : `${file.name}:${line}`
 }
 
 async function readService(r: Reading, gym: LoadedFile | undefined, host: LoadedFile | undefined, scripts: LoadedFile[], gymRoot: string | undefined, env: Record<string, string>): Promise<void> {
@@ -508,8 +510,7 @@ async function userFills(draftPath: string): Promise<Tree> {
   const text = await fsp.readFile(draftPath, 'utf8').catch(() => undefined)
   if (text === undefined) return {}
   try {
-    const value: unknown = parseYaml(text)
-    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Tree) : {}
+    return objectFields(parseYaml(text))
   } catch (error) {
     throw new GymError(`${draftPath} is not valid YAML: ${messageOf(error).split('\n')[0]}`, {code: 'E_CONTRACT_INVALID', exit: ExitCode.usage, hint: 'Fix the draft (or remove it to start over), then rerun adopt.', location: {file: draftPath}})
   }

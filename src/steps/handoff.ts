@@ -145,7 +145,7 @@ export async function recipeHandoff(o: HandoffOptions): Promise<HandoffReport> {
     dir: target.dir,
     relaxRoot: target.relaxRoot,
     commands,
-    env: {file: (await fsp.stat(path.join(target.dir, 'env.sh')).catch(() => undefined)) ? path.join(target.dir, 'env.sh') : null, required, error: envError},
+    env: {file: files.byRole.env?.path ?? null, required, error: envError},
     data: {path: plan?.file ?? null, exists: Boolean(plan?.stat?.isFile)},
     checkpoints: checkpoints ? `${checkpoints.replace(/\/$/, '')}/` : null,
     rungs: standing.rungs,
