@@ -168,7 +168,8 @@ export async function readTextIfExists(p: string): Promise<string | undefined> {
     return await fsp.readFile(p, 'utf8')
   } catch (error) {
     if (codeOf(error) === 'ENOENT') return undefined
-    throw error
+    // Node leaves the path out of some read errors (EISDIR): the message then names no file.
+    throw attributeTo(error, p)
   }
 }
 

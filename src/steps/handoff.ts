@@ -16,7 +16,7 @@ import {saveDirOf} from '../ladder/training/index.js'
 import type {CheckContext} from '../ladder/types.js'
 import {messageOf} from '../errors.js'
 import {Redactor} from '../redact.js'
-import {writeFileAtomic} from '../runtime/fs.js'
+import {readTextIfExists, writeFileAtomic} from '../runtime/fs.js'
 import {regionBody, REGIONS, beginMarker, endMarker, withRegionBody} from '../scaffold/regions.js'
 import {shellWord} from '../shell-words.js'
 
@@ -202,7 +202,8 @@ function handoffMarkdown(report: HandoffReport): string {
 
 async function writeHandoff(report: HandoffReport, readmeName: string, o: HandoffOptions): Promise<string> {
   const file = path.join(report.dir, readmeName)
-  const text = await fsp.readFile(file, 'utf8').catch(() => `# ${report.recipe}\n`)
+  // Only a missing README starts afresh: one that cannot be read is never written over.
+  const text = (await readTextIfExists(file)) ?? `# ${report.recipe}\n`
   const withSection =
     regionBody(text, REGIONS.handoff) === undefined
       ? `${text.replace(/\n*$/, '')}\n\n## Hand-off\n\n${beginMarker(REGIONS.handoff, `written by \`gymrecipe handoff ${report.recipe} --write\`; regeneration keeps it`)}\n${endMarker(REGIONS.handoff)}\n`

@@ -2,14 +2,13 @@
  * `gymrecipe pitfall add`: one numbered symptom → cause → fix entry in the recipe's PITFAIL.md,
  * given on the command line or drafted from the last failed check the ladder recorded.
  */
-import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
 import {ExitCode, GymError, usageError} from '../errors.js'
 import {resolveRecipe} from '../ladder/target.js'
 import {Redactor} from '../redact.js'
 import {editText} from '../runtime/editor.js'
-import {writeFileAtomic} from '../runtime/fs.js'
+import {readTextIfExists, writeFileAtomic} from '../runtime/fs.js'
 import {type FailureRecord, readLadderState} from '../runtime/ladder-state.js'
 import {appendEntry, entriesOf, entryLine, partProblem, type PitfallEntry, symptomKey} from '../scaffold/pitfalls.js'
 
@@ -94,7 +93,8 @@ export async function addPitfall(o: PitfallAddOptions): Promise<PitfallAddResult
     throw usageError(`cannot record this entry: ${problems.join('; ')}`, 'One concise line each: what you saw, why it happened, what fixed it.', {field: `--${parts[0]}`})
   }
 
-  const text = await fsp.readFile(file, 'utf8').catch(() => `# ${target.id} 踩坑记录 (PITFAIL)\n\nKnown failures for this recipe, one per entry: symptom → cause → fix.\n`)
+  // Only a missing PITFAIL.md starts afresh: one that cannot be read is never written over.
+  const text = (await readTextIfExists(file)) ?? `# ${target.id} 踩坑记录 (PITFAIL)\n\nKnown failures for this recipe, one per entry: symptom → cause → fix.\n`
   const entries = entriesOf(text)
   const same = entries.find((e) => symptomKey(e.symptom) === symptomKey(entry.symptom))
   if (same) {
