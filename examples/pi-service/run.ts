@@ -137,6 +137,7 @@ try {
     check(run.exitCode === 0 && summary.completed === 2, `turn 1: ${summary.completed} of 2 rows completed (${JSON.stringify(summary.failure_kinds)})`)
     const files = ['row-a', 'row-b'].map((row) => readFileSync(path.join(stateDir, 'rows', row, 'workspace', 'notes.txt'), 'utf8'))
     check(files[0] === 'alpha\n' && files[1] === 'beta\n', `each row's notes.txt holds its own word (found ${JSON.stringify(files)})`)
+    for (const r of rows) say(`  ${r.row_id}: ${JSON.stringify(r.answer)}`)
     report.stages.push({stage: 'turn-1', answers: Object.fromEntries(rows.map((r) => [r.row_id, r.answer])), workspace_files: {'row-a': files[0], 'row-b': files[1]}})
     check(snapshot('turn-1').length === 0, 'no Pi process is left after turn 1')
   }
@@ -159,6 +160,7 @@ try {
     check(answers['row-a'].includes('alpha') && !answers['row-a'].includes('beta') && answers['row-b'].includes('beta') && !answers['row-b'].includes('alpha'), 'each row sees only its own notes.txt')
     const sessionFiles = ['row-a', 'row-b'].map((row) => readdirSync(path.join(stateDir, 'rows', row, 'sessions')))
     check(sessionFiles.every((f) => f.length === 1), `one Pi session file per row (${JSON.stringify(sessionFiles)})`)
+    for (const [row, answer] of Object.entries(answers)) say(`  ${row}: ${JSON.stringify(answer)}`)
     report.stages.push({stage: 'turn-2', answers, pi_session_files: {'row-a': sessionFiles[0][0], 'row-b': sessionFiles[1][0]}})
     check(snapshot('turn-2').length === 0, 'no Pi process is left after turn 2')
   }
@@ -174,6 +176,7 @@ try {
     const response = attempt.response?.body === undefined ? undefined : typeof attempt.response.body === 'string' ? JSON.parse(attempt.response.body) : attempt.response.body
     check(run.exitCode === 1 && attempt.failure_kind === 'unfinished_harness_output', `row C is reported unfinished (exit ${run.exitCode}, ${attempt.failure_kind}: ${attempt.failure_reason})`)
     check(/interrupted/u.test(attempt.failure_reason ?? ''), `the evidence says the turn was interrupted (${attempt.failure_reason})`)
+    say(`  row-c: ${attempt.failure_kind} (${attempt.failure_reason})`)
     report.stages.push({stage: 'interrupted', pi_during: during, failure_kind: attempt.failure_kind, failure_reason: attempt.failure_reason, response_status: response?.status ?? null})
     check(snapshot('interrupted').length === 0, 'no Pi process is left after the interrupted turn')
     await startPiService()
@@ -197,6 +200,7 @@ try {
     const log = await getJson(`${service!.url}/rows/row-d`)
     check(log.turns.length === 1 && log.turns[0].status === 'interrupted', `row D's turn log says interrupted (${JSON.stringify(log.turns)})`)
     check(fenced.ended.length === leftBehind.filter((p) => p.pgid === p.pid).length, `the restart ended the ${leftBehind.length} Pi process(es) left behind (${JSON.stringify(fenced)})`)
+    say(`  row-d: ${attempt.failure_kind} (${attempt.failure_reason}); the restart ended pid ${fenced.ended.map((r: any) => r.pid).join(', ') || 'none'} and logged turn 1 interrupted`)
     report.stages.push({stage: 'crashed', pi_during: during, pi_left_behind: leftBehind, failure_kind: attempt.failure_kind, failure_reason: attempt.failure_reason, fenced_at_restart: fenced, turn_log: log.turns})
     check(snapshot('restart after the crash').length === 0, 'no Pi process is left after the restart fenced the stale one')
   }
@@ -216,6 +220,7 @@ try {
     const interruptedPrompt = promptOf('crashed')
     const asked = readJsonl(path.join(out, 'logs', 'model-requests.jsonl')).filter((r) => r.messages.filter((m: any) => m.role === 'user').at(-1)?.text === interruptedPrompt).length
     check(asked === 1, `row D's interrupted prompt was put to the model ${asked} times as the turn's question`)
+    say(`  row-d: ${JSON.stringify(answer)} (metadata.interrupted_turns ${response?.metadata?.interrupted_turns}; the interrupted prompt was put to the model ${asked} time)`)
     report.stages.push({stage: 'after-crash', answer, metadata: response?.metadata, turn_log: log.turns, interrupted_prompt_asked: asked})
     check(snapshot('after-crash').length === 0, 'no Pi process is left after the follow-up turn')
   }
