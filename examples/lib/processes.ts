@@ -90,9 +90,8 @@ export interface CommandResult {
 }
 
 /** Run this checkout's gymrecipe CLI (build it first: `npm run build`). */
-export async function gymrecipe(args: string[], options: {env?: NodeJS.ProcessEnv; onSpawn?: (child: ChildProcess) => void} = {}): Promise<CommandResult> {
+export async function gymrecipe(args: string[], options: {env?: NodeJS.ProcessEnv} = {}): Promise<CommandResult> {
   const child = spawn(process.execPath, [GYMRECIPE, ...args], {cwd: REPO_ROOT, env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe']})
-  options.onSpawn?.(child)
   let stdout = ''
   let stderr = ''
   child.stdout!.on('data', (c: Buffer) => (stdout += c.toString('utf8')))

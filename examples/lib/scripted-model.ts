@@ -19,11 +19,9 @@
  * GET /stats: {"requests": n, "unscripted": n}.
  */
 import {appendFileSync, readFileSync} from 'node:fs'
-import http from 'node:http'
-import type {AddressInfo} from 'node:net'
-import path from 'node:path'
-import {fileURLToPath} from 'node:url'
+import type http from 'node:http'
 import {parseArgs} from 'node:util'
+import {announceAndStopOnSignals, isMain, reply, sendJson, serveJson} from './json-service.js'
 
 interface Step {
   tool?: string
@@ -94,90 +92,58 @@ export async function startScriptedModel(script: Script, options: {port?: number
   let requests = 0
   let unscripted = 0
   let calls = 0
-  const server = http.createServer((req, res) => {
-    let text = ''
-    req.setEncoding('utf8')
-    req.on('data', (chunk: string) => (text += chunk))
-    req.on('end', () => {
-      const send = (status: number, value: unknown) => {
-        const body = JSON.stringify(value)
-        res.writeHead(status, {'content-type': 'application/json', 'content-length': Buffer.byteLength(body)})
-        res.end(body)
+  const service = await serveJson(({method, route, body}) => {
+    if (method === 'GET' && route === '/stats') return reply(200, {requests, unscripted})
+    if (method === 'GET' && route === '/v1/models') return reply(200, {object: 'list', data: [{id: model, object: 'model'}]})
+    if (method !== 'POST' || route !== '/v1/chat/completions') return reply(404, {error: {message: `no route ${method} ${route}`}})
+    requests++
+    const messages: ChatMessage[] = Array.isArray(body?.messages) ? body.messages : []
+    if (options.log) {
+      appendFileSync(options.log, `${JSON.stringify({at: new Date().toISOString(), messages: messages.map((m) => ({role: m.role, text: textOf(m.content).slice(0, 500), tool_calls: m.tool_calls?.length ?? 0}))})}\n`)
+    }
+    const found = nextStep(script, messages)
+    if ('error' in found) {
+      unscripted++
+      return reply(422, {error: {message: found.error, type: 'invalid_request_error'}})
+    }
+    const {step} = found
+    const id = `chatcmpl-${requests}`
+    const message: Record<string, unknown> = {role: 'assistant', content: null}
+    let finish = 'stop'
+    if (step.tool !== undefined) {
+      calls++
+      message.tool_calls = [{id: `call_${calls}`, type: 'function', function: {name: step.tool, arguments: JSON.stringify(step.arguments ?? {})}}]
+      finish = 'tool_calls'
+    } else {
+      message.content = fillAnswer(step.answer ?? '', messages)
+    }
+    const usage = {prompt_tokens: 0, completion_tokens: 0, total_tokens: 0}
+    const answer = (res: http.ServerResponse) => {
+      if (res.destroyed) return
+      if (body.stream !== true) {
+        return sendJson(res, 200, {id, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model, choices: [{index: 0, message, finish_reason: finish}], usage})
       }
-      const route = (req.url ?? '/').split('?')[0]
-      if (req.method === 'GET' && route === '/stats') return send(200, {requests, unscripted})
-      if (req.method === 'GET' && route === '/v1/models') return send(200, {object: 'list', data: [{id: model, object: 'model'}]})
-      if (req.method !== 'POST' || route !== '/v1/chat/completions') return send(404, {error: {message: `no route ${req.method} ${route}`}})
-      requests++
-      let body: any
-      try {
-        body = JSON.parse(text)
-      } catch {
-        return send(400, {error: {message: 'request body is not JSON'}})
-      }
-      const messages: ChatMessage[] = Array.isArray(body?.messages) ? body.messages : []
-      if (options.log) {
-        appendFileSync(options.log, `${JSON.stringify({at: new Date().toISOString(), messages: messages.map((m) => ({role: m.role, text: textOf(m.content).slice(0, 500), tool_calls: m.tool_calls?.length ?? 0}))})}\n`)
-      }
-      const found = nextStep(script, messages)
-      if ('error' in found) {
-        unscripted++
-        return send(422, {error: {message: found.error, type: 'invalid_request_error'}})
-      }
-      const {step} = found
-      const id = `chatcmpl-${requests}`
-      const message: Record<string, unknown> = {role: 'assistant', content: null}
-      let finish = 'stop'
-      if (step.tool !== undefined) {
-        calls++
-        message.tool_calls = [{id: `call_${calls}`, type: 'function', function: {name: step.tool, arguments: JSON.stringify(step.arguments ?? {})}}]
-        finish = 'tool_calls'
-      } else {
-        message.content = fillAnswer(step.answer ?? '', messages)
-      }
-      const usage = {prompt_tokens: 0, completion_tokens: 0, total_tokens: 0}
-      const answer = () => {
-        if (res.destroyed) return
-        if (body.stream !== true) {
-          return send(200, {id, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model, choices: [{index: 0, message, finish_reason: finish}], usage})
-        }
-        const base = {id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model}
-        res.writeHead(200, {'content-type': 'text/event-stream', 'cache-control': 'no-cache'})
-        const delta = step.tool !== undefined ? {role: 'assistant', tool_calls: (message.tool_calls as any[]).map((call, index) => ({index, ...call}))} : {role: 'assistant', content: message.content}
-        res.write(`data: ${JSON.stringify({...base, choices: [{index: 0, delta, finish_reason: null}]})}\n\n`)
-        res.write(`data: ${JSON.stringify({...base, choices: [{index: 0, delta: {}, finish_reason: finish}], usage})}\n\n`)
-        res.end('data: [DONE]\n\n')
-      }
-      if (step.delay_ms) setTimeout(answer, step.delay_ms)
-      else answer()
-    })
-  })
-  server.listen(options.port ?? 0, '127.0.0.1')
-  await new Promise((resolve) => server.once('listening', resolve))
-  const {port} = server.address() as AddressInfo
-  return {
-    url: `http://127.0.0.1:${port}/v1`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve())
-        server.closeAllConnections()
-      }),
-  }
+      const base = {id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model}
+      res.writeHead(200, {'content-type': 'text/event-stream', 'cache-control': 'no-cache'})
+      const delta = step.tool !== undefined ? {role: 'assistant', tool_calls: (message.tool_calls as any[]).map((call, index) => ({index, ...call}))} : {role: 'assistant', content: message.content}
+      res.write(`data: ${JSON.stringify({...base, choices: [{index: 0, delta, finish_reason: null}]})}\n\n`)
+      res.write(`data: ${JSON.stringify({...base, choices: [{index: 0, delta: {}, finish_reason: finish}], usage})}\n\n`)
+      res.end('data: [DONE]\n\n')
+    }
+    return (res) => {
+      if (step.delay_ms) setTimeout(() => answer(res), step.delay_ms)
+      else answer(res)
+    }
+  }, options.port)
+  return {url: `${service.url}/v1`, close: service.close}
 }
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+if (isMain(import.meta.url)) {
   const {values} = parseArgs({options: {script: {type: 'string'}, port: {type: 'string', default: '0'}, log: {type: 'string'}}})
   if (!values.script) {
     process.stderr.write('usage: scripted-model.ts --script script.json [--port 0] [--log requests.jsonl]\n')
     process.exit(2)
   }
   const script = JSON.parse(readFileSync(values.script, 'utf8')) as Script
-  const model = await startScriptedModel(script, {port: Number(values.port), log: values.log})
-  process.stdout.write(`${JSON.stringify({url: model.url, pid: process.pid, model: script.model ?? 'scripted'})}\n`)
-  const stop = async () => {
-    await model.close()
-    process.exit(0)
-  }
-  process.on('SIGTERM', stop)
-  process.on('SIGINT', stop)
+  announceAndStopOnSignals(await startScriptedModel(script, {port: Number(values.port), log: values.log}), {model: script.model ?? 'scripted'})
 }

@@ -24,7 +24,7 @@ import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
 import {processesRunning, type ProcessEntry} from '../lib/process-table.js'
 import {getJson, gymrecipe, killService, REPO_ROOT, startService, stopService, type CommandResult, type RunningService} from '../lib/processes.js'
-import {findPi} from './pi-runner.js'
+import {findPi, type PiInstall} from './pi-runner.js'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 const {values} = parseArgs({options: {out: {type: 'string', default: path.join(process.env.TMPDIR ?? '/tmp', 'gymrecipe-example-pi')}, json: {type: 'boolean', default: false}}})
@@ -39,7 +39,7 @@ if (!existsSync(path.join(REPO_ROOT, 'dist', 'commands'))) {
   process.stderr.write('gymrecipe is not built in this checkout: run `npm run build` (or `npm run example:pi`, which builds first)\n')
   process.exit(2)
 }
-let pi
+let pi: PiInstall
 try {
   pi = findPi(path.join(HERE, 'node_modules'))
 } catch (error) {
@@ -77,12 +77,12 @@ const startPiService = async () => {
   say(`started the Pi service at ${service.url} (pid ${service.pid}, Pi ${String(service.info.pi_version)})`)
   return service
 }
-const harness = (stage: string, onSpawn?: Parameters<typeof gymrecipe>[1]['onSpawn']): {stage: string; result: Promise<CommandResult>} => {
+const harness = (stage: string): {stage: string; result: Promise<CommandResult>} => {
   const config = path.join(out, 'harness.yaml')
   writeFileSync(config, readFileSync(path.join(HERE, 'config', 'harness.yaml'), 'utf8').replaceAll('http://127.0.0.1:8770', service!.url))
   const args = ['call', 'harness', path.join(HERE, 'data', `${stage}.jsonl`), '--config', config, '--output', path.join(out, `${stage}.jsonl`), '--evidence-dir', path.join(out, 'evidence', stage), '--json']
   say(`$ gymrecipe call harness data/${stage}.jsonl --config harness.yaml --output ${stage}.jsonl --evidence-dir evidence/${stage}`)
-  return {stage, result: gymrecipe(args, {onSpawn})}
+  return {stage, result: gymrecipe(args)}
 }
 const summaryOf = (result: CommandResult) => {
   try {

@@ -26,11 +26,10 @@
 import type {ChildProcess} from 'node:child_process'
 import {randomBytes} from 'node:crypto'
 import {writeFileSync} from 'node:fs'
-import http from 'node:http'
-import type {AddressInfo} from 'node:net'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
+import {announceAndStopOnSignals, isMain, reply, serveJson} from '../lib/json-service.js'
 import {findPi, runPiTurn, type PiInstall} from './pi-runner.js'
 import {endProcessGroup, processStartTime, ROW_ID, RowStore} from './row-store.js'
 
@@ -120,74 +119,52 @@ export async function startPiService(options: ServiceOptions) {
     void endProcessGroup(lease.running.pid!)
   }
 
-  const server = http.createServer((req, res) => {
-    let text = ''
-    req.setEncoding('utf8')
-    req.on('data', (chunk: string) => (text += chunk))
-    req.on('end', async () => {
-      inFlight++
-      const send = (status: number, value: unknown) => {
-        const body = JSON.stringify(value)
-        res.writeHead(status, {'content-type': 'application/json', 'content-length': Buffer.byteLength(body)})
-        res.end(body)
+  const service = await serveJson(async ({method, route, headers, body}) => {
+    inFlight++
+    try {
+      if (method === 'GET' && route === '/stats') {
+        return reply(200, {active_sessions: leases.size, active_pi_processes: running.size, rows: store.rows().length, turns: store.rows().reduce((n, r) => n + store.turns(r).length, 0), fenced_at_start: {ended_processes: fenced.ended.length, interrupted_turns: fenced.interrupted}})
       }
-      try {
-        const route = (req.url ?? '/').split('?')[0]
-        if (req.method === 'GET' && route === '/stats') {
-          return send(200, {active_sessions: leases.size, active_pi_processes: running.size, rows: store.rows().length, turns: store.rows().reduce((n, r) => n + store.turns(r).length, 0), fenced_at_start: {ended_processes: fenced.ended.length, interrupted_turns: fenced.interrupted}})
-        }
-        if (req.method === 'GET' && route.startsWith('/rows/')) {
-          const rowId = decodeURIComponent(route.slice('/rows/'.length))
-          if (!ROW_ID.test(rowId) || !store.rows().includes(rowId)) return send(404, {detail: `no row ${JSON.stringify(rowId)}`})
-          return send(200, {row_id: rowId, turns: store.turns(rowId)})
-        }
-        if (req.method !== 'POST') return send(405, {detail: `${req.method} ${route} is not served`})
-        let body: any = {}
-        try {
-          if (text.trim() !== '') body = JSON.parse(text)
-        } catch {
-          return send(400, {detail: 'request body is not JSON'})
-        }
-        const token = req.headers['x-session-token']
-        const lease = typeof token === 'string' ? leases.get(token) : undefined
-        switch (route) {
-          case '/sessions/initialize': {
-            if (stopping) return send(503, {detail: 'the service is stopping'})
-            const rowId = body?.row_id
-            if (typeof rowId !== 'string' || !ROW_ID.test(rowId)) return send(422, {detail: 'row_id must be 1-128 characters: letters, digits, ".", "_" or "-", starting with a letter or digit'})
-            if ([...leases.values()].some((l) => l.rowId === rowId)) return send(409, {detail: `row ${rowId} is held by another caller`})
-            const {existed} = store.openRow(rowId)
-            const own = randomBytes(16).toString('hex')
-            leases.set(own, {rowId})
-            return send(200, {token: own, row_id: rowId, resumed: existed, completed_turns: store.turns(rowId).filter((t) => t.status === 'completed').length})
-          }
-          case '/v1/responses': {
-            if (!lease) return send(401, {detail: 'initialize a session first and send its X-Session-Token'})
-            if (stopping) return send(503, {detail: 'the service is stopping'})
-            if (lease.running) return send(409, {detail: `row ${lease.rowId} already has a turn in progress`})
-            const prompt = typeof body?.input === 'string' ? body.input : Array.isArray(body?.input) ? body.input.map((m: any) => (typeof m?.content === 'string' ? m.content : '')).join('\n') : ''
-            if (prompt.trim() === '') return send(422, {detail: 'input must be the turn prompt (a string or a list of messages)'})
-            return send(200, await turn(lease, prompt))
-          }
-          case '/sessions/cleanup': {
-            if (!lease) return send(401, {detail: 'cleanup needs the X-Session-Token of a live session'})
-            if (lease.running) interrupt(lease, 'the caller cleaned up during the turn')
-            leases.delete(token as string)
-            return send(200, {released: lease.rowId})
-          }
-          default:
-            return send(404, {detail: `no route ${route}`})
-        }
-      } catch (error) {
-        send(500, {detail: (error as Error).message})
-      } finally {
-        inFlight--
+      if (method === 'GET' && route.startsWith('/rows/')) {
+        const rowId = decodeURIComponent(route.slice('/rows/'.length))
+        if (!ROW_ID.test(rowId) || !store.rows().includes(rowId)) return reply(404, {detail: `no row ${JSON.stringify(rowId)}`})
+        return reply(200, {row_id: rowId, turns: store.turns(rowId)})
       }
-    })
-  })
-  server.listen(options.port ?? 0, '127.0.0.1')
-  await new Promise((resolve) => server.once('listening', resolve))
-  const {port} = server.address() as AddressInfo
+      if (method !== 'POST') return reply(405, {detail: `${method} ${route} is not served`})
+      const token = headers['x-session-token']
+      const lease = typeof token === 'string' ? leases.get(token) : undefined
+      switch (route) {
+        case '/sessions/initialize': {
+          if (stopping) return reply(503, {detail: 'the service is stopping'})
+          const rowId = body?.row_id
+          if (typeof rowId !== 'string' || !ROW_ID.test(rowId)) return reply(422, {detail: 'row_id must be 1-128 characters: letters, digits, ".", "_" or "-", starting with a letter or digit'})
+          if ([...leases.values()].some((l) => l.rowId === rowId)) return reply(409, {detail: `row ${rowId} is held by another caller`})
+          const {existed} = store.openRow(rowId)
+          const own = randomBytes(16).toString('hex')
+          leases.set(own, {rowId})
+          return reply(200, {token: own, row_id: rowId, resumed: existed, completed_turns: store.turns(rowId).filter((t) => t.status === 'completed').length})
+        }
+        case '/v1/responses': {
+          if (!lease) return reply(401, {detail: 'initialize a session first and send its X-Session-Token'})
+          if (stopping) return reply(503, {detail: 'the service is stopping'})
+          if (lease.running) return reply(409, {detail: `row ${lease.rowId} already has a turn in progress`})
+          const prompt = typeof body?.input === 'string' ? body.input : Array.isArray(body?.input) ? body.input.map((m: any) => (typeof m?.content === 'string' ? m.content : '')).join('\n') : ''
+          if (prompt.trim() === '') return reply(422, {detail: 'input must be the turn prompt (a string or a list of messages)'})
+          return reply(200, await turn(lease, prompt))
+        }
+        case '/sessions/cleanup': {
+          if (!lease) return reply(401, {detail: 'cleanup needs the X-Session-Token of a live session'})
+          if (lease.running) interrupt(lease, 'the caller cleaned up during the turn')
+          leases.delete(token as string)
+          return reply(200, {released: lease.rowId})
+        }
+        default:
+          return reply(404, {detail: `no route ${route}`})
+      }
+    } finally {
+      inFlight--
+    }
+  }, options.port)
 
   /** End every running turn (answered as interrupted), let callers clean up, then close. */
   const close = async () => {
@@ -195,29 +172,17 @@ export async function startPiService(options: ServiceOptions) {
     for (const lease of leases.values()) interrupt(lease, 'the service was stopped during the turn')
     const deadline = Date.now() + 5000
     while ((running.size > 0 || inFlight > 0 || leases.size > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve())
-      server.closeAllConnections()
-    })
+    await service.close()
   }
-  return {url: `http://127.0.0.1:${port}`, pi, fenced, close}
+  return {url: service.url, pi, fenced, close}
 }
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+if (isMain(import.meta.url)) {
   const {values} = parseArgs({options: {'state-dir': {type: 'string'}, 'model-endpoint': {type: 'string'}, model: {type: 'string'}, 'api-key-env': {type: 'string'}, port: {type: 'string', default: '0'}, 'turn-timeout': {type: 'string', default: '300'}}})
   if (!values['state-dir'] || !values['model-endpoint'] || !values.model) {
     process.stderr.write('usage: service.ts --state-dir DIR --model-endpoint URL/v1 --model NAME [--api-key-env NAME] [--port 0] [--turn-timeout 300]\n')
     process.exit(2)
   }
   const service = await startPiService({stateDir: values['state-dir'], modelEndpoint: values['model-endpoint'], model: values.model, apiKeyEnv: values['api-key-env'], port: Number(values.port), turnTimeoutSeconds: Number(values['turn-timeout'])})
-  process.stdout.write(`${JSON.stringify({url: service.url, pid: process.pid, pi_version: service.pi.version, fenced: service.fenced})}\n`)
-  let closing = false
-  const stop = async () => {
-    if (closing) return
-    closing = true
-    await service.close()
-    process.exit(0)
-  }
-  process.on('SIGTERM', stop)
-  process.on('SIGINT', stop)
+  announceAndStopOnSignals(service, {pi_version: service.pi.version, fenced: service.fenced})
 }

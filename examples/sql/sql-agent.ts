@@ -16,11 +16,8 @@
  * It prints one line {"url", "pid"} once listening and stops on SIGTERM or SIGINT.
  */
 import {randomBytes, randomUUID} from 'node:crypto'
-import http from 'node:http'
-import type {AddressInfo} from 'node:net'
-import path from 'node:path'
-import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
+import {announceAndStopOnSignals, isMain, reply, serveJson} from '../lib/json-service.js'
 
 const MAX_STEPS = 8
 const RUN_SQL_TOOL = {
@@ -99,80 +96,45 @@ export async function startSqlAgent(options: {modelEndpoint: string; model: stri
     return {id: `resp_${randomUUID()}`, object: 'response', model: options.model, status: 'incomplete', incomplete_details: {reason: 'max_tool_steps'}, output}
   }
 
-  const server = http.createServer((req, res) => {
-    let text = ''
-    req.setEncoding('utf8')
-    req.on('data', (chunk: string) => (text += chunk))
-    req.on('end', async () => {
-      const send = (status: number, value: unknown) => {
-        const body = JSON.stringify(value)
-        res.writeHead(status, {'content-type': 'application/json', 'content-length': Buffer.byteLength(body)})
-        res.end(body)
-      }
-      const route = (req.url ?? '/').split('?')[0]
-      if (req.method === 'GET' && route === '/stats') return send(200, {active_sessions: sessions.size, responses, tool_calls: toolCalls})
-      if (req.method !== 'POST') return send(405, {detail: `${req.method} ${route} is not served`})
-      let body: any = {}
-      try {
-        if (text.trim() !== '') body = JSON.parse(text)
-      } catch {
-        return send(400, {detail: 'request body is not JSON'})
-      }
-      const token = req.headers['x-session-token']
-      const resourceToken = typeof token === 'string' ? sessions.get(token) : undefined
-      try {
-        switch (route) {
-          case '/sessions/initialize': {
-            const opened = await postJson(`${options.resourceEndpoint}/sessions/initialize`, {database: body?.database})
-            const own = randomBytes(16).toString('hex')
-            sessions.set(own, opened.token)
-            return send(200, {token: own})
-          }
-          case '/v1/responses': {
-            if (!resourceToken) return send(401, {detail: 'initialize a session first and send its X-Session-Token'})
-            responses++
-            return send(200, await respond(body?.input, resourceToken))
-          }
-          case '/sessions/cleanup': {
-            if (!resourceToken) return send(401, {detail: 'cleanup needs the X-Session-Token of a live session'})
-            sessions.delete(token as string)
-            await postJson(`${options.resourceEndpoint}/sessions/cleanup`, {}, {'x-session-token': resourceToken})
-            return send(200, {released: true})
-          }
-          default:
-            return send(404, {detail: `no route ${route}`})
+  return await serveJson(async ({method, route, headers, body}) => {
+    if (method === 'GET' && route === '/stats') return reply(200, {active_sessions: sessions.size, responses, tool_calls: toolCalls})
+    if (method !== 'POST') return reply(405, {detail: `${method} ${route} is not served`})
+    const token = headers['x-session-token']
+    const resourceToken = typeof token === 'string' ? sessions.get(token) : undefined
+    try {
+      switch (route) {
+        case '/sessions/initialize': {
+          const opened = await postJson(`${options.resourceEndpoint}/sessions/initialize`, {database: body?.database})
+          const own = randomBytes(16).toString('hex')
+          sessions.set(own, opened.token)
+          return reply(200, {token: own})
         }
-      } catch (error) {
-        if (error instanceof RangeError) return send(422, {detail: error.message})
-        return send(502, {detail: (error as Error).message})
+        case '/v1/responses': {
+          if (!resourceToken) return reply(401, {detail: 'initialize a session first and send its X-Session-Token'})
+          responses++
+          return reply(200, await respond(body?.input, resourceToken))
+        }
+        case '/sessions/cleanup': {
+          if (!resourceToken) return reply(401, {detail: 'cleanup needs the X-Session-Token of a live session'})
+          sessions.delete(token as string)
+          await postJson(`${options.resourceEndpoint}/sessions/cleanup`, {}, {'x-session-token': resourceToken})
+          return reply(200, {released: true})
+        }
+        default:
+          return reply(404, {detail: `no route ${route}`})
       }
-    })
-  })
-  server.listen(options.port ?? 0, '127.0.0.1')
-  await new Promise((resolve) => server.once('listening', resolve))
-  const {port} = server.address() as AddressInfo
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve())
-        server.closeAllConnections()
-      }),
-  }
+    } catch (error) {
+      if (error instanceof RangeError) return reply(422, {detail: error.message})
+      return reply(502, {detail: (error as Error).message})
+    }
+  }, options.port)
 }
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+if (isMain(import.meta.url)) {
   const {values} = parseArgs({options: {'model-endpoint': {type: 'string'}, model: {type: 'string'}, 'resource-endpoint': {type: 'string'}, port: {type: 'string', default: '0'}}})
   if (!values['model-endpoint'] || !values.model || !values['resource-endpoint']) {
     process.stderr.write('usage: sql-agent.ts --model-endpoint URL/v1 --model NAME --resource-endpoint URL [--port 0]\n')
     process.exit(2)
   }
-  const agent = await startSqlAgent({modelEndpoint: values['model-endpoint'].replace(/\/+$/u, ''), model: values.model, resourceEndpoint: values['resource-endpoint'].replace(/\/+$/u, ''), port: Number(values.port)})
-  process.stdout.write(`${JSON.stringify({url: agent.url, pid: process.pid})}\n`)
-  const stop = async () => {
-    await agent.close()
-    process.exit(0)
-  }
-  process.on('SIGTERM', stop)
-  process.on('SIGINT', stop)
+  announceAndStopOnSignals(await startSqlAgent({modelEndpoint: values['model-endpoint'].replace(/\/+$/u, ''), model: values.model, resourceEndpoint: values['resource-endpoint'].replace(/\/+$/u, ''), port: Number(values.port)}))
 }

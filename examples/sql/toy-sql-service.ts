@@ -19,11 +19,10 @@
 import Database from 'better-sqlite3'
 import {randomBytes, randomUUID} from 'node:crypto'
 import {mkdirSync, readFileSync, rmSync} from 'node:fs'
-import http from 'node:http'
-import type {AddressInfo} from 'node:net'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
+import {announceAndStopOnSignals, isMain, reply, serveJson} from '../lib/json-service.js'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 export const DATABASES = ['original', 'variant'] as const
@@ -76,89 +75,56 @@ export async function startToySqlService(options: {databaseDir: string; port?: n
     }
   }
 
-  const server = http.createServer((req, res) => {
-    let text = ''
-    req.setEncoding('utf8')
-    req.on('data', (chunk: string) => (text += chunk))
-    req.on('end', () => {
-      const send = (status: number, value: unknown) => {
-        const body = JSON.stringify(value)
-        res.writeHead(status, {'content-type': 'application/json', 'content-length': Buffer.byteLength(body)})
-        res.end(body)
+  const service = await serveJson(({method, route, headers, body}) => {
+    if (method === 'GET' && route === '/stats') {
+      return reply(200, {active_sessions: sessions.size, sessions_opened: opened, sessions_expired: expired, executions})
+    }
+    if (method !== 'POST') return reply(405, {detail: `${method} ${route} is not served`})
+    const token = headers['x-session-token']
+    const session = typeof token === 'string' ? sessions.get(token) : undefined
+    if (typeof token === 'string' && !session) return reply(401, {detail: 'unknown or expired session token'})
+    if (session) session.lastUsed = Date.now()
+    switch (route) {
+      case '/sessions/initialize': {
+        const database = body?.database ?? 'original'
+        if (!DATABASES.includes(database)) return reply(422, {detail: `database must be one of ${DATABASES.join(', ')}`})
+        const created: Session = {id: randomUUID(), database, lastUsed: Date.now()}
+        const newToken = randomBytes(16).toString('hex')
+        sessions.set(newToken, created)
+        opened++
+        return reply(200, {session_id: created.id, token: newToken, database})
       }
-      const route = (req.url ?? '/').split('?')[0]
-      if (req.method === 'GET' && route === '/stats') {
-        return send(200, {active_sessions: sessions.size, sessions_opened: opened, sessions_expired: expired, executions})
+      case '/execute': {
+        if (typeof body?.sql !== 'string' || body.sql.trim() === '') return reply(422, {detail: 'sql must be a non-empty string'})
+        const database = session?.database ?? body.database
+        if (!DATABASES.includes(database)) return reply(422, {detail: `without a session, database must be one of ${DATABASES.join(', ')}`})
+        return reply(200, execute(database, body.sql))
       }
-      if (req.method !== 'POST') return send(405, {detail: `${req.method} ${route} is not served`})
-      let body: any = {}
-      if (text.trim() !== '') {
-        try {
-          body = JSON.parse(text)
-        } catch {
-          return send(400, {detail: 'request body is not JSON'})
-        }
+      case '/sessions/cleanup': {
+        if (!session) return reply(401, {detail: 'cleanup needs the X-Session-Token of a live session'})
+        sessions.delete(token as string)
+        return reply(200, {released: session.id})
       }
-      const token = req.headers['x-session-token']
-      const session = typeof token === 'string' ? sessions.get(token) : undefined
-      if (typeof token === 'string' && !session) return send(401, {detail: 'unknown or expired session token'})
-      if (session) session.lastUsed = Date.now()
-      switch (route) {
-        case '/sessions/initialize': {
-          const database = body?.database ?? 'original'
-          if (!DATABASES.includes(database)) return send(422, {detail: `database must be one of ${DATABASES.join(', ')}`})
-          const created: Session = {id: randomUUID(), database, lastUsed: Date.now()}
-          const newToken = randomBytes(16).toString('hex')
-          sessions.set(newToken, created)
-          opened++
-          return send(200, {session_id: created.id, token: newToken, database})
-        }
-        case '/execute': {
-          if (typeof body?.sql !== 'string' || body.sql.trim() === '') return send(422, {detail: 'sql must be a non-empty string'})
-          const database = session?.database ?? body.database
-          if (!DATABASES.includes(database)) return send(422, {detail: `without a session, database must be one of ${DATABASES.join(', ')}`})
-          return send(200, execute(database, body.sql))
-        }
-        case '/sessions/cleanup': {
-          if (!session) return send(401, {detail: 'cleanup needs the X-Session-Token of a live session'})
-          sessions.delete(token as string)
-          return send(200, {released: session.id})
-        }
-        default:
-          return send(404, {detail: `no route ${route}`})
-      }
-    })
-  })
-  server.listen(options.port ?? 0, '127.0.0.1')
-  await new Promise((resolve) => server.once('listening', resolve))
-  const {port} = server.address() as AddressInfo
+      default:
+        return reply(404, {detail: `no route ${route}`})
+    }
+  }, options.port)
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: service.url,
     activeSessions: () => sessions.size,
-    close: () =>
-      new Promise<void>((resolve) => {
-        clearInterval(sweeper)
-        server.close(() => {
-          for (const handle of handles.values()) handle.close()
-          resolve()
-        })
-        server.closeAllConnections()
-      }),
+    close: async () => {
+      clearInterval(sweeper)
+      await service.close()
+      for (const handle of handles.values()) handle.close()
+    },
   }
 }
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+if (isMain(import.meta.url)) {
   const {values} = parseArgs({options: {'database-dir': {type: 'string'}, port: {type: 'string', default: '0'}, 'session-ttl': {type: 'string', default: '600'}}})
   if (!values['database-dir']) {
     process.stderr.write('usage: toy-sql-service.ts --database-dir DIR [--port 0] [--session-ttl 600]\n')
     process.exit(2)
   }
-  const service = await startToySqlService({databaseDir: values['database-dir'], port: Number(values.port), sessionTtlSeconds: Number(values['session-ttl'])})
-  process.stdout.write(`${JSON.stringify({url: service.url, pid: process.pid})}\n`)
-  const stop = async () => {
-    await service.close()
-    process.exit(0)
-  }
-  process.on('SIGTERM', stop)
-  process.on('SIGINT', stop)
+  announceAndStopOnSignals(await startToySqlService({databaseDir: values['database-dir'], port: Number(values.port), sessionTtlSeconds: Number(values['session-ttl'])}))
 }
