@@ -8,7 +8,7 @@
  * `fenceStale` ends those by the pid and start time they were recorded with, and marks their
  * turns interrupted. Nothing is ever retried.
  */
-import {closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync} from 'node:fs'
+import {closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, writeFileSync, writeSync} from 'node:fs'
 import path from 'node:path'
 
 export const ROW_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/u
@@ -78,9 +78,13 @@ export async function endProcessGroup(pgid: number, graceMs = 2000): Promise<voi
 }
 
 function appendSynced(file: string, line: string): void {
-  const fd = openSync(file, 'a')
+  const fd = openSync(file, 'a+')
   try {
-    writeSync(fd, `${line}\n`)
+    // a line torn by a crash must not swallow the next record: start a fresh line after it
+    const {size} = fstatSync(fd)
+    const last = Buffer.alloc(1)
+    const torn = size > 0 && readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 0x0a
+    writeSync(fd, `${torn ? '\n' : ''}${line}\n`)
     fsyncSync(fd)
   } finally {
     closeSync(fd)
