@@ -11,6 +11,7 @@
 //
 //   node bench/tasks.mjs                        # full size (needs ~3 GB in os.tmpdir())
 //   GYMRECIPE_BENCH_SCALE=0.05 node bench/tasks.mjs   # quick run
+//   node bench/tasks.mjs --base <checkout>      # also runs another build (before/after), same inputs
 //
 // Run `npx tsc -p tsconfig.json` first: the CLI is run from dist/.
 
@@ -22,6 +23,8 @@ import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const baseAt = process.argv.indexOf('--base')
+const baseRoot = baseAt === -1 ? undefined : path.resolve(process.argv[baseAt + 1])
 const scale = Number(process.env.GYMRECIPE_BENCH_SCALE ?? '1')
 if (!(scale > 0)) throw new Error('GYMRECIPE_BENCH_SCALE must be a positive number')
 const TASKS = Math.max(1, Math.round(100_000 * scale))
@@ -208,9 +211,23 @@ async function measure(command, args, probeFile, env) {
   return {seconds, ...JSON.parse(readFileSync(probeFile, 'utf8'))}
 }
 
-function gymrecipe(args) {
+function gymrecipe(args, root = repoRoot) {
   const probeFile = file('gymrecipe.probe')
-  return measure(process.execPath, ['--import', PROBE, path.join(repoRoot, 'bin', 'run.js'), ...args], probeFile, {BENCH_PROBE_FILE: probeFile})
+  return measure(process.execPath, ['--import', PROBE, path.join(root, 'bin', 'run.js'), ...args], probeFile, {BENCH_PROBE_FILE: probeFile})
+}
+
+/** The base build on the same command, when --base is given: its figures and this build's ratio to it. */
+async function againstBase(name, rows, ours, args) {
+  if (!baseRoot) return
+  const before = await gymrecipe(args, baseRoot)
+  console.log(
+    [
+      `${name} (base)`.padEnd(30),
+      `${rows.toLocaleString('en-US').padStart(10)} rows`,
+      `base ${before.seconds.toFixed(2)}s (cpu ${before.cpu.toFixed(2)}s) ${mb(before.rss).padStart(5)} MB`,
+      `this/base: time ${(ours.seconds / before.seconds).toFixed(2)} cpu ${(ours.cpu / before.cpu).toFixed(2)} RSS ${(ours.rss / before.rss).toFixed(2)}`,
+    ].join(' | '),
+  )
 }
 
 function python(args) {
@@ -257,13 +274,17 @@ try {
     ['rollouts ingest', 'rollouts.jsonl', ROLLOUTS],
     ['rollouts ingest (1/4 rollouts)', 'rollouts-quarter.jsonl', quarter],
   ]) {
-    const ours = await gymrecipe(['rollouts', 'ingest', '--tasks', file('tasks.jsonl'), '--rollouts', file(rollouts), '--output', file('ours-normalized.jsonl')])
+    const args = ['rollouts', 'ingest', '--tasks', file('tasks.jsonl'), '--rollouts', file(rollouts), '--output', file('ours-normalized.jsonl')]
+    const ours = await gymrecipe(args)
     const theirs = await python(['ingest', file('tasks.jsonl'), file(rollouts), file('py-normalized.jsonl')])
     await report(label, rows, ours, theirs, [file('ours-normalized.jsonl'), file('py-normalized.jsonl')])
+    await againstBase(label, rows, ours, args)
   }
-  const ours = await gymrecipe(['tasks', 'export', file('bundles.jsonl'), '--output', file('ours-tasks.jsonl')])
+  const exportArgs = ['tasks', 'export', file('bundles.jsonl'), '--output', file('ours-tasks.jsonl')]
+  const ours = await gymrecipe(exportArgs)
   const theirs = await python(['export', file('bundles.jsonl'), file('py-tasks.jsonl')])
   await report('tasks export', BUNDLES, ours, theirs, [file('ours-tasks.jsonl'), file('py-tasks.jsonl')])
+  await againstBase('tasks export', BUNDLES, ours, exportArgs)
 } finally {
   rmSync(work, {recursive: true, force: true})
 }

@@ -38,7 +38,7 @@ export async function assertJsonlFile(file: string, flag: string): Promise<numbe
 
 const BLANK = /^\s*$/
 
-/** How far a read has come; told once per chunk (about every MiB). */
+/** How far a read has come; told once per chunk (about every 256 KiB). */
 export interface ReadProgress {
   file: string
   bytes: number
@@ -121,9 +121,10 @@ export interface JsonlOutput {
   abort(): Promise<void>
 }
 
-const CHUNK = 1 << 20
+/** Lines are handed to the stream in pieces of this size (short-lived, like the reader's chunks). */
+const CHUNK = 1 << 18
 /** Up to this much may wait in the stream, so writing overlaps with producing the next lines. */
-const QUEUED = 4 << 20
+const QUEUED = 1 << 20
 
 /**
  * A JSONL output that becomes visible only on commit(): lines are streamed to

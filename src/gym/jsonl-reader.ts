@@ -34,7 +34,9 @@ export interface RawLine {
   bytes: number
 }
 
-const CHUNK_BYTES = 1 << 20
+// 256 KiB: big enough that reads are few, small enough that a chunk's text and lines die young
+// (1 MiB chunks survived the young generation and left the heap a third larger).
+const CHUNK_BYTES = 1 << 18
 
 /**
  * The one JSONL line reader. Reads a file chunk by chunk and hands back its lines a chunk at a
