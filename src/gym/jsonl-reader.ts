@@ -39,6 +39,30 @@ export interface RawLine {
 const CHUNK_BYTES = 1 << 18
 
 /**
+ * The unfinished last line, kept as the pieces it arrived in and joined once when its newline
+ * comes: joining at every chunk would copy a long line over and over (quadratic in its length).
+ */
+class Carry {
+  private pieces: Buffer[] = []
+  length = 0
+
+  /** Keep `piece` (the caller hands over a buffer that is not reused). */
+  append(piece: Buffer): void {
+    this.pieces.push(piece)
+    this.length += piece.length
+  }
+
+  /** The whole line so far, followed by `rest`; the carry is empty afterwards. */
+  take(rest?: Buffer): Buffer {
+    if (rest !== undefined) this.pieces.push(rest)
+    const whole = this.pieces.length === 1 ? this.pieces[0] : Buffer.concat(this.pieces, this.length + (rest?.length ?? 0))
+    this.pieces = []
+    this.length = 0
+    return whole
+  }
+}
+
+/**
  * The one JSONL line reader. Reads a file chunk by chunk and hands back its lines a chunk at a
  * time, so memory holds one chunk, the lines decoded from it and a partial last line (at most
  * maxLineBytes), however long the file is. It applies the byte-level part of the input policy:
@@ -47,7 +71,7 @@ const CHUNK_BYTES = 1 << 18
  */
 export class LineReader {
   private readonly buffer = Buffer.allocUnsafe(CHUNK_BYTES)
-  private carry: Buffer | undefined
+  private readonly carry = new Carry()
   private carryOffset = 0
   private position = 0
   private lineNo = 0
@@ -97,10 +121,10 @@ export class LineReader {
     const lines: RawLine[] = []
     if (bytesRead === 0) {
       this.done = true
-      if (this.carry && this.carry.length > 0) {
+      if (this.carry.length > 0) {
         const line = ++this.lineNo
-        lines.push({line, text: this.decode(this.carry, line), offset: this.carryOffset, bytes: this.carry.length})
-        this.carry = undefined
+        const bytes = this.carry.take()
+        lines.push({line, text: this.decode(bytes, line), offset: this.carryOffset, bytes: bytes.length})
       }
       return lines.length > 0 ? lines : undefined
     }
@@ -113,11 +137,10 @@ export class LineReader {
     let start = 0
     for (let newline = chunk.indexOf(10); newline !== -1; newline = chunk.indexOf(10, start)) {
       const line = ++this.lineNo
-      if (this.carry) {
-        const bytes = Buffer.concat([this.carry, chunk.subarray(start, newline)])
-        this.checkLength(bytes.length, line)
+      if (this.carry.length > 0) {
+        this.checkLength(this.carry.length + newline - start, line)
+        const bytes = this.carry.take(chunk.subarray(start, newline))
         lines.push({line, text: this.decode(bytes, line), offset: this.carryOffset, bytes: bytes.length})
-        this.carry = undefined
       } else {
         this.checkLength(newline - start, line)
         lines.push({line, text: this.decode(chunk.subarray(start, newline), line), offset: chunkOffset + start, bytes: newline - start})
@@ -127,13 +150,9 @@ export class LineReader {
     if (start < bytesRead) {
       // the buffer is reused: keep a copy of the unfinished line
       const rest = Buffer.from(chunk.subarray(start))
-      this.checkLength((this.carry?.length ?? 0) + rest.length, this.lineNo + 1)
-      if (this.carry) {
-        this.carry = Buffer.concat([this.carry, rest])
-      } else {
-        this.carry = rest
-        this.carryOffset = chunkOffset + start
-      }
+      this.checkLength(this.carry.length + rest.length, this.lineNo + 1)
+      if (this.carry.length === 0) this.carryOffset = chunkOffset + start
+      this.carry.append(rest)
     }
     return lines
   }
@@ -153,9 +172,8 @@ export class LineReader {
     this.firstLine = this.lineNo + 1
     if (bytesRead === 0) {
       this.done = true
-      if (this.carry && this.carry.length > 0) {
-        const text = this.decode(this.carry, this.lineNo + 1)
-        this.carry = undefined
+      if (this.carry.length > 0) {
+        const text = this.decode(this.carry.take(), this.lineNo + 1)
         this.lineNo++
         return [text]
       }
@@ -168,17 +186,17 @@ export class LineReader {
     this.position += bytesRead
     const last = chunk.lastIndexOf(10)
     if (last === -1) {
-      this.checkLength((this.carry?.length ?? 0) + chunk.length, this.lineNo + 1)
-      this.carry = this.carry ? Buffer.concat([this.carry, chunk]) : Buffer.from(chunk)
+      this.checkLength(this.carry.length + chunk.length, this.lineNo + 1)
+      this.carry.append(Buffer.from(chunk))
       return []
     }
-    const bytes = this.carry ? Buffer.concat([this.carry, chunk.subarray(0, last)]) : chunk.subarray(0, last)
+    const bytes = this.carry.length > 0 ? this.carry.take(chunk.subarray(0, last)) : chunk.subarray(0, last)
     if (!isUtf8(bytes)) this.throwFirstBadLine(bytes)
     const text = bytes.toString('utf8')
-    this.carry = last + 1 < bytesRead ? Buffer.from(chunk.subarray(last + 1)) : undefined
+    if (last + 1 < bytesRead) this.carry.append(Buffer.from(chunk.subarray(last + 1)))
     const lines = text.split('\n')
     this.checkLengths(lines)
-    if (this.carry) this.checkLength(this.carry.length, this.lineNo + lines.length + 1)
+    if (this.carry.length > 0) this.checkLength(this.carry.length, this.lineNo + lines.length + 1)
     this.lineNo += lines.length
     return lines
   }

@@ -29,7 +29,7 @@ async function allTexts(p: string): Promise<{line: number; text: string}[]> {
 }
 
 describe('streamed input', () => {
-  it('reads lines across 1 MiB chunk boundaries, multi-byte characters included, with their line numbers', async () => {
+  it('reads lines across chunk boundaries, multi-byte characters included, with their line numbers', async () => {
     // ~3 MiB: lines of varying length with a 4-byte character placed so some straddle a chunk boundary
     const lines = Array.from({length: 30_000}, (_, i) => JSON.stringify({i, pad: 'x'.repeat(i % 150), emoji: i % 7 === 0 ? '𝄞é' : ''}))
     const text = lines.join('\n') + '\n'
@@ -43,6 +43,24 @@ describe('streamed input', () => {
     }
     expect(reader.digest()).toBe(createHash('sha256').update(await readFile(p)).digest('hex'))
     await reader.close()
+  })
+
+  it('joins a line spanning many chunks, multi-byte characters on the seams, with its offset (both read paths)', async () => {
+    // lines of 3 MiB and 1 MiB + 1 between short ones: each arrives in many pieces
+    const long = `{"pad":"${'é𝄞x'.repeat(400_000)}"}`
+    const lines = ['{"a":1}', long, '{"b":2}', `{"q":"${'q'.repeat((1 << 20) + 1)}"}`, '{"c":3}']
+    const p = await file(lines.join('\n') + '\n')
+    expect((await allTexts(p)).map((l) => l.text)).toEqual(lines)
+    const reader = await LineReader.open(p)
+    const got = []
+    for (let chunk = await reader.next(); chunk; chunk = await reader.next()) got.push(...chunk)
+    await reader.close()
+    expect(got.map((l) => l.text)).toEqual(lines)
+    const bytes = await readFile(p)
+    for (const l of got) expect(bytes.subarray(l.offset, l.offset + l.bytes).toString()).toBe(l.text)
+    // and a file whose last line has no newline
+    const q = await file(lines.slice(0, 2).join('\n'))
+    expect((await allTexts(q)).map((l) => l.text)).toEqual(lines.slice(0, 2))
   })
 
   it('gives byte offsets and lengths of each line (what the journal index keeps)', async () => {
