@@ -10,6 +10,7 @@
  */
 import {closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, writeFileSync, writeSync} from 'node:fs'
 import path from 'node:path'
+import {livePids, procStat} from '../lib/process-table.js'
 
 export const ROW_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/u
 
@@ -32,31 +33,12 @@ export interface RunningRecord {
 
 /** Field 22 of /proc/<pid>/stat: the start time in clock ticks, which tells a reused pid apart. */
 export function processStartTime(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]
-  } catch {
-    return undefined
-  }
-}
-
-function processGroupOf(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2])
-  } catch {
-    return undefined
-  }
+  return procStat(pid)?.startTime
 }
 
 /** Pids of the live processes in process group `pgid` (a turn's Pi and what its tools started). */
 export function groupMembers(pgid: number): number[] {
-  const members: number[] = []
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/u.test(entry)) continue
-    if (processGroupOf(Number(entry)) === pgid) members.push(Number(entry))
-  }
-  return members
+  return livePids().filter((pid) => procStat(pid)?.pgid === pgid)
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))

@@ -22,6 +22,7 @@ import {existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync}
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
+import {readJsonl} from '../lib/jsonl.js'
 import {processesRunning, type ProcessEntry} from '../lib/process-table.js'
 import {getJson, gymrecipe, killService, REPO_ROOT, startService, stopService, type CommandResult, type RunningService} from '../lib/processes.js'
 import {findPi, type PiInstall} from './pi-runner.js'
@@ -51,11 +52,6 @@ class CheckFailed extends Error {}
 const check = (ok: boolean, what: string) => {
   if (!ok) throw new CheckFailed(what)
 }
-const readJsonl = (file: string): any[] =>
-  readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l) => JSON.parse(l))
 
 rmSync(out, {recursive: true, force: true})
 mkdirSync(path.join(out, 'logs'), {recursive: true})
@@ -77,12 +73,12 @@ const startPiService = async () => {
   say(`started the Pi service at ${service.url} (pid ${service.pid}, Pi ${String(service.info.pi_version)})`)
   return service
 }
-const harness = (stage: string): {stage: string; result: Promise<CommandResult>} => {
+const harness = (stage: string): Promise<CommandResult> => {
   const config = path.join(out, 'harness.yaml')
   writeFileSync(config, readFileSync(path.join(HERE, 'config', 'harness.yaml'), 'utf8').replaceAll('http://127.0.0.1:8770', service!.url))
   const args = ['call', 'harness', path.join(HERE, 'data', `${stage}.jsonl`), '--config', config, '--output', path.join(out, `${stage}.jsonl`), '--evidence-dir', path.join(out, 'evidence', stage), '--json']
   say(`$ gymrecipe call harness data/${stage}.jsonl --config harness.yaml --output ${stage}.jsonl --evidence-dir evidence/${stage}`)
-  return {stage, result: gymrecipe(args)}
+  return gymrecipe(args)
 }
 const summaryOf = (result: CommandResult) => {
   try {
@@ -93,10 +89,7 @@ const summaryOf = (result: CommandResult) => {
 }
 const attemptsOf = (stage: string): any[] => {
   const dir = path.join(out, 'evidence', stage, 'attempts')
-  return readFileSync(path.join(dir, readdirOne(dir)), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l))
+  return readJsonl(path.join(dir, readdirOne(dir)))
 }
 const readdirOne = (dir: string) => {
   const names = existsSync(dir) ? readdirSync(dir) : []
@@ -130,8 +123,7 @@ try {
 
   // turn-1: two rows, one turn each
   {
-    const {result} = harness('turn1')
-    const run = await result
+    const run = await harness('turn1')
     const summary = summaryOf(run)
     const rows = readJsonl(path.join(out, 'turn1.jsonl'))
     check(run.exitCode === 0 && summary.completed === 2, `turn 1: ${summary.completed} of 2 rows completed (${JSON.stringify(summary.failure_kinds)})`)
@@ -150,7 +142,7 @@ try {
 
   // turn-2: history through Pi's own session, files per row
   {
-    const run = await harness('turn2').result
+    const run = await harness('turn2')
     const summary = summaryOf(run)
     check(run.exitCode === 0 && summary.completed === 2, `turn 2: ${summary.completed} of 2 rows completed (${JSON.stringify(summary.failure_kinds)})`)
     const answers = Object.fromEntries(readJsonl(path.join(out, 'turn2.jsonl')).map((r) => [r.row_id, r.answer as string]))
@@ -167,7 +159,7 @@ try {
 
   // interrupted: the service is stopped while row C's turn runs
   {
-    const {result} = harness('interrupted')
+    const result = harness('interrupted')
     const during = await waitForTurn(promptOf('interrupted'))
     say(`  row C's turn is running (Pi pid ${during.map((p) => p.pid).join(', ')}); stopping the service`)
     await stopService(service!)
@@ -187,7 +179,7 @@ try {
 
   // crashed: the service is killed while row D's turn runs; the next start fences what it left
   {
-    const {result} = harness('crashed')
+    const result = harness('crashed')
     const during = await waitForTurn(promptOf('crashed'))
     say(`  row D's turn is running (Pi pid ${during.map((p) => p.pid).join(', ')}); killing the service (SIGKILL)`)
     await killService(service!)
@@ -207,7 +199,7 @@ try {
 
   // after-crash: the row goes on; the interrupted turn is reported, not redone
   {
-    const run = await harness('after-crash').result
+    const run = await harness('after-crash')
     const summary = summaryOf(run)
     check(run.exitCode === 0 && summary.completed === 1, `row D's next turn completed (${JSON.stringify(summary.failure_kinds)})`)
     const attempt = attemptsOf('after-crash')[0]

@@ -69,8 +69,9 @@ export async function startPiService(options: ServiceOptions) {
 
   const turn = async (lease: Lease, prompt: string) => {
     const paths = store.rowPaths(lease.rowId)
-    const number = store.turns(lease.rowId).length + 1
-    const interruptedBefore = store.turns(lease.rowId).filter((t) => t.status === 'interrupted').map((t) => t.turn)
+    const earlier = store.turns(lease.rowId)
+    const number = earlier.length + 1
+    const interruptedBefore = earlier.filter((t) => t.status === 'interrupted').map((t) => t.turn)
     const {child, done} = runPiTurn({
       pi,
       agentDir: store.agentDir,

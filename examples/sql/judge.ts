@@ -13,9 +13,8 @@
  * A model judge goes here instead: a `gymrecipe call harness` to a judge agent (or a Data
  * Designer LLM-judge column) whose verdict lands in a column that `include` reads.
  */
-import {readFileSync, renameSync, writeFileSync} from 'node:fs'
-import path from 'node:path'
-import {fileURLToPath} from 'node:url'
+import {isMain} from '../lib/json-service.js'
+import {readJsonl, writeJsonl} from '../lib/jsonl.js'
 
 interface Verdict {
   accepted_here: boolean
@@ -62,20 +61,20 @@ export function judgeRows(rows: any[]): any[] {
   })
 }
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+/** Judge the rows of `input` into `output`; the judged rows. */
+export function judgeFile(input: string, output: string): any[] {
+  const judged = judgeRows(readJsonl(input))
+  writeJsonl(output, judged)
+  return judged
+}
+
+if (isMain(import.meta.url)) {
   const [input, output] = process.argv.slice(2)
   if (!input || !output) {
     process.stderr.write('usage: judge.ts answered.jsonl judged.jsonl\n')
     process.exit(2)
   }
-  const rows = readFileSync(input, 'utf8')
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => JSON.parse(line))
-  const judged = judgeRows(rows)
-  const temporary = `${output}.${process.pid}.tmp`
-  writeFileSync(temporary, judged.map((row) => `${JSON.stringify(row)}\n`).join(''))
-  renameSync(temporary, output)
+  const judged = judgeFile(input, output)
   const kept = judged.filter((row) => row.judge.keep).map((row) => row.candidate.id)
   process.stdout.write(`${JSON.stringify({rows: judged.length, accepted_candidates: kept})}\n`)
 }

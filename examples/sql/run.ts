@@ -22,7 +22,8 @@ import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
 import {getJson, gymrecipe, REPO_ROOT, startService, stopService, type RunningService} from '../lib/processes.js'
-import {judgeRows} from './judge.js'
+import {readJsonl} from '../lib/jsonl.js'
+import {judgeFile} from './judge.js'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 const {values} = parseArgs({
@@ -49,12 +50,6 @@ if (!existsSync(path.join(REPO_ROOT, 'dist', 'commands'))) {
 }
 
 class StepFailed extends Error {}
-
-const readJsonl = (file: string): any[] =>
-  readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l) => JSON.parse(l))
 
 /** The committed config with the endpoints of the services this run started. */
 function writeConfig(name: string, endpoints: Record<string, string>): string {
@@ -110,8 +105,7 @@ try {
   for (const [name, summary] of Object.entries(calls)) say(`  ${name.padEnd(9)} ${summary.rows} rows, ${summary.completed} completed, ${summary.failed} failed; evidence ${path.relative(out, summary.evidence_dir)}/`)
 
   say('judge and filter (examples/sql/judge.ts): answered.jsonl -> judged.jsonl')
-  const judged = judgeRows(readJsonl(path.join(out, 'answered.jsonl')))
-  writeFileSync(path.join(out, 'judged.jsonl'), judged.map((r) => `${JSON.stringify(r)}\n`).join(''))
+  const judged = judgeFile(path.join(out, 'answered.jsonl'), path.join(out, 'judged.jsonl'))
 
   const built = await step(['tasks', 'build', path.join(out, 'judged.jsonl'), '--spec', writeConfig('task-spec.yaml', {}), '--output', path.join(out, 'scenarios.jsonl')])
   const exported = await step(['tasks', 'export', path.join(out, 'scenarios.jsonl'), '--output', path.join(out, 'gym-tasks.jsonl')])

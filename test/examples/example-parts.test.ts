@@ -9,15 +9,8 @@ import {describe, expect, it} from 'vitest'
 import {fillAnswer, nextStep} from '../../examples/lib/scripted-model.js'
 import {processStartTime, RowStore} from '../../examples/pi-service/row-store.js'
 import {repoRoot} from '../helpers/cli.js'
+import {pidAlive} from '../helpers/processes.js'
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 describe('the scripted model', () => {
   const script = {rules: [{user: 'Q?', steps: [{tool: 'run_sql', arguments: {sql: 'SELECT 1'}}, {answer: '{{first_value}} (turn {{turn}}, before: {{earlier_user}})'}]}]}
@@ -70,7 +63,7 @@ describe('the Pi service state: fencing what a killed service left behind', () =
       store.turnStarted('row-b', 1, child.pid!)
       const fenced = await store.fenceStale()
       expect(fenced.ended).toEqual([])
-      expect(alive(child.pid!)).toBe(true)
+      expect(pidAlive(child.pid!)).toBe(true)
       // the turn is still reported interrupted: its own process is gone
       expect(store.turns('row-b')[0]).toMatchObject({status: 'interrupted', reason: 'the service stopped during the turn'})
     } finally {

@@ -6,6 +6,7 @@ import {describe, expect, it} from 'vitest'
 
 import {judgeRow, judgeRows} from '../../examples/sql/judge.js'
 import {repoRoot} from '../helpers/cli.js'
+import {pidAlive} from '../helpers/processes.js'
 
 const readJsonl = async (file: string) =>
   (await readFile(file, 'utf8'))
@@ -13,14 +14,6 @@ const readJsonl = async (file: string) =>
     .filter((l) => l.trim() !== '')
     .map((l) => JSON.parse(l))
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 describe('examples/sql: the execution-grounded SQL workflow', () => {
   it('runs end to end with one command: judged, filtered, exported, no session left, services stopped', async () => {
@@ -73,7 +66,7 @@ describe('examples/sql: the execution-grounded SQL workflow', () => {
     expect(report.sessions.sql_service).toMatchObject({active_sessions: 0, sessions_opened: 24})
     expect(report.sessions.agent.active_sessions).toBe(0)
     expect(report.stopped).toHaveLength(3)
-    for (const s of report.stopped) expect(alive(s.pid)).toBe(false)
+    for (const s of report.stopped) expect(pidAlive(s.pid)).toBe(false)
   })
 
   it('reports the failed step, exits 1 and still stops its services when the model cannot be reached', async () => {
@@ -85,7 +78,7 @@ describe('examples/sql: the execution-grounded SQL workflow', () => {
     expect(report.ok).toBe(false)
     expect(report.error).toMatch(/gymrecipe call harness exited 1: .*"server_failed":12/u)
     expect(report.stopped.map((s: any) => s.name)).toEqual(['SQL agent', 'toy SQL service'])
-    for (const s of report.stopped) expect(alive(s.pid)).toBe(false)
+    for (const s of report.stopped) expect(pidAlive(s.pid)).toBe(false)
   })
 })
 

@@ -19,6 +19,7 @@ import {
   redactUrl,
 } from '../../src/runtime/ray-jobs.js'
 import {readRunState, runStatePath, writeRunState} from '../../src/runtime/run-state.js'
+import {pidAlive} from '../helpers/processes.js'
 import {FAKE_RAY_BIN_DIR, type FakeRay, startFakeRay, waitFor} from '../helpers/ray-fixture.js'
 
 let ray: FakeRay
@@ -38,15 +39,6 @@ afterAll(async () => {
 
 function uid(prefix: string): string {
   return `${prefix}-${Date.now()}-${Math.random().toString(16).slice(2, 8)}`
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
 }
 
 describe('REST client against the fake Ray Jobs server', () => {
