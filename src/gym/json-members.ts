@@ -148,13 +148,17 @@ function scanKey(text: string, i: number): number {
   return skipWhitespace(text, colon + 1)
 }
 
-/** Validate the value at i (nesting handled with an explicit stack); index just past it. */
-function scanValue(text: string, i: number, found: Findings): number {
+/**
+ * Validate the value at i (nesting handled with an explicit stack); index just past it.
+ * `depth`: containers already open around it (for the nesting limit; a member of the line's
+ * object has 1).
+ */
+function scanValue(text: string, i: number, found: Findings, depth = 0): number {
   const closers: number[] = []
   for (;;) {
     const c = text.charCodeAt(i)
     if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      if (closers.length >= MAX_NESTING) throw new JsonPolicyViolation(POLICY_MESSAGES.nesting)
+      if (closers.length + depth >= MAX_NESTING) throw new JsonPolicyViolation(POLICY_MESSAGES.nesting)
       const closer = c === OPEN_BRACE ? CLOSE_BRACE : CLOSE_BRACKET
       i = skipWhitespace(text, i + 1)
       if (text.charCodeAt(i) === closer) {
@@ -197,15 +201,20 @@ export interface ScannedObject {
   members: Map<string, string>
   /** Some float literal in the text overflows a double (Python would read inf). */
   hasNonFinite: boolean
+  /** The members of the object value of the key asked for (scanObjectMembers' `nested`), when it is one. */
+  nested?: Map<string, string>
 }
 
 /**
  * Validate a JSON text that must be an object, in one pass, and return its
  * members as key → exact value text in source order (a repeated key keeps its
- * first position and last value, like a Python dict). Returns undefined when
- * the text is valid JSON but not an object; throws on invalid JSON.
+ * first position and last value, like a Python dict). With `nested`, the
+ * members of that key's value are split in the same pass when it is an object
+ * (what rawMembers would return for it, without reading it twice). Returns
+ * undefined when the text is valid JSON but not an object; throws on invalid
+ * JSON.
  */
-export function scanObjectMembers(text: string): ScannedObject | undefined {
+export function scanObjectMembers(text: string, nested?: string): ScannedObject | undefined {
   const found: Findings = {nonFinite: false}
   const start = skipWhitespace(text, 0)
   if (text.charCodeAt(start) !== OPEN_BRACE) {
@@ -214,12 +223,23 @@ export function scanObjectMembers(text: string): ScannedObject | undefined {
     return undefined
   }
   const members = new Map<string, string>()
+  const split: Split = {members: undefined, end: 0}
+  let nestedMembers: Map<string, string> | undefined
   let i = skipWhitespace(text, start + 1)
   if (text.charCodeAt(i) !== CLOSE_BRACE) {
     for (;;) {
       const valueStart = scanKey(text, i)
-      const valueEnd = scanValue(text, valueStart, found)
-      members.set(keyOf(text.slice(i, endOfString(text, i))), text.slice(valueStart, valueEnd))
+      const key = keyOf(text.slice(i, endOfString(text, i)))
+      let valueEnd: number
+      if (key === nested && text.charCodeAt(valueStart) === OPEN_BRACE) {
+        scanMembers(text, valueStart, found, split)
+        valueEnd = split.end
+        nestedMembers = split.members
+      } else {
+        valueEnd = scanValue(text, valueStart, found, 1)
+        if (key === nested) nestedMembers = undefined
+      }
+      members.set(key, text.slice(valueStart, valueEnd))
       i = skipWhitespace(text, valueEnd)
       if (text.charCodeAt(i) !== COMMA) break
       i = skipWhitespace(text, i + 1)
@@ -228,7 +248,31 @@ export function scanObjectMembers(text: string): ScannedObject | undefined {
   }
   const end = skipWhitespace(text, i + 1)
   if (end !== text.length) syntaxError('end of input expected', end)
-  return {members, hasNonFinite: found.nonFinite}
+  return {members, hasNonFinite: found.nonFinite, nested: nestedMembers}
+}
+
+interface Split {
+  members: Map<string, string> | undefined
+  end: number
+}
+
+/** Validate the object member value opening at i and split it into its members (into `out`: members, and the index past it). */
+function scanMembers(text: string, i: number, found: Findings, out: Split): void {
+  const members = new Map<string, string>()
+  i = skipWhitespace(text, i + 1)
+  if (text.charCodeAt(i) !== CLOSE_BRACE) {
+    for (;;) {
+      const valueStart = scanKey(text, i)
+      const valueEnd = scanValue(text, valueStart, found, 2)
+      members.set(keyOf(text.slice(i, endOfString(text, i))), text.slice(valueStart, valueEnd))
+      i = skipWhitespace(text, valueEnd)
+      if (text.charCodeAt(i) !== COMMA) break
+      i = skipWhitespace(text, i + 1)
+    }
+    if (text.charCodeAt(i) !== CLOSE_BRACE) syntaxError("',' or '}' expected", i)
+  }
+  out.members = members
+  out.end = i + 1
 }
 
 /** Index just past the (already validated) string token opening at i. */

@@ -168,18 +168,23 @@ export class LineReader {
    */
   async nextTexts(): Promise<string[] | undefined> {
     if (this.done) return undefined
-    const {bytesRead} = await this.handle.read(this.buffer, 0, CHUNK_BYTES, this.position)
+    const ahead = this.ahead
+    this.ahead = undefined
+    const {buffer, bytesRead} = await (ahead ?? this.readChunk())
     this.firstLine = this.lineNo + 1
+    this.lastBytes = undefined
     if (bytesRead === 0) {
       this.done = true
       if (this.carry.length > 0) {
-        const text = this.decode(this.carry.take(), this.lineNo + 1)
+        const bytes = this.carry.take()
+        const text = this.decode(bytes, this.lineNo + 1)
+        this.lastBytes = bytes
         this.lineNo++
         return [text]
       }
       return undefined
     }
-    const chunk = this.buffer.subarray(0, bytesRead)
+    const chunk = buffer.subarray(0, bytesRead)
     this.checkStart(chunk)
     this.hash?.update(chunk)
     this.lastByte = chunk[bytesRead - 1]
@@ -188,12 +193,16 @@ export class LineReader {
     if (last === -1) {
       this.checkLength(this.carry.length + chunk.length, this.lineNo + 1)
       this.carry.append(Buffer.from(chunk))
+      this.readAhead()
       return []
     }
     const bytes = this.carry.length > 0 ? this.carry.take(chunk.subarray(0, last)) : chunk.subarray(0, last)
     if (!isUtf8(bytes)) this.throwFirstBadLine(bytes)
     const text = bytes.toString('utf8')
+    this.lastBytes = bytes
     if (last + 1 < bytesRead) this.carry.append(Buffer.from(chunk.subarray(last + 1)))
+    // the next chunk is read into the other buffer while the caller works on these lines
+    this.readAhead()
     const lines = text.split('\n')
     this.checkLengths(lines)
     if (this.carry.length > 0) this.checkLength(this.carry.length, this.lineNo + lines.length + 1)
@@ -228,7 +237,35 @@ export class LineReader {
     return this.hash.digest('hex')
   }
 
+  /**
+   * The bytes the lines nextTexts() returned last were decoded from (newline-separated, without
+   * the unfinished last line). Valid until the next call: the reader reuses its buffers.
+   */
+  lastBytes: Buffer | undefined
+
+  /** The read of the next chunk, started before the caller asked for it (nextTexts only). */
+  private ahead: Promise<{buffer: Buffer; bytesRead: number}> | undefined
+  /** nextTexts() reads into these in turn, so that lastBytes stays intact during a read ahead. */
+  private readonly buffers = [this.buffer, Buffer.allocUnsafe(CHUNK_BYTES)]
+  private turn = 0
+
+  private async readChunk(): Promise<{buffer: Buffer; bytesRead: number}> {
+    const buffer = this.buffers[this.turn]
+    this.turn ^= 1
+    const {bytesRead} = await this.handle.read(buffer, 0, CHUNK_BYTES, this.position)
+    return {buffer, bytesRead}
+  }
+
+  private readAhead(): void {
+    const read = this.readChunk()
+    // a failed read ahead is reported by the nextTexts() that takes it, or dropped by close()
+    read.catch(() => undefined)
+    this.ahead = read
+  }
+
   async close(): Promise<void> {
+    await this.ahead?.catch(() => undefined)
+    this.ahead = undefined
     await this.handle.close().catch(() => undefined)
   }
 }

@@ -109,7 +109,7 @@ export async function openAtomicTarget(target: string): Promise<AtomicTarget> {
   return {
     tmpPath,
     direct: false,
-    createStream: (o) => createWriteStream(tmpPath, o).on('error', (error) => attributeTo(error, target)),
+    createStream: (o) => (o?.flush ? syncedFileStream(tmpPath, o.highWaterMark) : createWriteStream(tmpPath, o)).on('error', (error: unknown) => attributeTo(error, target)),
     commit: async () => {
       await fsp.rename(tmpPath, target).catch((error) => {
         throw attributeTo(error, target)
@@ -121,6 +121,61 @@ export async function openAtomicTarget(target: string): Promise<AtomicTarget> {
       openTemporaries.delete(tmpPath)
     },
   }
+}
+
+/** Bytes a synced stream writes between two background syncs. */
+const SYNC_EVERY = 32 * 1024 * 1024
+
+/**
+ * A stream onto a new file that is fsynced before it finishes. What it has written is also
+ * synced in the background every SYNC_EVERY bytes, so the disk works while the producer does
+ * and the last fsync has little left to do (for a large output, that wait was most of a
+ * command's idle time).
+ */
+function syncedFileStream(file: string, highWaterMark?: number): Writable {
+  const opened = fsp.open(file, 'w')
+  // an open failure is reported by the first write or by the end of the stream
+  opened.catch(() => undefined)
+  let unsynced = 0
+  let syncing: Promise<void> = Promise.resolve()
+  let syncError: unknown
+  const writeAll = async (handle: fsp.FileHandle, chunk: Buffer) => {
+    for (let offset = 0; offset < chunk.length; ) offset += (await handle.write(chunk, offset, chunk.length - offset)).bytesWritten
+  }
+  return new Writable({
+    highWaterMark,
+    write(chunk: Buffer, _encoding, done) {
+      opened
+        .then(async (handle) => {
+          await writeAll(handle, chunk)
+          unsynced += chunk.length
+          if (unsynced >= SYNC_EVERY) {
+            unsynced = 0
+            syncing = syncing.then(() => handle.datasync()).catch((error: unknown) => void (syncError ??= error))
+          }
+        })
+        .then(() => done(), done)
+    },
+    final(done) {
+      opened
+        .then(async (handle) => {
+          await syncing
+          if (syncError !== undefined) throw syncError
+          await handle.sync()
+          await handle.close()
+        })
+        .then(() => done(), done)
+    },
+    destroy(error, done) {
+      opened
+        .then(async (handle) => {
+          await syncing
+          await handle.close()
+        })
+        .catch(() => undefined)
+        .then(() => done(error))
+    },
+  })
 }
 
 /**

@@ -1,6 +1,6 @@
 import {POLICY_MESSAGES} from '../input-policy.js'
-import {assertJsonlFile, FieldError, type JsonlOutput, locate, nonFiniteField, type ReadProgress, readJsonlLines, scanObjectLine, withJsonlOutput} from '../json.js'
-import {normalizeRecord, type RolloutStatus} from './normalize.js'
+import {assertJsonlFile, FieldError, type JsonlOutput, locate, nonFiniteField, type ReadProgress, readJsonlBatches, scanObjectLine, withJsonlOutput} from '../json.js'
+import {normalizedPieces, type RolloutStatus} from './normalize.js'
 import {loadTaskTable, type TaskEntry} from './task-table.js'
 
 export interface IngestOptions {
@@ -27,17 +27,20 @@ const JOIN_HINT = 'Rollouts join on _ng_task_index, which Gym stamps while colle
 
 async function joinFile(file: string, flag: string, status: RolloutStatus, tasks: Map<bigint, TaskEntry>, out: JsonlOutput, onProgress?: (progress: ReadProgress) => void): Promise<number> {
   let records = 0
-  for await (const line of readJsonlLines(file, flag, onProgress)) {
-    const {members, hasNonFinite} = scanObjectLine(line, file)
-    let normalized: string
-    try {
-      if (hasNonFinite) throw new FieldError(nonFiniteField(line.text, ''), POLICY_MESSAGES.nonFinite)
-      normalized = normalizeRecord(line.text, members, tasks, status)
-    } catch (error) {
-      throw locate(error, 'E_ROLLOUT_INVALID', file, line.line, JOIN_HINT)
+  for await (const batch of readJsonlBatches(file, flag, onProgress, {bytes: true})) {
+    const pieces: (string | Uint8Array)[] = []
+    for (const line of batch) {
+      const {members, hasNonFinite} = scanObjectLine(line, file)
+      try {
+        if (hasNonFinite) throw new FieldError(nonFiniteField(line.text, ''), POLICY_MESSAGES.nonFinite)
+        normalizedPieces(line.bytes!, members, tasks, status, pieces)
+      } catch (error) {
+        throw locate(error, 'E_ROLLOUT_INVALID', file, line.line, JOIN_HINT)
+      }
     }
-    await out.write(normalized)
-    records++
+    // the batch's bytes are copied before the next batch is read over them
+    await out.writePieces(pieces, batch.length)
+    records += batch.length
   }
   return records
 }

@@ -1,5 +1,5 @@
 import {FieldError, jsonKind, rawMembers} from '../json.js'
-import {indexKey, type TaskEntry} from './task-table.js'
+import {indexKey, type TaskEntry, trimJsonBytes} from './task-table.js'
 
 /**
  * One rollout (or failure-sidecar) record joined to its task. Every output
@@ -56,28 +56,32 @@ function findTask(members: Map<string, string>, tasks: Map<bigint, TaskEntry>): 
   return {key, task}
 }
 
-/** The normalized JSONL line for one record, given as its raw members (scanObjectLine). Throws FieldError. */
-export function normalizeRecord(text: string, members: Map<string, string>, tasks: Map<bigint, TaskEntry>, status: RolloutStatus): string {
-  const {key, task} = findTask(members, tasks)
+/**
+ * The normalized JSONL line for one record, given as its raw members (scanObjectLine) and its
+ * line's bytes, as pieces for JsonlOutput.writePieces (newline included): the task and the
+ * rollout are copied as the bytes they were read as. Throws FieldError.
+ */
+export function normalizedPieces(bytes: Buffer, members: Map<string, string>, tasks: Map<bigint, TaskEntry>, status: RolloutStatus, pieces: (string | Uint8Array)[]): void {
+  const {task} = findTask(members, tasks)
   const own = (name: string, absent: string) => members.get(name) ?? absent
   const field = (name: keyof typeof FIELD_SOURCES) => firstOf(members, FIELD_SOURCES[name])
-  return (
-    `{"scenario_id":${task.scenarioId}` +
-    `,"task_index":${key}` +
-    `,"rollout_index":${own('_ng_rollout_index', 'null')}` +
-    `,"status":"${status}"` +
-    `,"reward":${own('reward', 'null')}` +
-    `,"provenance":${task.provenance}` +
+  pieces.push(
+    task.pieces.head,
+    `,"rollout_index":${own('_ng_rollout_index', 'null')},"status":"${status}","reward":${own('reward', 'null')}`,
+    task.pieces.provenance,
     `,"agent_ref":${members.get('agent_ref') ?? task.agentRef ?? 'null'}` +
-    `,"failure_class":${own('_ng_failure_class', 'null')}` +
-    `,"failure_terminal":${own('_ng_failure_terminal', 'false')}` +
-    `,"failure_reason":${field('failure_reason')}` +
-    `,"failure_stage":${field('failure_stage')}` +
-    `,"rollout_id":${field('rollout_id')}` +
-    `,"attempt":${field('attempt')}` +
-    `,"task_id":${field('task_id')}` +
-    `,"environment_server":${field('environment_server')}` +
-    `,"task":${task.text}` +
-    `,"rollout":${text.trim()}}`
+      `,"failure_class":${own('_ng_failure_class', 'null')}` +
+      `,"failure_terminal":${own('_ng_failure_terminal', 'false')}` +
+      `,"failure_reason":${field('failure_reason')}` +
+      `,"failure_stage":${field('failure_stage')}` +
+      `,"rollout_id":${field('rollout_id')}` +
+      `,"attempt":${field('attempt')}` +
+      `,"task_id":${field('task_id')}` +
+      `,"environment_server":${field('environment_server')}`,
+    task.pieces.task,
+    trimJsonBytes(bytes),
+    RECORD_END,
   )
 }
+
+const RECORD_END = Buffer.from('}\n')

@@ -1,19 +1,25 @@
 import {POLICY_MESSAGES} from '../input-policy.js'
-import {FieldError, inputError, integerText, jsonKind, locate, nonFiniteField, parseJson, rawString, readJsonlLines, type ScannedObject, scanObjectLine} from '../json.js'
+import {FieldError, inputError, integerText, jsonKind, locate, nonFiniteField, parseJson, rawString, readJsonlBatches, type ScannedObject, scanObjectLine} from '../json.js'
 import {canonicalJson} from '../tasks/identity.js'
 
 /**
- * The exported tasks, keyed by task index, holding what a rollout join needs
- * as exact JSON text. This table is the only thing ingest keeps in memory.
+ * The exported tasks, keyed by task index, holding what a rollout join copies into its output as
+ * exact JSON bytes (UTF-8). This table is the only thing ingest keeps in memory: bytes take half
+ * the room of the decoded text and hold no reference to the chunk the task was read from.
  */
 export interface TaskEntry {
   line: number
   /** The task line as read, without surrounding whitespace. */
-  text: string
-  /** `_dd_scenario_id` as JSON text. */
-  scenarioId: string
-  /** `_dd_provenance` as JSON text, `{}` when absent. */
-  provenance: string
+  text: Buffer
+  /** The pieces of a joined record that come from the task alone (see normalizedPieces). */
+  pieces: {
+    /** `{"scenario_id":<_dd_scenario_id>,"task_index":<index>` */
+    head: Buffer
+    /** `,"provenance":<_dd_provenance>` (`{}` when absent) */
+    provenance: Buffer
+    /** `,"task":<the task line>,"rollout":` */
+    task: Buffer
+  }
   /** `agent_ref` as JSON text when the task has the key. */
   agentRef?: string
 }
@@ -38,7 +44,7 @@ interface ParsedTask {
   entry: TaskEntry
 }
 
-function taskEntry(text: string, {members: task, hasNonFinite}: ScannedObject, line: number): ParsedTask {
+function taskEntry(text: string, bytes: Buffer, {members: task, hasNonFinite}: ScannedObject, line: number): ParsedTask {
   const indexField = task.has('_ng_task_index') ? '_ng_task_index' : 'id'
   const rawIndex = task.get(indexField)
   if (rawIndex === undefined || rawIndex === 'null') throw new FieldError(indexField, 'every task must contain _ng_task_index or id')
@@ -51,11 +57,39 @@ function taskEntry(text: string, {members: task, hasNonFinite}: ScannedObject, l
   const provenance = task.get('_dd_provenance') ?? 'null'
   if (provenance !== 'null' && jsonKind(provenance) !== 'object') throw new FieldError('_dd_provenance', 'must be a JSON object')
   if (hasNonFinite) throw new FieldError(nonFiniteField(text, ''), POLICY_MESSAGES.nonFinite)
+  const agentRef = task.get('agent_ref')
+  const taskText = Buffer.from(trimJsonBytes(bytes))
   return {
     key,
     indexField,
-    entry: {line, text: text.trim(), scenarioId, provenance: provenance === 'null' ? '{}' : provenance, agentRef: task.get('agent_ref')},
+    entry: {
+      line,
+      text: taskText,
+      pieces: {
+        head: Buffer.from(`{"scenario_id":${scenarioId},"task_index":${key}`),
+        provenance: Buffer.from(`,"provenance":${provenance === 'null' ? '{}' : provenance}`),
+        task: Buffer.concat([TASK_OPEN, taskText, ROLLOUT_OPEN]),
+      },
+      // a copy, not a slice that would keep the whole chunk's text alive
+      agentRef: agentRef === undefined ? undefined : Buffer.from(agentRef).toString(),
+    },
   }
+}
+
+const TASK_OPEN = Buffer.from(',"task":')
+const ROLLOUT_OPEN = Buffer.from(',"rollout":')
+
+/** Bytes without the JSON whitespace around them (a valid JSON line has no other). */
+export function trimJsonBytes(bytes: Buffer): Buffer {
+  let start = 0
+  let end = bytes.length
+  while (start < end && isJsonSpace(bytes[start])) start++
+  while (end > start && isJsonSpace(bytes[end - 1])) end--
+  return start === 0 && end === bytes.length ? bytes : bytes.subarray(start, end)
+}
+
+function isJsonSpace(byte: number): boolean {
+  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09
 }
 
 /** Same JSON value, whatever the key order or spacing. */
@@ -67,22 +101,24 @@ function sameJson(a: string, b: string): boolean {
 export async function loadTaskTable(file: string): Promise<TaskTable> {
   const table: TaskTable = {entries: new Map(), lines: 0, identicalDuplicates: 0}
   const hint = 'Tasks for ingest come from `gymrecipe tasks export`.'
-  for await (const line of readJsonlLines(file, '--tasks')) {
-    table.lines++
-    const task = scanObjectLine(line, file)
-    let parsed: ParsedTask
-    try {
-      parsed = taskEntry(line.text, task, line.line)
-    } catch (error) {
-      throw locate(error, 'E_TASK_INVALID', file, line.line, hint)
-    }
-    const existing = table.entries.get(parsed.key)
-    if (!existing) {
-      table.entries.set(parsed.key, parsed.entry)
-    } else if (sameJson(existing.text, parsed.entry.text)) {
-      table.identicalDuplicates++
-    } else {
-      throw inputError('E_TASK_CONFLICT', `conflicting tasks share task index ${parsed.key}: this task differs from the one on line ${existing.line}`, {file, line: line.line, field: parsed.indexField}, 'Each task index must identify one task; remove or fix one of the two.')
+  for await (const batch of readJsonlBatches(file, '--tasks', undefined, {bytes: true})) {
+    for (const line of batch) {
+      table.lines++
+      const task = scanObjectLine(line, file)
+      let parsed: ParsedTask
+      try {
+        parsed = taskEntry(line.text, line.bytes!, task, line.line)
+      } catch (error) {
+        throw locate(error, 'E_TASK_INVALID', file, line.line, hint)
+      }
+      const existing = table.entries.get(parsed.key)
+      if (!existing) {
+        table.entries.set(parsed.key, parsed.entry)
+      } else if (existing.text.equals(parsed.entry.text) || sameJson(existing.text.toString(), line.text)) {
+        table.identicalDuplicates++
+      } else {
+        throw inputError('E_TASK_CONFLICT', `conflicting tasks share task index ${parsed.key}: this task differs from the one on line ${existing.line}`, {file, line: line.line, field: parsed.indexField}, 'Each task index must identify one task; remove or fix one of the two.')
+      }
     }
   }
   return table

@@ -1,5 +1,5 @@
 import {POLICY_MESSAGES} from '../input-policy.js'
-import {FieldError, jsonKind, locate, nonFiniteField, rawMembers, rawString, type ReadProgress, readJsonlLines, type ScannedObject, scanObjectLine, withJsonlOutput} from '../json.js'
+import {FieldError, jsonKind, locate, nonFiniteField, rawString, type ReadProgress, readJsonlBatches, type ScannedObject, scanObjectLine, withJsonlOutput} from '../json.js'
 import {isEncodableId, taskIndexOf} from './identity.js'
 import {checkGymTask, kindsOfRaw} from './task.js'
 
@@ -29,8 +29,7 @@ function scenarioIdOf(members: Map<string, string>): string {
   return id
 }
 
-function taskOf(raw: string): Map<string, string> {
-  const task = jsonKind(raw) === 'object' ? rawMembers(raw) : undefined
+function taskOf(task: Map<string, string> | undefined): Map<string, string> {
   checkGymTask(task && kindsOfRaw(task), 'task')
   return task as Map<string, string>
 }
@@ -61,8 +60,8 @@ function dumpedMembers(task: Map<string, string>, taskText: string): string {
   return out.slice(1)
 }
 
-/** Export one scanned bundle line. Throws FieldError. */
-export function exportBundle({members: bundle, hasNonFinite}: ScannedObject): string {
+/** Export one bundle line, scanned with its task's members split (scanObjectLine(line, file, 'task')). Throws FieldError. */
+export function exportBundle({members: bundle, hasNonFinite, nested}: ScannedObject): string {
   for (const key of bundle.keys()) {
     if (!BUNDLE_FIELDS.includes(key)) throw new FieldError(key, `unknown field; a scenario bundle has only ${BUNDLE_FIELDS.join(', ')}`)
   }
@@ -70,7 +69,7 @@ export function exportBundle({members: bundle, hasNonFinite}: ScannedObject): st
   if (version !== undefined && (jsonKind(version) !== 'string' || rawString(version) !== '1')) throw new FieldError('schema_version', 'must be the string "1"')
   const scenarioId = scenarioIdOf(bundle)
   const taskText = required(bundle, 'task')
-  const task = taskOf(taskText)
+  const task = taskOf(nested)
   const provenance = bundle.get('provenance')
   if (provenance !== undefined && jsonKind(provenance) !== 'object') throw new FieldError('provenance', 'must be a JSON object')
   // The bundle's other members are strings, so a non-finite number is in the task or the provenance.
@@ -100,15 +99,18 @@ export interface ExportSummary {
 export async function exportTasks(options: {input: string; output: string; dryRun: boolean; onProgress?: (progress: ReadProgress) => void}): Promise<ExportSummary> {
   const {input, output, dryRun} = options
   const tasks = await withJsonlOutput(output, dryRun, async (out) => {
-    for await (const line of readJsonlLines(input, 'SCENARIOS', options.onProgress)) {
-      const bundle = scanObjectLine(line, input)
-      let task: string
-      try {
-        task = exportBundle(bundle)
-      } catch (error) {
-        throw locate(error, 'E_BUNDLE_INVALID', input, line.line, 'Scenario bundles come from `gymrecipe tasks build`.')
+    for await (const batch of readJsonlBatches(input, 'SCENARIOS', options.onProgress)) {
+      const exported: string[] = new Array(batch.length)
+      for (let n = 0; n < batch.length; n++) {
+        const line = batch[n]
+        const bundle = scanObjectLine(line, input, 'task')
+        try {
+          exported[n] = exportBundle(bundle)
+        } catch (error) {
+          throw locate(error, 'E_BUNDLE_INVALID', input, line.line, 'Scenario bundles come from `gymrecipe tasks build`.')
+        }
       }
-      await out.write(task)
+      await out.writeLines(exported)
     }
     return out.lines
   })

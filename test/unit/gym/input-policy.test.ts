@@ -119,6 +119,17 @@ describe('nesting', () => {
     expect(stats.problems).toEqual([{line: 2, column: 6 + MAX_NESTING - 1, reason: POLICY_MESSAGES.nesting}])
     expect(scanLines(`${deep(MAX_NESTING - 1)}\n`).problems).toEqual([])
   })
+
+  it('puts the limit where nestsDeeperThan does, also when a nested object is split in the same pass', () => {
+    // the object, its member "t" and then arrays: MAX_NESTING levels in all are accepted
+    const inside = (n: number) => `{"t":{"a":${'['.repeat(n)}${']'.repeat(n)}}}`
+    expect(scanObjectLine({line: 1, text: deep(MAX_NESTING - 1)}, 'f.jsonl').members.size).toBe(1)
+    expect(() => scanObjectLine({line: 1, text: deep(MAX_NESTING)}, 'f.jsonl')).toThrow(expect.objectContaining({message: POLICY_MESSAGES.nesting}))
+    for (const nested of [undefined, 't']) {
+      expect(scanObjectLine({line: 1, text: inside(MAX_NESTING - 2)}, 'f.jsonl', nested).members.size).toBe(1)
+      expect(() => scanObjectLine({line: 1, text: inside(MAX_NESTING - 1)}, 'f.jsonl', nested)).toThrow(expect.objectContaining({message: POLICY_MESSAGES.nesting}))
+    }
+  })
 })
 
 describe('numbers', () => {

@@ -6,10 +6,12 @@ import {describe, expect, it} from 'vitest'
 import {GymError} from '../../../src/errors.js'
 import {
   integerText,
+  JsonSyntaxError,
   isLosslessNumber,
   openJsonlOutput,
   parseJson,
   rawMembers,
+  readJsonlBatches,
   readJsonlLines,
   scanObjectLine,
   scanObjectMembers,
@@ -119,14 +121,25 @@ describe('scanObjectMembers', () => {
         native = Symbol.for('invalid')
       }
       let ours: unknown
+      let split: unknown
       try {
         const scanned = scanObjectMembers(text)
         ours = scanned === undefined ? 'not an object' : Object.fromEntries([...scanned.members].map(([key, raw]) => [key, JSON.parse(raw)]))
       } catch {
         ours = Symbol.for('invalid')
       }
+      try {
+        const scanned = scanObjectMembers(text, 'responses_create_params')
+        const params = scanned?.members.get('responses_create_params')
+        split = scanned === undefined ? 'not an object' : Object.fromEntries([...scanned.members].map(([key, raw]) => [key, JSON.parse(raw)]))
+        // the nested split is what rawMembers gives for an object value, and nothing otherwise
+        expect(scanned?.nested && [...scanned.nested]).toEqual(params?.startsWith('{') ? [...rawMembers(params)] : undefined)
+      } catch (error) {
+        if (!(error instanceof JsonSyntaxError)) throw error
+        split = Symbol.for('invalid')
+      }
       const expected = typeof native === 'object' && native !== null && !Array.isArray(native) ? native : typeof native === 'symbol' ? native : 'not an object'
-      expect({text, ours}).toEqual({text, ours: expected})
+      expect({text, ours, split}).toEqual({text, ours: expected, split: expected})
     }
   })
 
@@ -136,6 +149,23 @@ describe('scanObjectMembers', () => {
     expect(scanObjectMembers(`{"a":${'9'.repeat(400)}.0}`)?.hasNonFinite).toBe(true)
     expect(scanObjectMembers('{"a":1e308,"b":1e-400,"c":"1e400"}')?.hasNonFinite).toBe(false)
     expect(scanObjectMembers(`{"a":${'9'.repeat(400)}}`)?.hasNonFinite).toBe(false)
+  })
+
+  it('splits the object value of the key asked for in the same pass, as rawMembers would', () => {
+    const text = '{"a":1,"task" : { "b":"}{" , "c":[1,{"d":"\\\\"}],"b":2 },"z":{"y":0}}'
+    const scanned = scanObjectMembers(text, 'task')!
+    expect([...scanned.members]).toEqual(members(text))
+    expect([...scanned.nested!]).toEqual([...rawMembers(scanned.members.get('task')!)])
+    expect([...scanned.nested!]).toEqual([
+      ['b', '2'],
+      ['c', '[1,{"d":"\\\\"}]'],
+    ])
+    expect(scanObjectMembers('{"task":{}}', 'task')!.nested).toEqual(new Map())
+    // absent, not an object, or repeated with a last value that is not an object: no split
+    for (const other of ['{"a":{"b":1}}', '{"task":[{"b":1}]}', '{"task":"{}"}', '{"task":{"b":1},"task":null}']) {
+      expect(scanObjectMembers(other, 'task')!.nested).toBeUndefined()
+    }
+    expect([...scanObjectMembers('{"task":null,"task":{"b":1}}', 'task')!.nested!]).toEqual([['b', '1']])
   })
 
   it('rawMembers splits an already validated object the same way', () => {
@@ -180,6 +210,27 @@ describe('readJsonlLines', () => {
     const lines = await collect(file)
     expect(lines.map((l) => l.line)).toEqual([1, 2])
     expect(lines[0].text).toBe(long)
+  })
+
+  it('hands each line its own bytes in batches, across chunk boundaries, CRLF and multi-byte text', async () => {
+    const dir = await tempDir()
+    const file = path.join(dir, 'bytes.jsonl')
+    // lines of every length around the 256 KiB chunk, some with CRLF, some blank, multi-byte text
+    const texts = Array.from({length: 40}, (_, n) => `{"n":${n},"s":"${'é✓😀a'.repeat((n * 7919) % 40_000)}"}`)
+    const content = texts.map((text, n) => (n % 5 === 0 ? `${text}\r\n\n` : n % 7 === 0 ? `${text}\n  \n` : `${text}\n`)).join('') + '{"last":true}'
+    await writeFile(file, content)
+    const seen: {line: number; text: string; bytes: string}[] = []
+    let batches = 0
+    for await (const batch of readJsonlBatches(file, 'ROWS', undefined, {bytes: true})) {
+      batches++
+      // the bytes are valid until the next batch is asked for
+      for (const line of batch) seen.push({line: line.line, text: line.text, bytes: line.bytes!.toString('utf8')})
+    }
+    expect(batches).toBeGreaterThan(5)
+    expect(seen.map((l) => l.text)).toEqual([...texts, '{"last":true}'])
+    for (const line of seen) expect(line.bytes).toBe(line.text)
+    expect(seen.map((l) => l.line)).toEqual(await collect(file).then((lines) => lines.map((l) => l.line)))
+    for await (const batch of readJsonlBatches(file, 'ROWS')) expect(batch.every((line) => line.bytes === undefined)).toBe(true)
   })
 
   it('rejects invalid UTF-8 naming the line', async () => {
@@ -239,6 +290,28 @@ describe('JSONL output', () => {
     ).rejects.toThrow('bad row')
     expect(await readFile(target, 'utf8')).toBe('previous\n')
     expect(await readdir(dir)).toEqual(['out.jsonl'])
+  })
+
+  it('writes text and byte pieces in order, whatever their size against its 256 KiB buffer', async () => {
+    const dir = await tempDir()
+    const target = path.join(dir, 'pieces.jsonl')
+    const output = await openJsonlOutput(target, false)
+    const big = Buffer.from(`"${'✓'.repeat(200_000)}"`)
+    const pieces: (string | Uint8Array)[] = []
+    let expected = ''
+    for (let n = 0; n < 300; n++) {
+      const text = `{"n":${n},"s":"${'é'.repeat((n * 131) % 5000)}","b":`
+      const bytes = n % 50 === 0 ? big : Buffer.from(`"${'😀'.repeat(n)}"}`)
+      pieces.push(text, bytes, n % 50 === 0 ? '}\n' : '\n')
+      expected += `${text}${bytes.toString()}${n % 50 === 0 ? '}' : ''}\n`
+    }
+    await output.write('{"first":1}')
+    await output.writePieces(pieces, 300)
+    await output.writePieces([`"${'x'.repeat(300_000)}"`, '\n'], 1)
+    await output.write('{"last":1}')
+    expect(output.lines).toBe(303)
+    await output.commit()
+    expect(await readFile(target, 'utf8')).toBe(`{"first":1}\n${expected}"${'x'.repeat(300_000)}"\n{"last":1}\n`)
   })
 
   it('counts lines and writes nothing on a dry run', async () => {

@@ -9,7 +9,7 @@ import {exportBundle} from '../../../src/gym/tasks/export.js'
 
 /** An exported task line for a scenario, as `tasks export` writes it. */
 function task(scenarioId: string, extra = '', provenance = '{"seed_id":7}'): string {
-  return exportBundle(scanObjectMembers(`{"scenario_id":"${scenarioId}","task":{"responses_create_params":{"input":[]}${extra}},"provenance":${provenance}}`)!)
+  return exportBundle(scanObjectMembers(`{"scenario_id":"${scenarioId}","task":{"responses_create_params":{"input":[]}${extra}},"provenance":${provenance}}`, 'task')!)
 }
 
 const S1_INDEX = '1048143972598214168'
@@ -99,6 +99,20 @@ describe('rollouts ingest (reference §4.1)', () => {
     const lines = text.trim().split('\n')
     expect(lines[0]).toMatch(new RegExp(`^\\{"scenario_id":"low","task_index":${low},`))
     expect(lines[1]).toMatch(new RegExp(`^\\{"scenario_id":"high","task_index":${high},`))
+  })
+
+  it('copies task and rollout bytes exactly: whitespace around a line and CRLF dropped, multi-byte text kept', async () => {
+    const t = task('s1', ',"note":"Réponse ✓ 😀"')
+    const r1 = `{"_ng_task_index":${S1_INDEX},"reward":1.0,"response":{"text":"été ✓ 😀"}}`
+    const r2 = `{"_ng_task_index":${S1_INDEX},"reward":0.0}`
+    const paths = await files({tasks: [` \t${t}  \r`], rollouts: [`  ${r1} \r`, '', r2]})
+    await ingestRollouts({...paths, failures: undefined, dryRun: false})
+    const lines = (await readFile(paths.output, 'utf8')).split('\n')
+    expect(lines).toHaveLength(3)
+    expect(lines[0].endsWith(`,"task":${t},"rollout":${r1}}`)).toBe(true)
+    expect(lines[1].endsWith(`,"task":${t},"rollout":${r2}}`)).toBe(true)
+    expect(lines[0].startsWith(`{"scenario_id":"s1","task_index":${S1_INDEX},"rollout_index":null,"status":"completed","reward":1.0,"provenance":{"seed_id":7},`)).toBe(true)
+    expect(lines[2]).toBe('')
   })
 
   it('writes an empty file when there are no rollouts', async () => {

@@ -7,7 +7,7 @@ import {FieldError, scanObjectMembers} from '../../../src/gym/json.js'
 import {exportBundle, exportTasks} from '../../../src/gym/tasks/export.js'
 
 function exported(bundleText: string): string {
-  return exportBundle(scanObjectMembers(bundleText)!)
+  return exportBundle(scanObjectMembers(bundleText, 'task')!)
 }
 
 function exportError(bundleText: string): {field: string | undefined; message: string} {
