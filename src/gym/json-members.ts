@@ -140,10 +140,14 @@ function scanScalar(text: string, i: number, found: Findings): number {
   return syntaxError('JSON value expected', i)
 }
 
-/** Validate `"key" :` at i; index of the value that follows. */
+/** Index just past the closing quote of the key scanKey validated last. */
+let keyEnd = 0
+
+/** Validate `"key" :` at i; index of the value that follows (the key's end is in keyEnd). */
 function scanKey(text: string, i: number): number {
   if (text.charCodeAt(i) !== QUOTE) syntaxError('quoted object key expected', i)
-  const colon = skipWhitespace(text, scanString(text, i))
+  keyEnd = scanString(text, i)
+  const colon = skipWhitespace(text, keyEnd)
   if (text.charCodeAt(colon) !== COLON) syntaxError("':' expected", colon)
   return skipWhitespace(text, colon + 1)
 }
@@ -229,7 +233,7 @@ export function scanObjectMembers(text: string, nested?: string): ScannedObject 
   if (text.charCodeAt(i) !== CLOSE_BRACE) {
     for (;;) {
       const valueStart = scanKey(text, i)
-      const key = keyOf(text.slice(i, endOfString(text, i)))
+      const key = keyOf(text.slice(i, keyEnd))
       let valueEnd: number
       if (key === nested && text.charCodeAt(valueStart) === OPEN_BRACE) {
         scanMembers(text, valueStart, found, split)
@@ -263,8 +267,9 @@ function scanMembers(text: string, i: number, found: Findings, out: Split): void
   if (text.charCodeAt(i) !== CLOSE_BRACE) {
     for (;;) {
       const valueStart = scanKey(text, i)
+      const key = keyOf(text.slice(i, keyEnd))
       const valueEnd = scanValue(text, valueStart, found, 2)
-      members.set(keyOf(text.slice(i, endOfString(text, i))), text.slice(valueStart, valueEnd))
+      members.set(key, text.slice(valueStart, valueEnd))
       i = skipWhitespace(text, valueEnd)
       if (text.charCodeAt(i) !== COMMA) break
       i = skipWhitespace(text, i + 1)

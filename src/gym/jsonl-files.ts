@@ -93,6 +93,19 @@ export async function* readJsonlBatches(file: string, flag: string, onProgress?:
   }
 }
 
+/** A line's bytes without the JSON whitespace around them (a valid JSON line has no other). */
+export function trimJsonBytes(bytes: Buffer): Buffer {
+  let start = 0
+  let end = bytes.length
+  while (start < end && isJsonSpace(bytes[start])) start++
+  while (end > start && isJsonSpace(bytes[end - 1])) end--
+  return start === 0 && end === bytes.length ? bytes : bytes.subarray(start, end)
+}
+
+function isJsonSpace(byte: number): boolean {
+  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09
+}
+
 async function nextTexts(reader: LineReader, file: string): Promise<string[] | undefined> {
   try {
     return await reader.nextTexts()
@@ -156,6 +169,7 @@ export interface JsonlOutput {
 
 /** Lines are handed to the stream in pieces of this size (short-lived, like the reader's chunks). */
 const CHUNK = 1 << 18
+const NEWLINE = Buffer.from('\n')
 /** Up to this much may wait in the stream, so writing overlaps with producing the next lines. */
 const QUEUED = 1 << 20
 
@@ -188,9 +202,9 @@ export async function openJsonlOutput(target: string, dryRun: boolean): Promise<
   const stream = atomic.createStream({flush: !atomic.direct, highWaterMark: QUEUED})
   let failure: Error | undefined
   stream.on('error', (error) => (failure ??= error))
-  let chunk = ''
   let lines = 0
-  // writePieces() fills this buffer; the stream keeps each one it is given, so a new one follows
+  // lines are encoded into this buffer as they come (no long strings that V8 would keep in its
+  // old generation); the stream keeps each buffer it is given, so a new one follows
   let bytes = Buffer.allocUnsafe(CHUNK)
   let used = 0
   const send = async (data: string | Buffer) => {
@@ -204,69 +218,68 @@ export async function openJsonlOutput(target: string, dryRun: boolean): Promise<
     used = 0
     await send(data)
   }
-  const sendText = async () => {
-    if (chunk === '') return
-    const data = chunk
-    chunk = ''
-    await send(data)
+  const putText = async (text: string) => {
+    // a UTF-16 unit takes at most 3 bytes
+    if (text.length * 3 > CHUNK - used) {
+      await sendBytes()
+      if (text.length * 3 > CHUNK) {
+        await send(text)
+        return
+      }
+    }
+    used += bytes.write(text, used)
+  }
+  const putBytes = async (piece: Uint8Array) => {
+    if (piece.length > CHUNK - used) {
+      await sendBytes()
+      if (piece.length > CHUNK) {
+        await send(Buffer.from(piece))
+        return
+      }
+    }
+    bytes.set(piece, used)
+    used += piece.length
   }
   return {
     get lines() {
       return lines
     },
     async write(line: string) {
-      await sendBytes()
-      chunk += `${line}\n`
+      await putText(line)
+      await putBytes(NEWLINE)
       lines++
-      if (chunk.length >= CHUNK) {
-        const data = chunk
-        chunk = ''
-        await send(data)
-      }
     },
     async writeLines(batch: readonly string[]) {
-      await sendBytes()
       for (let n = 0; n < batch.length; n++) {
-        chunk += `${batch[n]}\n`
-        if (chunk.length >= CHUNK) {
-          const data = chunk
-          chunk = ''
-          await send(data)
+        const line = batch[n]
+        // most lines fit: no promise for them
+        if (line.length * 3 < CHUNK - used) {
+          used += bytes.write(line, used)
+          bytes[used++] = 0x0a
+        } else {
+          await putText(line)
+          await putBytes(NEWLINE)
         }
       }
       lines += batch.length
     },
     async writePieces(pieces: readonly (string | Uint8Array)[], count: number) {
-      await sendText()
       for (let n = 0; n < pieces.length; n++) {
         const piece = pieces[n]
         if (typeof piece === 'string') {
-          // a UTF-16 unit takes at most 3 bytes
-          if (piece.length * 3 > CHUNK - used) {
-            await sendBytes()
-            if (piece.length * 3 > CHUNK) {
-              await send(piece)
-              continue
-            }
-          }
-          used += bytes.write(piece, used)
-        } else {
-          if (piece.length > CHUNK - used) {
-            await sendBytes()
-            if (piece.length > CHUNK) {
-              await send(Buffer.from(piece))
-              continue
-            }
-          }
+          if (piece.length * 3 <= CHUNK - used) used += bytes.write(piece, used)
+          else await putText(piece)
+        } else if (piece.length <= CHUNK - used) {
           bytes.set(piece, used)
           used += piece.length
+        } else {
+          await putBytes(piece)
         }
       }
       lines += count
     },
     async commit() {
-      if (used > 0) stream.write(bytes.subarray(0, used))
-      stream.end(chunk)
+      stream.end(bytes.subarray(0, used))
       await finished(stream)
       await atomic.commit()
     },

@@ -63,6 +63,27 @@ class Carry {
 }
 
 /**
+ * Text longer than this is decoded in pieces that end at a newline: V8 puts a string over about
+ * 128 KiB (64 Ki UTF-16 units) straight into its old generation, where it outlives the chunk
+ * until a full collection, so whole-chunk strings made the heap grow with the input.
+ */
+const DECODE_BYTES = 1 << 15
+
+/** The newline-separated lines of valid UTF-8 bytes, decoded a few KiB at a time. */
+function splitDecoded(bytes: Buffer): string[] {
+  if (bytes.length <= DECODE_BYTES) return bytes.toString('utf8').split('\n')
+  const lines: string[] = []
+  for (let start = 0; ; ) {
+    const newline = start + DECODE_BYTES >= bytes.length ? -1 : bytes.indexOf(10, start + DECODE_BYTES)
+    const end = newline === -1 ? bytes.length : newline
+    const piece = bytes.toString('utf8', start, end).split('\n')
+    for (let n = 0; n < piece.length; n++) lines.push(piece[n])
+    if (newline === -1) return lines
+    start = newline + 1
+  }
+}
+
+/**
  * The one JSONL line reader. Reads a file chunk by chunk and hands back its lines a chunk at a
  * time, so memory holds one chunk, the lines decoded from it and a partial last line (at most
  * maxLineBytes), however long the file is. It applies the byte-level part of the input policy:
@@ -198,12 +219,11 @@ export class LineReader {
     }
     const bytes = this.carry.length > 0 ? this.carry.take(chunk.subarray(0, last)) : chunk.subarray(0, last)
     if (!isUtf8(bytes)) this.throwFirstBadLine(bytes)
-    const text = bytes.toString('utf8')
     this.lastBytes = bytes
     if (last + 1 < bytesRead) this.carry.append(Buffer.from(chunk.subarray(last + 1)))
     // the next chunk is read into the other buffer while the caller works on these lines
     this.readAhead()
-    const lines = text.split('\n')
+    const lines = splitDecoded(bytes)
     this.checkLengths(lines)
     if (this.carry.length > 0) this.checkLength(this.carry.length, this.lineNo + lines.length + 1)
     this.lineNo += lines.length

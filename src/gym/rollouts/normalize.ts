@@ -1,5 +1,5 @@
-import {FieldError, jsonKind, rawMembers} from '../json.js'
-import {indexKey, type TaskEntry, trimJsonBytes} from './task-table.js'
+import {FieldError, jsonKind, rawMembers, trimJsonBytes} from '../json.js'
+import {indexKey, type TaskEntry} from './task-table.js'
 
 /**
  * One rollout (or failure-sidecar) record joined to its task. Every output
@@ -57,8 +57,8 @@ function findTask(members: Map<string, string>, tasks: Map<bigint, TaskEntry>): 
 }
 
 /**
- * The normalized JSONL line for one record, given as its raw members (scanObjectLine) and its
- * line's bytes, as pieces for JsonlOutput.writePieces (newline included): the task and the
+ * Append the normalized JSONL line of one record, given as its raw members (scanObjectLine) and
+ * its line's bytes, to `pieces` for JsonlOutput.writePieces (newline included): the task and the
  * rollout are copied as the bytes they were read as. Throws FieldError.
  */
 export function normalizedPieces(bytes: Buffer, members: Map<string, string>, tasks: Map<bigint, TaskEntry>, status: RolloutStatus, pieces: (string | Uint8Array)[]): void {

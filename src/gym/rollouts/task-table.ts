@@ -1,5 +1,5 @@
 import {POLICY_MESSAGES} from '../input-policy.js'
-import {FieldError, inputError, integerText, jsonKind, locate, nonFiniteField, parseJson, rawString, readJsonlBatches, type ScannedObject, scanObjectLine} from '../json.js'
+import {FieldError, inputError, integerText, jsonKind, locate, nonFiniteField, parseJson, rawString, readJsonlBatches, type ScannedObject, scanObjectLine, trimJsonBytes} from '../json.js'
 import {canonicalJson} from '../tasks/identity.js'
 
 /**
@@ -9,7 +9,7 @@ import {canonicalJson} from '../tasks/identity.js'
  */
 export interface TaskEntry {
   line: number
-  /** The task line as read, without surrounding whitespace. */
+  /** The task line as read, without surrounding whitespace (a view into pieces.task). */
   text: Buffer
   /** The pieces of a joined record that come from the task alone (see normalizedPieces). */
   pieces: {
@@ -58,17 +58,18 @@ function taskEntry(text: string, bytes: Buffer, {members: task, hasNonFinite}: S
   if (provenance !== 'null' && jsonKind(provenance) !== 'object') throw new FieldError('_dd_provenance', 'must be a JSON object')
   if (hasNonFinite) throw new FieldError(nonFiniteField(text, ''), POLICY_MESSAGES.nonFinite)
   const agentRef = task.get('agent_ref')
-  const taskText = Buffer.from(trimJsonBytes(bytes))
+  // the line's bytes are the reader's: copied once, into the piece that holds them
+  const taskPiece = Buffer.concat([TASK_OPEN, trimJsonBytes(bytes), ROLLOUT_OPEN])
   return {
     key,
     indexField,
     entry: {
       line,
-      text: taskText,
+      text: taskPiece.subarray(TASK_OPEN.length, taskPiece.length - ROLLOUT_OPEN.length),
       pieces: {
         head: Buffer.from(`{"scenario_id":${scenarioId},"task_index":${key}`),
         provenance: Buffer.from(`,"provenance":${provenance === 'null' ? '{}' : provenance}`),
-        task: Buffer.concat([TASK_OPEN, taskText, ROLLOUT_OPEN]),
+        task: taskPiece,
       },
       // a copy, not a slice that would keep the whole chunk's text alive
       agentRef: agentRef === undefined ? undefined : Buffer.from(agentRef).toString(),
@@ -78,19 +79,6 @@ function taskEntry(text: string, bytes: Buffer, {members: task, hasNonFinite}: S
 
 const TASK_OPEN = Buffer.from(',"task":')
 const ROLLOUT_OPEN = Buffer.from(',"rollout":')
-
-/** Bytes without the JSON whitespace around them (a valid JSON line has no other). */
-export function trimJsonBytes(bytes: Buffer): Buffer {
-  let start = 0
-  let end = bytes.length
-  while (start < end && isJsonSpace(bytes[start])) start++
-  while (end > start && isJsonSpace(bytes[end - 1])) end--
-  return start === 0 && end === bytes.length ? bytes : bytes.subarray(start, end)
-}
-
-function isJsonSpace(byte: number): boolean {
-  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09
-}
 
 /** Same JSON value, whatever the key order or spacing. */
 function sameJson(a: string, b: string): boolean {

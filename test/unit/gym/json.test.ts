@@ -233,6 +233,16 @@ describe('readJsonlLines', () => {
     for await (const batch of readJsonlBatches(file, 'ROWS')) expect(batch.every((line) => line.bytes === undefined)).toBe(true)
   })
 
+  it('decodes many short multi-byte lines of a chunk piece by piece without losing or splitting one', async () => {
+    const dir = await tempDir()
+    const file = path.join(dir, 'short.jsonl')
+    const texts = Array.from({length: 20_000}, (_, n) => `{"n":${n},"s":"${['é', '✓', '😀'][n % 3]}${'x'.repeat(n % 97)}"}`)
+    await writeFile(file, texts.map((text, n) => (n % 11 === 0 ? `${text}\n\n` : `${text}\n`)).join(''))
+    const lines = await collect(file)
+    expect(lines.map((l) => l.text)).toEqual(texts)
+    expect(lines[12].line).toBe(15)
+  })
+
   it('rejects invalid UTF-8 naming the line', async () => {
     const dir = await tempDir()
     const file = path.join(dir, 'bad.jsonl')
@@ -312,6 +322,19 @@ describe('JSONL output', () => {
     expect(output.lines).toBe(303)
     await output.commit()
     expect(await readFile(target, 'utf8')).toBe(`{"first":1}\n${expected}"${'x'.repeat(300_000)}"\n{"last":1}\n`)
+  })
+
+  it('writes batches of lines of every size in order', async () => {
+    const dir = await tempDir()
+    const target = path.join(dir, 'lines.jsonl')
+    const output = await openJsonlOutput(target, false)
+    const batch = Array.from({length: 3000}, (_, n) => `{"n":${n},"s":"${'é😀'.repeat((n * 37) % 700)}${n % 1000 === 0 ? 'y'.repeat(400_000) : ''}"}`)
+    await output.writeLines(batch.slice(0, 1500))
+    await output.write('{"between":1}')
+    await output.writeLines(batch.slice(1500))
+    expect(output.lines).toBe(3001)
+    await output.commit()
+    expect(await readFile(target, 'utf8')).toBe(`${[...batch.slice(0, 1500), '{"between":1}', ...batch.slice(1500)].join('\n')}\n`)
   })
 
   it('counts lines and writes nothing on a dry run', async () => {
