@@ -25,7 +25,7 @@ export interface IngestSummary {
 
 const JOIN_HINT = 'Rollouts join on _ng_task_index, which Gym stamps while collecting from tasks exported by `gymrecipe tasks export`.'
 
-async function joinFile(file: string, flag: string, status: RolloutStatus, tasks: Map<bigint, TaskEntry>, out: JsonlOutput, onProgress?: (progress: ReadProgress) => void): Promise<number> {
+async function joinFile(file: string, flag: string, status: RolloutStatus, tasks: Map<string, TaskEntry>, out: JsonlOutput, onProgress?: (progress: ReadProgress) => void): Promise<number> {
   let records = 0
   for await (const batch of readJsonlBatches(file, flag, onProgress, {bytes: true})) {
     const pieces: (string | Uint8Array)[] = []

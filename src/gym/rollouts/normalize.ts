@@ -44,7 +44,7 @@ function firstOf(members: Map<string, string>, sources: readonly (readonly strin
   return 'null'
 }
 
-function findTask(members: Map<string, string>, tasks: Map<bigint, TaskEntry>): {key: bigint; task: TaskEntry} {
+function findTask(members: Map<string, string>, tasks: Map<string, TaskEntry>): {key: string; task: TaskEntry} {
   const raw = members.get('_ng_task_index')
   if (raw === undefined) throw new FieldError('_ng_task_index', 'missing, so the record cannot be joined to a task')
   const key = indexKey(raw)
@@ -61,7 +61,7 @@ function findTask(members: Map<string, string>, tasks: Map<bigint, TaskEntry>): 
  * its line's bytes, to `pieces` for JsonlOutput.writePieces (newline included): the task and the
  * rollout are copied as the bytes they were read as. Throws FieldError.
  */
-export function normalizedPieces(bytes: Buffer, members: Map<string, string>, tasks: Map<bigint, TaskEntry>, status: RolloutStatus, pieces: (string | Uint8Array)[]): void {
+export function normalizedPieces(bytes: Buffer, members: Map<string, string>, tasks: Map<string, TaskEntry>, status: RolloutStatus, pieces: (string | Uint8Array)[]): void {
   const {task} = findTask(members, tasks)
   const own = (name: string, absent: string) => members.get(name) ?? absent
   const field = (name: keyof typeof FIELD_SOURCES) => firstOf(members, FIELD_SOURCES[name])

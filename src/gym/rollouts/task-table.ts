@@ -25,21 +25,24 @@ export interface TaskEntry {
 }
 
 export interface TaskTable {
-  entries: Map<bigint, TaskEntry>
+  entries: Map<string, TaskEntry>
   /** Task lines read. */
   lines: number
   /** Lines that repeated an earlier task exactly. */
   identicalDuplicates: number
 }
 
-/** A raw index value as an exact integer, or undefined when it is not a whole JSON number. */
-export function indexKey(rawValue: string): bigint | undefined {
-  const integer = jsonKind(rawValue) === 'number' ? integerText(rawValue) : undefined
-  return integer === undefined ? undefined : BigInt(integer)
+/**
+ * A raw index value as its exact integer in canonical decimal (`5.0`, `5e0` and `5` are all
+ * `5`, 60-bit values exact), or undefined when it is not a whole JSON number. The table is keyed
+ * by this text rather than a BigInt, which would be one more allocation per rollout.
+ */
+export function indexKey(rawValue: string): string | undefined {
+  return jsonKind(rawValue) === 'number' ? integerText(rawValue) : undefined
 }
 
 interface ParsedTask {
-  key: bigint
+  key: string
   indexField: '_ng_task_index' | 'id'
   entry: TaskEntry
 }
@@ -61,7 +64,7 @@ function taskEntry(text: string, bytes: Buffer, {members: task, hasNonFinite}: S
   // the line's bytes are the reader's: copied once, into the piece that holds them
   const taskPiece = Buffer.concat([TASK_OPEN, trimJsonBytes(bytes), ROLLOUT_OPEN])
   return {
-    key,
+    key: detached(key),
     indexField,
     entry: {
       line,
@@ -71,10 +74,14 @@ function taskEntry(text: string, bytes: Buffer, {members: task, hasNonFinite}: S
         provenance: Buffer.from(`,"provenance":${provenance === 'null' ? '{}' : provenance}`),
         task: taskPiece,
       },
-      // a copy, not a slice that would keep the whole chunk's text alive
-      agentRef: agentRef === undefined ? undefined : Buffer.from(agentRef).toString(),
+      agentRef: agentRef === undefined ? undefined : detached(agentRef),
     },
   }
+}
+
+/** A copy of text, not a slice of the line it came from that would keep the line's chunk alive. */
+function detached(text: string): string {
+  return Buffer.from(text).toString()
 }
 
 const TASK_OPEN = Buffer.from(',"task":')
