@@ -26,7 +26,11 @@ export class DeadlineQueue {
   private timer?: NodeJS.Timeout
   private firing = false
 
-  constructor(readonly delayMs: number) {}
+  constructor(readonly delayMs: number) {
+    // entries, head and timer are replaced later; written once more here, V8 does not optimize
+    // the row lifecycle for their first values and throw that code away at the first compaction
+    this.reset()
+  }
 
   /** Abort target with 'timeout' after delayMs, unless remove() runs first. */
   add(target: Abortable): Deadline {
