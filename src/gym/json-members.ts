@@ -226,21 +226,40 @@ export function scanObjectMembers(text: string, nested?: string): ScannedObject 
     if (end !== text.length) syntaxError('end of input expected', end)
     return undefined
   }
+  const split = scanMembers(text, start, found, 1, nested)
+  const end = skipWhitespace(text, split.end)
+  if (end !== text.length) syntaxError('end of input expected', end)
+  return {members: split.members, hasNonFinite: found.nonFinite, nested: split.nested}
+}
+
+interface Split {
+  members: Map<string, string>
+  /** Index just past the object's closing brace. */
+  end: number
+  /** The members of key `nested`'s value, when it is an object. */
+  nested?: Map<string, string>
+}
+
+/**
+ * Validate the object opening at i and split it into its members; `depth` is the nesting of its
+ * member values, and the value of key `nested` is split the same way when it is an object.
+ */
+function scanMembers(text: string, i: number, found: Findings, depth: number, nested?: string): Split {
   const members = new Map<string, string>()
-  const split: Split = {members: undefined, end: 0}
   let nestedMembers: Map<string, string> | undefined
-  let i = skipWhitespace(text, start + 1)
+  i = skipWhitespace(text, i + 1)
   if (text.charCodeAt(i) !== CLOSE_BRACE) {
     for (;;) {
       const valueStart = scanKey(text, i)
       const key = keyOf(text.slice(i, keyEnd))
       let valueEnd: number
       if (key === nested && text.charCodeAt(valueStart) === OPEN_BRACE) {
-        scanMembers(text, valueStart, found, split)
-        valueEnd = split.end
-        nestedMembers = split.members
+        const inner = scanMembers(text, valueStart, found, depth + 1)
+        valueEnd = inner.end
+        nestedMembers = inner.members
       } else {
-        valueEnd = scanValue(text, valueStart, found, 1)
+        valueEnd = scanValue(text, valueStart, found, depth)
+        // a repeated key keeps its last value
         if (key === nested) nestedMembers = undefined
       }
       members.set(key, text.slice(valueStart, valueEnd))
@@ -250,34 +269,7 @@ export function scanObjectMembers(text: string, nested?: string): ScannedObject 
     }
     if (text.charCodeAt(i) !== CLOSE_BRACE) syntaxError("',' or '}' expected", i)
   }
-  const end = skipWhitespace(text, i + 1)
-  if (end !== text.length) syntaxError('end of input expected', end)
-  return {members, hasNonFinite: found.nonFinite, nested: nestedMembers}
-}
-
-interface Split {
-  members: Map<string, string> | undefined
-  end: number
-}
-
-/** Validate the object member value opening at i and split it into its members (into `out`: members, and the index past it). */
-function scanMembers(text: string, i: number, found: Findings, out: Split): void {
-  const members = new Map<string, string>()
-  i = skipWhitespace(text, i + 1)
-  if (text.charCodeAt(i) !== CLOSE_BRACE) {
-    for (;;) {
-      const valueStart = scanKey(text, i)
-      const key = keyOf(text.slice(i, keyEnd))
-      const valueEnd = scanValue(text, valueStart, found, 2)
-      members.set(key, text.slice(valueStart, valueEnd))
-      i = skipWhitespace(text, valueEnd)
-      if (text.charCodeAt(i) !== COMMA) break
-      i = skipWhitespace(text, i + 1)
-    }
-    if (text.charCodeAt(i) !== CLOSE_BRACE) syntaxError("',' or '}' expected", i)
-  }
-  out.members = members
-  out.end = i + 1
+  return {members, end: i + 1, nested: nestedMembers}
 }
 
 /** Index just past the (already validated) string token opening at i. */
