@@ -218,63 +218,45 @@ export async function openJsonlOutput(target: string, dryRun: boolean): Promise<
     used = 0
     await send(data)
   }
-  const putText = async (text: string) => {
-    // a UTF-16 unit takes at most 3 bytes
-    if (text.length * 3 > CHUNK - used) {
-      await sendBytes()
-      if (text.length * 3 > CHUNK) {
-        await send(text)
-        return
-      }
+  // the most bytes a piece can take (a UTF-16 unit takes at most 3)
+  const bound = (piece: string | Uint8Array) => (typeof piece === 'string' ? piece.length * 3 : piece.length)
+  const append = (piece: string | Uint8Array) => {
+    if (typeof piece === 'string') {
+      used += bytes.write(piece, used)
+    } else {
+      bytes.set(piece, used)
+      used += piece.length
     }
-    used += bytes.write(text, used)
   }
-  const putBytes = async (piece: Uint8Array) => {
-    if (piece.length > CHUNK - used) {
-      await sendBytes()
-      if (piece.length > CHUNK) {
-        await send(Buffer.from(piece))
-        return
-      }
+  // a piece the buffer has no room for: what is buffered goes first, then the piece itself when
+  // it is larger than a whole buffer (a copy of bytes: the caller's may be reused)
+  const spill = async (piece: string | Uint8Array) => {
+    await sendBytes()
+    if (bound(piece) <= CHUNK) append(piece)
+    else await send(typeof piece === 'string' ? piece : Buffer.from(piece))
+  }
+  const writeLines = async (batch: readonly string[]) => {
+    // most lines fit: no promise for them
+    for (let n = 0; n < batch.length; n++) {
+      const line = batch[n]
+      if (bound(line) <= CHUNK - used) append(line)
+      else await spill(line)
+      if (used < CHUNK) bytes[used++] = 0x0a
+      else await spill(NEWLINE)
     }
-    bytes.set(piece, used)
-    used += piece.length
+    lines += batch.length
   }
   return {
     get lines() {
       return lines
     },
-    async write(line: string) {
-      await putText(line)
-      await putBytes(NEWLINE)
-      lines++
-    },
-    async writeLines(batch: readonly string[]) {
-      for (let n = 0; n < batch.length; n++) {
-        const line = batch[n]
-        // most lines fit: no promise for them
-        if (line.length * 3 < CHUNK - used) {
-          used += bytes.write(line, used)
-          bytes[used++] = 0x0a
-        } else {
-          await putText(line)
-          await putBytes(NEWLINE)
-        }
-      }
-      lines += batch.length
-    },
+    write: (line: string) => writeLines([line]),
+    writeLines,
     async writePieces(pieces: readonly (string | Uint8Array)[], count: number) {
       for (let n = 0; n < pieces.length; n++) {
         const piece = pieces[n]
-        if (typeof piece === 'string') {
-          if (piece.length * 3 <= CHUNK - used) used += bytes.write(piece, used)
-          else await putText(piece)
-        } else if (piece.length <= CHUNK - used) {
-          bytes.set(piece, used)
-          used += piece.length
-        } else {
-          await putBytes(piece)
-        }
+        if (bound(piece) <= CHUNK - used) append(piece)
+        else await spill(piece)
       }
       lines += count
     },
