@@ -162,10 +162,10 @@ function syncedFileStream(file: string, highWaterMark?: number): Writable {
           await syncing
           if (syncError !== undefined) throw syncError
           await handle.sync()
-          await handle.close()
         })
         .then(() => done(), done)
     },
+    // after final() and after any failure alike: the one place the file is closed
     destroy(error, done) {
       opened
         .then(async (handle) => {
