@@ -1,7 +1,7 @@
 // Run by `npm run build` after tsc: writes dist/generated/ with the JSON Schema validators as Ajv
 // standalone code and the Handlebars templates precompiled, each with the hash of its source
 // (src/precompiled.ts checks it and compiles instead when they differ).
-import {Ajv} from 'ajv'
+import {_, Ajv} from 'ajv'
 import standaloneCode from 'ajv/dist/standalone/index.js'
 import Handlebars from 'handlebars'
 import {mkdirSync, writeFileSync} from 'node:fs'
@@ -17,6 +17,7 @@ const {contentHash} = await import(path.join(dist, 'precompiled.js'))
 const {recipeSchema} = await import(path.join(dist, 'contract', 'schema.js'))
 const {RECIPE_AJV_OPTIONS} = await import(path.join(dist, 'contract', 'load.js'))
 const {TASK_SPEC_SCHEMA, TASK_SPEC_AJV_OPTIONS} = await import(path.join(dist, 'gym', 'tasks', 'spec.js'))
+const {callConfigSchema, CALL_AJV_OPTIONS, CALL_CONFIG_FORMATS} = await import(path.join(dist, 'gym', 'call', 'config.js'))
 const {readTemplateSources, TEMPLATE_OPTIONS} = await import(path.join(dist, 'scaffold', 'render.js'))
 
 function validator(name, schema, options) {
@@ -25,10 +26,20 @@ function validator(name, schema, options) {
   writeFileSync(path.join(out, `${name}.cjs`), `${code}\nmodule.exports.schemaHash = ${JSON.stringify(contentHash(JSON.stringify(schema)))};\n`)
 }
 
+/** A validator whose formats are passed in at run time: the module exports create(formats). */
+function formatValidator(name, schema, options, formats) {
+  const ajv = new Ajv({...options, code: {source: true, formats: _`formats`}})
+  for (const [format, definition] of Object.entries(formats)) ajv.addFormat(format, definition)
+  const code = standaloneCode(ajv, ajv.compile(schema))
+  const create = `function create(formats) {\nconst module = {exports: {}};\n${code}\nreturn module.exports;\n}`
+  writeFileSync(path.join(out, `${name}.cjs`), `"use strict";\n${create}\nmodule.exports = {create, schemaHash: ${JSON.stringify(contentHash(JSON.stringify(schema)))}};\n`)
+}
+
 validator('recipe-validator', recipeSchema, RECIPE_AJV_OPTIONS)
 validator('task-spec-validator', TASK_SPEC_SCHEMA, TASK_SPEC_AJV_OPTIONS)
+for (const kind of ['resource', 'harness']) formatValidator(`call-${kind}-validator`, callConfigSchema(kind), CALL_AJV_OPTIONS, CALL_CONFIG_FORMATS)
 
 const sources = await readTemplateSources()
 const specs = (entries) => `{${Object.entries(entries).map(([name, text]) => `${JSON.stringify(name)}: ${Handlebars.precompile(text, TEMPLATE_OPTIONS)}`).join(',\n')}}`
 writeFileSync(path.join(out, 'templates.cjs'), `module.exports = {hash: ${JSON.stringify(sources.hash)},\npartials: ${specs(sources.partials)},\ntemplates: ${specs(sources.templates)}};\n`)
-console.log(`precompiled: recipe and task-spec validators, ${Object.keys(sources.templates).length} templates and ${Object.keys(sources.partials).length} partials → dist/generated/`)
+console.log(`precompiled: recipe, task-spec and call-config validators, ${Object.keys(sources.templates).length} templates and ${Object.keys(sources.partials).length} partials → dist/generated/`)

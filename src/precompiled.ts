@@ -5,7 +5,7 @@
  * from; when that differs from the source in use (a template edited after the build), the caller
  * compiles instead, so a stale build can be slower but never wrong.
  */
-import type {ValidateFunction} from 'ajv'
+import type {FormatDefinition, ValidateFunction} from 'ajv'
 import {createHash} from 'node:crypto'
 import {existsSync} from 'node:fs'
 import {createRequire} from 'node:module'
@@ -17,6 +17,10 @@ export function contentHash(text: string): string {
 
 /** The default export of dist/generated/<name>.cjs, or undefined when it was not generated. */
 export async function generatedModule(name: string): Promise<unknown> {
+  return requireGenerated(name)
+}
+
+function requireGenerated(name: string): unknown {
   const file = fileURLToPath(new URL(`./generated/${name}.cjs`, import.meta.url))
   if (!existsSync(file)) return undefined
   // require, not import: an ESM import of CommonJS scans the whole file for its export names first.
@@ -27,5 +31,18 @@ export async function generatedModule(name: string): Promise<unknown> {
 export async function schemaValidator<T>(name: string, schema: object, compile: () => Promise<ValidateFunction<T>>): Promise<ValidateFunction<T>> {
   const generated = await generatedModule(name)
   if (typeof generated === 'function' && (generated as {schemaHash?: unknown}).schemaHash === contentHash(JSON.stringify(schema))) return generated as ValidateFunction<T>
+  return compile()
+}
+
+/**
+ * The same for a schema with formats of its own, synchronously: the generated module exports
+ * `create(formats)`, which builds the validator around the format definitions given here (so
+ * their code is not copied into the build).
+ */
+export function formatValidator<T>(name: string, schema: object, formats: Record<string, FormatDefinition<string>>, compile: () => ValidateFunction<T>): ValidateFunction<T> {
+  const generated = requireGenerated(name) as {schemaHash?: unknown; create?: unknown} | undefined
+  if (generated && typeof generated.create === 'function' && generated.schemaHash === contentHash(JSON.stringify(schema))) {
+    return (generated.create as (f: typeof formats) => ValidateFunction<T>)(formats)
+  }
   return compile()
 }

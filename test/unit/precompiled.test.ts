@@ -8,6 +8,7 @@ import path from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {loadBuiltin} from '../../src/contract/builtin.js'
+import {parseCallConfig} from '../../src/gym/call/config.js'
 import {renderRecipe} from '../../src/scaffold/render.js'
 import {repoRoot} from '../helpers/cli.js'
 
@@ -59,6 +60,71 @@ describe('precompiled validators and templates', () => {
       console.log(JSON.stringify({compiled}))`)
     // The unchanged schema uses the generated validator; the changed one and a missing one compile.
     expect(result.compiled).toBe(2)
+  })
+
+  it('a built gymrecipe validates call configs without the Ajv compiler, with the compiler\'s verdicts', async () => {
+    const configs: Array<[string, 'resource' | 'harness']> = [
+      ['name: execution\nendpoint: http://127.0.0.1:8000\nroute: /execute\nrequest_columns: {sql: candidate.sql}\n', 'resource'],
+      ['name: x\nendpoint: ftp://host\nroute: nope\nrow_id_column: " a"\nmax_parallel_requests: 0\n', 'resource'],
+      ['name: x\nendpoint: http://u:p@host\nroute: /execute\nsession: {initialize: [{route: /seed, response_headers: {"bad header": a..b}}]}\n', 'resource'],
+      ['name: answer\nendpoint: http://127.0.0.1:8000\nevidence_column: evidence\nresponse_protocol: gym-episode\n', 'harness'],
+      ['name: answer\nendpoint: http://127.0.0.1:8000\nevidence_column: evidence\nrequest_column: prompt\n', 'harness'],
+    ]
+    /** What parseCallConfig made of a config: the config, or the error's message and problems. */
+    const verdictScript = (parse: string) => `
+      const verdicts = []
+      for (const [text, kind] of ${JSON.stringify(configs)}) {
+        try {
+          verdicts.push({config: JSON.parse(JSON.stringify(${parse}(text, kind)))})
+        } catch (error) {
+          verdicts.push({message: error.message, problems: error.details?.problems})
+        }
+      }`
+    const built = await inBuild(`
+      const {parseCallConfig} = await import(${JSON.stringify(path.join(dist, 'gym/call/config.js'))})
+      ${verdictScript('parseCallConfig')}
+      const compilers = Object.keys(require.cache).filter((k) => /node_modules\\/ajv\\/dist\\/(core|ajv|compile)/.test(k))
+      console.log(JSON.stringify({verdicts, compilers}))`)
+    expect(built.compilers).toEqual([])
+    // The source tree has no generated code: parseCallConfig compiles the schema there.
+    const compiled = configs.map(([text, kind]) => {
+      try {
+        return {config: JSON.parse(JSON.stringify(parseCallConfig(text, kind)))}
+      } catch (error) {
+        return {message: (error as Error).message, problems: (error as {details?: {problems?: unknown}}).details?.problems}
+      }
+    })
+    expect(built.verdicts).toEqual(compiled)
+    expect(compiled[0].config).toBeDefined()
+    expect(compiled[4].config).toBeDefined()
+    for (const k of [1, 2, 3]) expect(compiled[k].problems?.length).toBeGreaterThan(0)
+    expect(JSON.stringify(compiled[1].problems)).toContain('/endpoint')
+    expect(JSON.stringify(compiled[1].problems)).toContain('/row_id_column')
+  })
+
+  it('builds a call-config validator from its formats, and compiles instead for a changed or missing one', async () => {
+    const result = await inBuild(`
+      const {formatValidator} = await import(${JSON.stringify(path.join(dist, 'precompiled.js'))})
+      const {callConfigSchema, CALL_CONFIG_FORMATS} = await import(${JSON.stringify(path.join(dist, 'gym/call/config.js'))})
+      let compiled = 0
+      const fake = () => { compiled++; return Object.assign(() => true, {errors: null}) }
+      const schema = callConfigSchema('resource')
+      const generated = formatValidator('call-resource-validator', schema, CALL_CONFIG_FORMATS, fake)
+      // the formats passed in are the ones the generated code calls
+      let dotPathCalls = 0
+      const counting = {...CALL_CONFIG_FORMATS, 'dot-path': {type: 'string', validate: (v) => (dotPathCalls++, v === 'ok')}}
+      const withCounting = formatValidator('call-resource-validator', schema, counting, fake)
+      const verdicts = [
+        withCounting({name: 'n', endpoint: 'http://h', route: '/r', row_id_column: 'ok'}),
+        withCounting({name: 'n', endpoint: 'http://h', route: '/r', row_id_column: 'candidate.id'}),
+      ]
+      formatValidator('call-resource-validator', {...schema, required: ['name']}, CALL_CONFIG_FORMATS, fake)
+      formatValidator('no-such-validator', schema, CALL_CONFIG_FORMATS, fake)
+      console.log(JSON.stringify({compiled, generatedRejects: generated({}), verdicts, dotPathCalls}))`)
+    expect(result.compiled).toBe(2)
+    expect(result.generatedRejects).toBe(false)
+    expect(result.verdicts).toEqual([true, false])
+    expect(result.dotPathCalls).toBe(2)
   })
 
   it('the build was made from the templates in the checkout', async () => {

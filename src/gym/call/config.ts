@@ -1,7 +1,7 @@
-import {Ajv, type ErrorObject} from 'ajv'
-import addFormats from 'ajv-formats'
+import type {ErrorObject, FormatDefinition, ValidateFunction} from 'ajv'
 import {LosslessNumber} from 'lossless-json'
 import {promises as fsp} from 'node:fs'
+import {createRequire} from 'node:module'
 import {LineCounter, parseDocument} from 'yaml'
 
 import {codeOf, GymError, messageOf, ExitCode} from '../../errors.js'
@@ -9,6 +9,7 @@ import {isDotPath} from './paths.js'
 import type {CallConfig, CallKind, SessionConfig, SessionStepConfig} from './types.js'
 import {yamlValue} from '../../yaml-value.js'
 import {pointerPath, schemaProblems, yamlLineOf} from '../../schema-errors.js'
+import {formatValidator} from '../../precompiled.js'
 
 /** Defaults for what the contract leaves open (documented in the README). */
 export const CALL_DEFAULTS = {
@@ -86,25 +87,39 @@ export function callConfigSchema(kind: CallKind): Record<string, unknown> {
   }
 }
 
-let ajvInstance: Ajv | undefined
-function ajv(): Ajv {
-  if (ajvInstance) return ajvInstance
-  const instance = new Ajv({allErrors: true, strict: true, allowUnionTypes: true, verbose: true})
-  addFormats.default(instance)
-  instance.addFormat('dot-path', {type: 'string', validate: isDotPath})
-  instance.addFormat('http-url', {
-    type: 'string',
-    validate: (value: string) => {
-      try {
-        const url = new URL(value)
-        return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '' && url.search === '' && url.hash === ''
-      } catch {
-        return false
-      }
-    },
-  })
-  ajvInstance = instance
-  return instance
+function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value)
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '' && url.search === '' && url.hash === ''
+  } catch {
+    return false
+  }
+}
+
+/** The config schema's own formats; the build's generated validators take them at run time. */
+export const CALL_CONFIG_FORMATS: Record<string, FormatDefinition<string>> = {
+  'dot-path': {type: 'string', validate: isDotPath},
+  'http-url': {type: 'string', validate: isHttpUrl},
+}
+
+export const CALL_AJV_OPTIONS = {allErrors: true, strict: true, allowUnionTypes: true, verbose: true} as const
+
+const validators = new Map<CallKind, ValidateFunction>()
+
+/** The kind's validator: generated at build time, compiled here only when the build has none (or an older schema). */
+function validatorOf(kind: CallKind): ValidateFunction {
+  let validate = validators.get(kind)
+  if (!validate) {
+    validate = formatValidator(`call-${kind}-validator`, callConfigSchema(kind), CALL_CONFIG_FORMATS, () => {
+      // loaded only here: the compiler is the slow part of start-up
+      const {Ajv} = createRequire(import.meta.url)('ajv') as typeof import('ajv')
+      const ajv = new Ajv(CALL_AJV_OPTIONS)
+      for (const [name, format] of Object.entries(CALL_CONFIG_FORMATS)) ajv.addFormat(name, format)
+      return ajv.compile(callConfigSchema(kind))
+    })
+    validators.set(kind, validate)
+  }
+  return validate
 }
 
 /** One config problem, located by JSON pointer and, when known, line. */
@@ -198,7 +213,7 @@ export function parseCallConfig(text: string, kind: CallKind, file = '<config>')
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     problems.push({pointer: '', expected: 'must be a mapping of config fields', hint: 'start from the example in the README section "Calling Gym services"'})
   } else {
-    const validate = ajv().getSchema(`gymrecipe/call-${kind}.json`) ?? ajv().compile(callConfigSchema(kind))
+    const validate = validatorOf(kind)
     if (!validate(raw)) {
       for (const problem of schemaProblems(validate.errors ?? [], callWording)) {
         problems.push({pointer: problem.pointer, expected: problem.expected, hint: otherKindHint(kind, problem.pointer) ?? hintFor(problem.pointer)})
