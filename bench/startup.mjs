@@ -1,8 +1,9 @@
 // Start-up cost of the CLI against bare `node -e 0`, measured in the same run.
+// Cases: --version, new --dry-run, call resource --dry-run, verify --level static.
 // Usage: node bench/startup.mjs [--base <checkout>]   (RUNS=30 by default; needs a built dist/)
 //   --base: the same cases with another build (e.g. a worktree of an older commit), for before/after.
 import {execFileSync} from 'node:child_process'
-import {mkdtempSync, rmSync} from 'node:fs'
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -35,12 +36,18 @@ function time(args, n = runs) {
 
 // One recipe for verify to judge (shellcheck and bash dominate that case; it runs fewer times).
 execFileSync(process.execPath, [path.join(repo, 'bin', 'run.js'), 'new', 'calendar', '--from', 'calendar', '--gym-root', gym, '--gym-config', 'environments/calendar/config.yaml', '--relax-root', relax], {stdio: 'ignore'})
+// A call config and three rows for `call resource --dry-run` (validates both; calls nothing).
+const callConfig = path.join(relax, 'execution.yaml')
+const callRows = path.join(relax, 'rows.jsonl')
+writeFileSync(callConfig, 'name: execution\nendpoint: http://127.0.0.1:9\nroute: /execute\nrow_id_column: id\nrequest_columns: {sql: sql}\n')
+writeFileSync(callRows, [0, 1, 2].map((i) => JSON.stringify({id: `row-${i}`, sql: 'select 1'})).join('\n') + '\n')
 const builds = [['', repo], ...(base ? [[' (base)', base]] : [])]
 const cases = [['node -e 0 (baseline)', ['-e', '0'], runs]]
 for (const [label, root] of builds) {
   const bin = path.join(root, 'bin', 'run.js')
   cases.push([`gymrecipe --version${label}`, [bin, '--version'], runs])
   cases.push([`new --dry-run${label}`, [bin, 'new', 'bench-recipe', '--gym-root', gym, '--gym-config', 'environments/calendar/config.yaml', '--relax-root', relax, '--dry-run', '--json'], runs])
+  cases.push([`call resource --dry-run${label}`, [bin, 'call', 'resource', callRows, '--config', callConfig, '--dry-run', '--json'], runs])
   cases.push([`verify --level static${label}`, [bin, 'verify', 'calendar', '--level', 'static', '--relax-root', relax, '--gym-root', gym, '--json'], Math.max(3, Math.floor(runs / 5))])
 }
 const results = cases.map(([name, args, n]) => ({name, ms: time(args, n), n}))
