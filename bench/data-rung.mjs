@@ -2,11 +2,13 @@
 // Benchmark of the data rung's row checks against a Python baseline, in one run.
 //
 // Input: a ~1 GB JSONL made of the real Calendar example rows (NeMo Gym snapshot) repeated,
-// written to os.tmpdir() and deleted afterwards. Three contenders, each a fresh process, run
+// written to os.tmpdir() and deleted afterwards. Five contenders, each a fresh process, run
 // in turn GYMRECIPE_BENCH_RUNS times (interleaved, so machine load hits them alike):
 //   - gymrecipe: the data rung's streaming scan (scanJsonlFile from dist/, with the row sample
 //     the conversion check uses): every line checked against the JSON grammar, UTF-8 validated,
-//     every verifier field looked up in every row, robust row counts;
+//     every verifier field looked up in every row, robust row counts; over 64 MiB the file is
+//     split between this thread and worker threads (up to 4, one per available core);
+//   - gymrecipe 1 thr: the same scan on one thread, what to expect when the other cores are busy;
 //   - node JSON.parse: the plain Node way the hand-written scanner must beat to earn its place:
 //     the file read in 1 MiB chunks, split on newlines, each line decoded as strict UTF-8 and
 //     given to JSON.parse, then the same object check and field lookups (one thread; it does not
@@ -73,7 +75,7 @@ function generate() {
 const NODE_SCAN = `
 import {scanWithSample} from ${JSON.stringify(SCANNER)}
 const started = performance.now()
-const {stats, threads} = await scanWithSample(process.argv[1], {fields: ${JSON.stringify(FIELDS)}})
+const {stats, threads} = await scanWithSample(process.argv[1], {fields: ${JSON.stringify(FIELDS)}, threads: Number(process.argv[2]) || undefined})
 const seconds = (performance.now() - started) / 1000
 const missing = stats.missing.reduce((n, m) => n + m.rows, 0)
 console.log(JSON.stringify({seconds, rows: stats.rows, bad: stats.badRows, missing, threads, maxRssKb: process.resourceUsage().maxRSS}))
@@ -174,6 +176,8 @@ function runProcess(command, args) {
 
 const contenders = {
   gymrecipe: async (file = data) => JSON.parse((await runProcess(process.execPath, ['--input-type=module', '-e', NODE_SCAN, file])).out),
+  // what to expect when the other cores are busy: the same scan on this thread only
+  'gymrecipe 1 thr': async (file = data) => JSON.parse((await runProcess(process.execPath, ['--input-type=module', '-e', NODE_SCAN, file, '1'])).out),
   'node JSON.parse': async (file = data) => JSON.parse((await runProcess(process.execPath, ['--input-type=module', '-e', NODE_JSON_PARSE, file])).out),
   python: async () => JSON.parse((await runProcess('python3', ['-c', PYTHON_SCAN, data, FIELDS.join(',')])).out),
   'wc -l': async () => {
@@ -216,7 +220,7 @@ async function main() {
   }
   const rowsSeen = new Set(Object.values(results).map((rs) => rs[0].rows))
   if (rowsSeen.size !== 1) throw new Error(`contenders disagree on the row count: ${JSON.stringify(Object.fromEntries(Object.entries(results).map(([k, v]) => [k, v[0].rows])))}`)
-  for (const name of ['gymrecipe', 'node JSON.parse', 'python']) {
+  for (const name of ['gymrecipe', 'gymrecipe 1 thr', 'node JSON.parse', 'python']) {
     const r = results[name][0]
     if (r.bad !== 0 || r.missing !== 0) throw new Error(`${name} found ${r.bad} bad rows and ${r.missing} missing fields in valid data`)
   }
@@ -239,6 +243,7 @@ async function main() {
   const plain = summary['node JSON.parse']
   const aims = [
     `throughput ${(ours.mbPerSecond / python.mbPerSecond).toFixed(2)}x python (aim >= 3x)`,
+    `${(summary['gymrecipe 1 thr'].mbPerSecond / python.mbPerSecond).toFixed(2)}x python on one thread`,
     `${(ours.mbPerSecond / plain.mbPerSecond).toFixed(2)}x node JSON.parse`,
     `peak RSS ${ours.peakRssMb.toFixed(0)} MB (aim < 100 MB; JSON.parse ${plain.peakRssMb.toFixed(0)} MB)`,
   ]
