@@ -20,7 +20,8 @@ export async function generatedModule(name: string): Promise<unknown> {
   return requireGenerated(name)
 }
 
-function requireGenerated(name: string): unknown {
+/** The same, synchronously. */
+export function requireGenerated(name: string): unknown {
   const file = fileURLToPath(new URL(`./generated/${name}.cjs`, import.meta.url))
   if (!existsSync(file)) return undefined
   // require, not import: an ESM import of CommonJS scans the whole file for its export names first.

@@ -3,9 +3,14 @@
  * JSON.parse (which implements RFC 8259 exactly) on generated valid and broken rows, fed in
  * chunks of every awkward size, plus the counting edge cases wc -l and naive splitting get wrong.
  */
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {JsonlScanner, type JsonlStats} from '../../src/ladder/data/jsonl-scan.js'
+import {JsonlScanner, type JsonlStats, scanJsonlFile, skipStringBody} from '../../src/ladder/data/jsonl-scan.js'
+import {newStringSkipper} from '../../src/ladder/data/string-skip.js'
+import {assembledStringSkipper} from '../helpers/string-skipper.js'
 
 const FIELDS = ['responses_create_params.input', 'exp_cal_state']
 
@@ -77,6 +82,78 @@ function parsesAsObject(text: string): boolean {
     return false
   }
 }
+
+/** Generated rows, every other one broken; one physical line each. */
+function generatedRows(seed: number, count: number): string[] {
+  const rand = prng(seed)
+  const lines: string[] = []
+  for (let k = 0; k < count; k++) {
+    const value = k % 3 === 0 ? randomValue(rand, 0) : {responses_create_params: {input: randomValue(rand, 1)}, exp_cal_state: randomValue(rand, 1)}
+    let text = JSON.stringify(value) ?? 'null'
+    if (k % 2 === 1) text = mutate(text, rand)
+    if (text.includes('\n') || text.trim() === '') text = '{}' // one physical line per row, never blank
+    lines.push(text)
+  }
+  return lines
+}
+
+describe('the WebAssembly string skipper does what the JavaScript one does', () => {
+  it('stops at the same byte on random string bodies: quotes, controls, valid, invalid and cut escapes', async () => {
+    const module = await assembledStringSkipper()
+    const skipper = newStringSkipper(module, 1, 1 << 16)
+    const memory = new Uint8Array(skipper.memory)
+    const rand = prng(7)
+    const pieces = ['a', 'bcdefghijklmnopq', '\\n', '\\"', '\\\\', '\\/', '\\u00e9', '\\u12G4', '\\u12', '\\x', '\\', '"', '\t', '\u0001', '\u007f', 'é', '😀']
+    for (let k = 0; k < 3000; k++) {
+      let text = ''
+      const n = 1 + Math.floor(rand() * 12)
+      for (let p = 0; p < n; p++) text += pieces[Math.floor(rand() * pieces.length)]
+      const bytes = encode(text)
+      // the same body at several offsets, so the 16-byte steps fall differently
+      const at = Math.floor(rand() * 32)
+      const end = at + Math.floor(rand() * (bytes.length + 1))
+      memory.set(bytes, at)
+      const chunk = memory.subarray(0, end)
+      const js = skipStringBody(chunk, new DataView(chunk.buffer, 0, end), at)
+      expect(skipper.skip(at, end), JSON.stringify({text, at, end})).toBe(js)
+    }
+  })
+
+  it('gives the same statistics as the JavaScript path on 4000 generated rows, in chunks of 1 to 65536 bytes', async () => {
+    const module = await assembledStringSkipper()
+    const lines = generatedRows(20261202, 4000)
+    const bytes = encode(lines.join('\n') + '\n')
+    for (const chunk of [1, 5, 16, 17, 64, 65536]) {
+      const skipper = newStringSkipper(module, 1, chunk)
+      const withSkipper = new JsonlScanner({fields: FIELDS, maxProblems: 1_000_000, skipper})
+      const plain = new JsonlScanner({fields: FIELDS, maxProblems: 1_000_000})
+      for (let at = 0; at < bytes.length; at += chunk) {
+        const piece = bytes.subarray(at, at + chunk)
+        skipper.buffers[0].set(piece)
+        withSkipper.push(skipper.buffers[0].subarray(0, piece.length))
+        plain.push(piece)
+      }
+      const expected = plain.end()
+      expect(expected.badRows).toBeGreaterThan(1000)
+      expect(withSkipper.end()).toEqual(expected)
+    }
+  })
+
+  it('scanJsonlFile reads into the skipper\'s memory, with the same result as without it', async () => {
+    const module = await assembledStringSkipper()
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'gr-skip-'))
+    try {
+      const file = path.join(dir, 'rows.jsonl')
+      writeFileSync(file, generatedRows(99, 600).join('\n') + '\n')
+      for (const chunkBytes of [7, 4096, 1 << 20]) {
+        const expected = await scanJsonlFile(file, {fields: FIELDS, maxProblems: 10_000, chunkBytes, wasm: null})
+        expect(await scanJsonlFile(file, {fields: FIELDS, maxProblems: 10_000, chunkBytes, wasm: module})).toEqual(expected)
+      }
+    } finally {
+      rmSync(dir, {recursive: true, force: true})
+    }
+  })
+})
 
 describe('JSON grammar: the scanner agrees with JSON.parse', () => {
   it('on 4000 generated valid and broken rows, in chunks of 1, 3, 7, 64 and 65536 bytes', () => {

@@ -4,6 +4,7 @@
  * compilers produce, and falls back to compiling when what it was built from has changed.
  */
 import {execa} from 'execa'
+import os from 'node:os'
 import path from 'node:path'
 import {describe, expect, it} from 'vitest'
 
@@ -125,6 +126,27 @@ describe('precompiled validators and templates', () => {
     expect(result.generatedRejects).toBe(false)
     expect(result.verdicts).toEqual([true, false])
     expect(result.dotPathCalls).toBe(2)
+  })
+
+  it('a built gymrecipe scans JSONL with the string skipper it assembled, with the verdicts of the JavaScript path', async () => {
+    const result = await inBuild(`
+      const {writeFileSync, mkdtempSync, rmSync} = await import('node:fs')
+      const {builtStringSkipper} = await import(${JSON.stringify(path.join(dist, 'ladder/data/string-skip.js'))})
+      const {scanJsonlFile} = await import(${JSON.stringify(path.join(dist, 'ladder/data/jsonl-scan.js'))})
+      const dir = mkdtempSync(${JSON.stringify(path.join(os.tmpdir(), 'gr-built-skip-'))})
+      const file = dir + '/rows.jsonl'
+      const rows = []
+      for (let k = 0; k < 300; k++) rows.push(JSON.stringify({input: 'a "quoted" \\\\ text\\n'.repeat(k % 7), exp_cal_state: {k}}) + (k % 5 === 0 ? ',' : ''))
+      rows.push('{"input": "bad \\\\q escape", "exp_cal_state": 1}', '{"input": "raw \t tab"}')
+      writeFileSync(file, rows.join('\\n') + '\\n')
+      const options = {fields: ['input', 'exp_cal_state'], maxProblems: 1000, chunkBytes: 64}
+      const built = await scanJsonlFile(file, options)
+      const plain = await scanJsonlFile(file, {...options, wasm: null})
+      rmSync(dir, {recursive: true, force: true})
+      console.log(JSON.stringify({assembled: builtStringSkipper() !== undefined, same: JSON.stringify(built) === JSON.stringify(plain), bad: built.badRows}))`)
+    expect(result.assembled).toBe(true)
+    expect(result.same).toBe(true)
+    expect(result.bad).toBe(62)
   })
 
   it('the build was made from the templates in the checkout', async () => {

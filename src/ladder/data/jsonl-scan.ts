@@ -2,6 +2,7 @@ import {open} from 'node:fs/promises'
 
 import {MAX_NESTING, maxLineBytes, mayHoldNonFinite, POLICY_MESSAGES} from '../../gym/input-policy.js'
 import {FieldTrie} from './fields.js'
+import {builtStringSkipper, newStringSkipper, type StringSkipper} from './string-skip.js'
 import {Utf8Validator} from './utf8.js'
 
 /**
@@ -68,6 +69,8 @@ export interface ScanOptions {
    * point and are shifted by the caller; byte offsets stay absolute. Only offset 0 may hold a BOM.
    */
   startOffset?: number
+  /** Chunks that are views of this skipper's memory have their string bodies skipped by it. */
+  skipper?: Pick<StringSkipper, 'memory' | 'skip'>
 }
 
 // Scanner modes: what the next byte may be.
@@ -151,7 +154,7 @@ function skipPlainString(chunk: Uint8Array, view: DataView, i: number): number {
  * Skip string content including complete escapes; stops at a quote, a byte a string may not
  * hold, an escape that is invalid or cut by the chunk end, or chunk.length.
  */
-function skipStringBody(chunk: Uint8Array, view: DataView, i: number): number {
+export function skipStringBody(chunk: Uint8Array, view: DataView, i: number): number {
   const end = chunk.length
   for (;;) {
     i = skipPlainString(chunk, view, i)
@@ -229,6 +232,7 @@ export class JsonlScanner {
   private readonly sampler?: RowSampler
   private readonly maxSampleBytes: number
   private readonly maxLineBytes: number
+  private readonly skipper?: Pick<StringSkipper, 'memory' | 'skip'>
   private readonly utf8 = new Utf8Validator()
   private readonly utf8Bad: number[] = []
   private utf8Head = 0
@@ -283,6 +287,7 @@ export class JsonlScanner {
     this.sampler = options.sampler
     this.maxSampleBytes = options.maxSampleBytes ?? 32 * 1024 * 1024
     this.maxLineBytes = options.maxLineBytes ?? maxLineBytes()
+    this.skipper = options.skipper
     this.stats = {
       bytes: 0,
       newlines: 0,
@@ -306,12 +311,15 @@ export class JsonlScanner {
     // 32-bit reads let string bodies be skipped four bytes at a time.
     const view = new DataView(chunk.buffer, chunk.byteOffset, chunk.byteLength)
     let i = this.startOffset === 0 && this.offset < BOM.length ? this.skipBom(chunk) : 0
+    // A chunk in the skipper's memory has its string bodies skipped there (16 bytes a step).
+    const skip = this.skipper !== undefined && chunk.buffer === this.skipper.memory ? this.skipper.skip : undefined
+    const base = chunk.byteOffset
     // The hot state lives in locals; it is written back before any method that reads it.
     let mode = this.mode
     let depth = this.depth
     while (i < end) {
       if (mode === STRING) {
-        i = skipStringBody(chunk, view, i)
+        i = skip === undefined ? skipStringBody(chunk, view, i) : skip(base + i, base + end) - base
         if (i === end) break
         if (chunk[i] === QUOTE && !this.keyTracking) {
           // The end of a value, or of a key no verifier field goes through.
@@ -773,13 +781,24 @@ function decodeKey(bytes: Uint8Array): string | undefined {
  * Stream a file through a JsonlScanner. Two buffers alternate: the next read is in flight
  * (on libuv's thread pool) while the current chunk is scanned, so reading costs almost nothing.
  */
-export async function scanJsonlFile(file: string, options: ScanOptions & {chunkBytes?: number; signal?: AbortSignal; end?: number}): Promise<JsonlStats> {
-  const scanner = new JsonlScanner(options)
+export async function scanJsonlFile(
+  file: string,
+  options: ScanOptions & {
+    chunkBytes?: number
+    signal?: AbortSignal
+    end?: number
+    /** The compiled string skipper (default: the build's; null: the JavaScript path only). */
+    wasm?: WebAssembly.Module | null
+  },
+): Promise<JsonlStats> {
+  const size = options.chunkBytes ?? 1024 * 1024
+  const wasm = options.wasm === undefined ? builtStringSkipper() : (options.wasm ?? undefined)
+  const skipper = wasm ? newStringSkipper(wasm, 2, size) : undefined
+  const scanner = new JsonlScanner({...options, skipper})
   const handle = await open(file, 'r')
   let pending: Promise<number> | undefined
   try {
-    const size = options.chunkBytes ?? 1024 * 1024
-    const buffers = [Buffer.allocUnsafeSlow(size), Buffer.allocUnsafeSlow(size)]
+    const buffers = skipper?.buffers ?? [Buffer.allocUnsafeSlow(size), Buffer.allocUnsafeSlow(size)]
     let position = options.startOffset ?? 0
     const end = options.end ?? Number.MAX_SAFE_INTEGER
     const readInto = (buffer: Buffer) => {
