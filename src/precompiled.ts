@@ -1,9 +1,10 @@
 /**
- * Code generated at build time (`npm run build` runs scripts/precompile.mjs): the recipe and
- * task-spec validators as Ajv standalone code and the templates precompiled by Handlebars, so no
- * command compiles them on every run. Each generated module carries the hash of what it was made
- * from; when that differs from the source in use (a template edited after the build), the caller
- * compiles instead, so a stale build can be slower but never wrong.
+ * Code generated at build time (`npm run build` runs scripts/precompile.mjs): the recipe,
+ * task-spec and call-config validators as Ajv standalone code, the data rung's string skipper as
+ * WebAssembly and the templates precompiled by Handlebars, so no command compiles them on every
+ * run. Each generated module carries the hash of what it was made from; when that differs from
+ * the source in use (a template edited after the build), the caller compiles instead (the
+ * string skipper: uses its JavaScript twin), so a stale build can be slower but never wrong.
  */
 import type {FormatDefinition, ValidateFunction} from 'ajv'
 import {createHash} from 'node:crypto'
@@ -16,12 +17,7 @@ export function contentHash(text: string): string {
 }
 
 /** The default export of dist/generated/<name>.cjs, or undefined when it was not generated. */
-export async function generatedModule(name: string): Promise<unknown> {
-  return requireGenerated(name)
-}
-
-/** The same, synchronously. */
-export function requireGenerated(name: string): unknown {
+export function generatedModule(name: string): unknown {
   const file = fileURLToPath(new URL(`./generated/${name}.cjs`, import.meta.url))
   if (!existsSync(file)) return undefined
   // require, not import: an ESM import of CommonJS scans the whole file for its export names first.
@@ -30,7 +26,7 @@ export function requireGenerated(name: string): unknown {
 
 /** The generated validator `name` when it was made from this schema, else `compile()`. */
 export async function schemaValidator<T>(name: string, schema: object, compile: () => Promise<ValidateFunction<T>>): Promise<ValidateFunction<T>> {
-  const generated = await generatedModule(name)
+  const generated = generatedModule(name)
   if (typeof generated === 'function' && (generated as {schemaHash?: unknown}).schemaHash === contentHash(JSON.stringify(schema))) return generated as ValidateFunction<T>
   return compile()
 }
@@ -41,7 +37,7 @@ export async function schemaValidator<T>(name: string, schema: object, compile: 
  * their code is not copied into the build).
  */
 export function formatValidator<T>(name: string, schema: object, formats: Record<string, FormatDefinition<string>>, compile: () => ValidateFunction<T>): ValidateFunction<T> {
-  const generated = requireGenerated(name) as {schemaHash?: unknown; create?: unknown} | undefined
+  const generated = generatedModule(name) as {schemaHash?: unknown; create?: unknown} | undefined
   if (generated && typeof generated.create === 'function' && generated.schemaHash === contentHash(JSON.stringify(schema))) {
     return (generated.create as (f: typeof formats) => ValidateFunction<T>)(formats)
   }

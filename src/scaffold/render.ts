@@ -92,7 +92,7 @@ let compiled: Promise<Map<string, HandlebarsTemplateDelegate>> | undefined
 function loadTemplates(): Promise<Map<string, HandlebarsTemplateDelegate>> {
   compiled ??= (async () => {
     const sources = await readTemplateSources()
-    const generated = (await generatedModule('templates')) as PrecompiledTemplates | undefined
+    const generated = generatedModule('templates') as PrecompiledTemplates | undefined
     const map = new Map<string, HandlebarsTemplateDelegate>()
     if (generated?.hash === sources.hash) {
       const hb = withHelpers(HandlebarsRuntime.create())

@@ -1,4 +1,4 @@
-import {contentHash, requireGenerated} from '../../precompiled.js'
+import {contentHash, generatedModule} from '../../precompiled.js'
 import {STRING_SKIP_WAT} from './string-skip-wat.js'
 
 /**
@@ -23,7 +23,7 @@ let built: WebAssembly.Module | null | undefined
 export function builtStringSkipper(): WebAssembly.Module | undefined {
   if (built === undefined) {
     built = null
-    const generated = requireGenerated('string-skip') as {sourceHash?: unknown; wasm?: unknown} | undefined
+    const generated = generatedModule('string-skip') as {sourceHash?: unknown; wasm?: unknown} | undefined
     if (generated && generated.sourceHash === contentHash(STRING_SKIP_WAT) && typeof generated.wasm === 'string') {
       try {
         built = new WebAssembly.Module(Buffer.from(generated.wasm, 'base64'))
