@@ -10,12 +10,16 @@ import {finished} from 'node:stream/promises'
 import {ExitCode, GymError} from '../errors.js'
 import {openAtomicTarget} from '../runtime/fs.js'
 import {mayHoldNonFinite, nestsDeeperThan, POLICY_MESSAGES} from './input-policy.js'
+import {scanObjectBytes} from './json-bytes.js'
 import {inputError} from './json-errors.js'
 import {JsonPolicyViolation, JsonSyntaxError, type ScannedObject, scanObjectMembers} from './json-members.js'
 import {findNonFinite, isJsonObject, type JsonObject, type JsonValue, parseJson} from './json-values.js'
 import {JsonlPolicyError, LineReader} from './jsonl-reader.js'
 
 // JSONL reading.
+
+/** An object's members as exact value text by key: a Map, or ByteMembers decoding on demand. */
+export type MemberTexts = Pick<Map<string, string>, 'get'>
 
 export interface JsonlLine {
   /** 1-based line number in the file; blank lines are counted but not yielded. */
@@ -62,15 +66,27 @@ export async function* readJsonlLines(file: string, flag: string, onProgress?: (
 
 /**
  * readJsonlLines a chunk (about 256 KiB) at a time: one await per chunk instead of one per line.
- * With `bytes`, each line also carries its bytes (see JsonlLine.bytes).
+ * With `bytes`, each line also carries its bytes (see JsonlLine.bytes); `text: false` skips
+ * decoding as well, and a line's text is then decoded only if it is read.
  */
-export async function* readJsonlBatches(file: string, flag: string, onProgress?: (progress: ReadProgress) => void, options: {bytes?: boolean} = {}): AsyncGenerator<JsonlLine[]> {
+export function readJsonlBatches(file: string, flag: string, onProgress?: (progress: ReadProgress) => void, options?: {bytes?: boolean; text?: true}): AsyncGenerator<JsonlLine[]>
+export function readJsonlBatches(file: string, flag: string, onProgress: ((progress: ReadProgress) => void) | undefined, options: {bytes: true; text: false}): AsyncGenerator<ByteLine[]>
+export async function* readJsonlBatches(file: string, flag: string, onProgress?: (progress: ReadProgress) => void, options: {bytes?: boolean; text?: boolean} = {}): AsyncGenerator<JsonlLine[]> {
   const totalBytes = await assertJsonlFile(file, flag)
   const reader = await LineReader.open(file)
+  const progress = () => onProgress?.({file, bytes: reader.bytesRead, totalBytes, lines: reader.firstLine - 1})
   try {
-    for (let texts = await nextTexts(reader, file); texts; texts = await nextTexts(reader, file)) {
+    if (options.text === false) {
+      for (let lines = await policyChecked(reader.nextByteLines(), file); lines; lines = await policyChecked(reader.nextByteLines(), file)) {
+        progress()
+        const batch = byteLines(lines, reader.firstLine)
+        if (batch.length > 0) yield batch
+      }
+      return
+    }
+    for (let texts = await policyChecked(reader.nextTexts(), file); texts; texts = await policyChecked(reader.nextTexts(), file)) {
       const first = reader.firstLine
-      onProgress?.({file, bytes: reader.bytesRead, totalBytes, lines: first - 1})
+      progress()
       const batch: JsonlLine[] = []
       const all = options.bytes ? reader.lastBytes : undefined
       let start = 0
@@ -93,6 +109,44 @@ export async function* readJsonlBatches(file: string, flag: string, onProgress?:
   }
 }
 
+/** A line read as bytes (readJsonlBatches with `text: false`); its text is decoded when first read. */
+export class ByteLine implements JsonlLine {
+  private decoded?: string
+
+  constructor(
+    readonly line: number,
+    readonly bytes: Buffer,
+  ) {}
+
+  get text(): string {
+    this.decoded ??= this.bytes.toString('utf8')
+    return this.decoded
+  }
+}
+
+/** The non-blank lines among a block's byte lines (a trailing CR dropped), the first numbered `first`. */
+function byteLines(lines: Buffer[], first: number): ByteLine[] {
+  const batch: ByteLine[] = []
+  for (let n = 0; n < lines.length; n++) {
+    let bytes = lines[n]
+    if (bytes[bytes.length - 1] === 0x0d) bytes = bytes.subarray(0, -1)
+    const line = new ByteLine(first + n, bytes)
+    if (!isBlank(line)) batch.push(line)
+  }
+  return batch
+}
+
+/** BLANK on a line's bytes: only a line of spaces and non-ASCII bytes needs decoding to tell. */
+function isBlank(line: ByteLine): boolean {
+  const {bytes} = line
+  for (let i = 0; i < bytes.length; i++) {
+    const byte = bytes[i]
+    if (byte === 0x20 || (byte >= 0x09 && byte <= 0x0d)) continue
+    return byte < 0x80 ? false : BLANK.test(line.text)
+  }
+  return true
+}
+
 /** A line's bytes without the JSON whitespace around them (a valid JSON line has no other). */
 export function trimJsonBytes(bytes: Buffer): Buffer {
   let start = 0
@@ -106,13 +160,22 @@ function isJsonSpace(byte: number): boolean {
   return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09
 }
 
-async function nextTexts(reader: LineReader, file: string): Promise<string[] | undefined> {
+/** A read's result, its input-policy errors worded as E_JSONL_INVALID for the file. */
+async function policyChecked<T>(read: Promise<T>, file: string): Promise<T> {
   try {
-    return await reader.nextTexts()
+    return await read
   } catch (error) {
     if (error instanceof JsonlPolicyError) throw inputError('E_JSONL_INVALID', error.message, {file, line: error.line}, error.hint)
     throw error
   }
+}
+
+/**
+ * scanObjectLine for a line read as bytes: the same verdict and members, the members decoded
+ * only when read. A line the byte scanner refuses is scanned as text, which words the error.
+ */
+export function scanObjectByteLine(line: ByteLine, file: string): {members: MemberTexts; hasNonFinite: boolean} {
+  return scanObjectBytes(line.bytes) ?? scanObjectLine(line, file)
 }
 
 /** Validate a line as a JSON object and split it into raw members (see scanObjectMembers, also for `nested`). */

@@ -188,6 +188,50 @@ export class LineReader {
    * first of them has line number `firstLine`. Undefined at the end of the file.
    */
   async nextTexts(): Promise<string[] | undefined> {
+    const bytes = await this.nextBlock()
+    if (bytes === undefined) return undefined
+    if (bytes === null) return []
+    if (this.done) {
+      this.lineNo++
+      return [bytes.toString('utf8')]
+    }
+    const lines = splitDecoded(bytes)
+    this.checkLengths(lines)
+    this.finishBlock(lines.length)
+    return lines
+  }
+
+  /**
+   * nextTexts() without decoding: the lines as views of the reader's buffers (valid until the
+   * next call), already checked to be valid UTF-8 and within the length limit.
+   */
+  async nextByteLines(): Promise<Buffer[] | undefined> {
+    const bytes = await this.nextBlock()
+    if (bytes === undefined) return undefined
+    if (bytes === null) return []
+    if (this.done) {
+      this.lineNo++
+      return [bytes]
+    }
+    const lines: Buffer[] = []
+    for (let start = 0; ; ) {
+      const newline = bytes.indexOf(10, start)
+      const end = newline === -1 ? bytes.length : newline
+      this.checkLength(end - start, this.lineNo + 1 + lines.length)
+      lines.push(bytes.subarray(start, end))
+      if (newline === -1) break
+      start = newline + 1
+    }
+    this.finishBlock(lines.length)
+    return lines
+  }
+
+  /**
+   * Read the next chunk: the bytes of its complete lines (newline-separated, valid UTF-8, in
+   * lastBytes too), null when it completes none, undefined at the end of the file. At the end
+   * the unfinished last line is returned as a block of its own, with done set.
+   */
+  private async nextBlock(): Promise<Buffer | null | undefined> {
     if (this.done) return undefined
     const ahead = this.ahead
     this.ahead = undefined
@@ -196,14 +240,11 @@ export class LineReader {
     this.lastBytes = undefined
     if (bytesRead === 0) {
       this.done = true
-      if (this.carry.length > 0) {
-        const bytes = this.carry.take()
-        const text = this.decode(bytes, this.lineNo + 1)
-        this.lastBytes = bytes
-        this.lineNo++
-        return [text]
-      }
-      return undefined
+      if (this.carry.length === 0) return undefined
+      const bytes = this.carry.take()
+      if (!isUtf8(bytes)) throw new JsonlPolicyError(this.lineNo + 1, POLICY_MESSAGES.utf8)
+      this.lastBytes = bytes
+      return bytes
     }
     const chunk = buffer.subarray(0, bytesRead)
     this.checkStart(chunk)
@@ -215,7 +256,7 @@ export class LineReader {
       this.checkLength(this.carry.length + chunk.length, this.lineNo + 1)
       this.carry.append(Buffer.from(chunk))
       this.readAhead()
-      return []
+      return null
     }
     const bytes = this.carry.length > 0 ? this.carry.take(chunk.subarray(0, last)) : chunk.subarray(0, last)
     if (!isUtf8(bytes)) this.throwFirstBadLine(bytes)
@@ -223,11 +264,13 @@ export class LineReader {
     if (last + 1 < bytesRead) this.carry.append(Buffer.from(chunk.subarray(last + 1)))
     // the next chunk is read into the other buffer while the caller works on these lines
     this.readAhead()
-    const lines = splitDecoded(bytes)
-    this.checkLengths(lines)
-    if (this.carry.length > 0) this.checkLength(this.carry.length, this.lineNo + lines.length + 1)
-    this.lineNo += lines.length
-    return lines
+    return bytes
+  }
+
+  /** A block's `lines` lines are counted; refuse the unfinished line left over if it is too long already. */
+  private finishBlock(lines: number): void {
+    if (this.carry.length > 0) this.checkLength(this.carry.length, this.lineNo + lines + 1)
+    this.lineNo += lines
   }
 
   /** Refuse any decoded line over the limit (a UTF-16 unit is 1 to 3 UTF-8 bytes, so most need no count). */

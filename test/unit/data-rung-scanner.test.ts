@@ -8,7 +8,8 @@ import os from 'node:os'
 import path from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {JsonlScanner, type JsonlStats, scanJsonlFile, skipStringBody} from '../../src/ladder/data/jsonl-scan.js'
+import {skipStringBody} from '../../src/gym/json-bytes.js'
+import {JsonlScanner, type JsonlStats, scanJsonlFile} from '../../src/ladder/data/jsonl-scan.js'
 import {newStringSkipper} from '../../src/ladder/data/string-skip.js'
 import {assembledStringSkipper} from '../helpers/string-skipper.js'
 

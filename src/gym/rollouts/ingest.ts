@@ -1,5 +1,5 @@
 import {POLICY_MESSAGES} from '../input-policy.js'
-import {assertJsonlFile, FieldError, type JsonlOutput, locate, nonFiniteField, type ReadProgress, readJsonlBatches, scanObjectLine, withJsonlOutput} from '../json.js'
+import {assertJsonlFile, FieldError, type JsonlOutput, locate, nonFiniteField, type ReadProgress, readJsonlBatches, scanObjectByteLine, withJsonlOutput} from '../json.js'
 import {normalizedPieces, type RolloutStatus} from './normalize.js'
 import {loadTaskTable, type TaskEntry} from './task-table.js'
 
@@ -27,13 +27,13 @@ const JOIN_HINT = 'Rollouts join on _ng_task_index, which Gym stamps while colle
 
 async function joinFile(file: string, flag: string, status: RolloutStatus, tasks: Map<string, TaskEntry>, out: JsonlOutput, onProgress?: (progress: ReadProgress) => void): Promise<number> {
   let records = 0
-  for await (const batch of readJsonlBatches(file, flag, onProgress, {bytes: true})) {
+  for await (const batch of readJsonlBatches(file, flag, onProgress, {bytes: true, text: false})) {
     const pieces: (string | Uint8Array)[] = []
     for (const line of batch) {
-      const {members, hasNonFinite} = scanObjectLine(line, file)
+      const {members, hasNonFinite} = scanObjectByteLine(line, file)
       try {
         if (hasNonFinite) throw new FieldError(nonFiniteField(line.text, ''), POLICY_MESSAGES.nonFinite)
-        normalizedPieces(line.bytes!, members, tasks, status, pieces)
+        normalizedPieces(line.bytes, members, tasks, status, pieces)
       } catch (error) {
         throw locate(error, 'E_ROLLOUT_INVALID', file, line.line, JOIN_HINT)
       }

@@ -1,4 +1,4 @@
-import {FieldError, jsonKind, rawMembers, trimJsonBytes} from '../json.js'
+import {FieldError, jsonKind, type MemberTexts, rawMembers, trimJsonBytes} from '../json.js'
 import {indexKey, type TaskEntry} from './task-table.js'
 
 /**
@@ -24,8 +24,8 @@ export const FIELD_SOURCES = {
 } as const
 
 /** Exact JSON text at a path of nested objects, or undefined when absent or null. */
-function rawAt(members: Map<string, string>, path: readonly string[]): string | undefined {
-  let level = members
+function rawAt(members: MemberTexts, path: readonly string[]): string | undefined {
+  let level: MemberTexts = members
   for (const [i, key] of path.entries()) {
     const raw = level.get(key)
     if (raw === undefined || raw === 'null') return undefined
@@ -36,7 +36,7 @@ function rawAt(members: Map<string, string>, path: readonly string[]): string | 
   return undefined
 }
 
-function firstOf(members: Map<string, string>, sources: readonly (readonly string[])[]): string {
+function firstOf(members: MemberTexts, sources: readonly (readonly string[])[]): string {
   for (const path of sources) {
     const raw = rawAt(members, path)
     if (raw !== undefined) return raw
@@ -44,7 +44,7 @@ function firstOf(members: Map<string, string>, sources: readonly (readonly strin
   return 'null'
 }
 
-function findTask(members: Map<string, string>, tasks: Map<string, TaskEntry>): {key: string; task: TaskEntry} {
+function findTask(members: MemberTexts, tasks: Map<string, TaskEntry>): {key: string; task: TaskEntry} {
   const raw = members.get('_ng_task_index')
   if (raw === undefined) throw new FieldError('_ng_task_index', 'missing, so the record cannot be joined to a task')
   const key = indexKey(raw)
@@ -57,11 +57,11 @@ function findTask(members: Map<string, string>, tasks: Map<string, TaskEntry>): 
 }
 
 /**
- * Append the normalized JSONL line of one record, given as its raw members (scanObjectLine) and
+ * Append the normalized JSONL line of one record, given as its raw members (scanObjectByteLine) and
  * its line's bytes, to `pieces` for JsonlOutput.writePieces (newline included): the task and the
  * rollout are copied as the bytes they were read as. Throws FieldError.
  */
-export function normalizedPieces(bytes: Buffer, members: Map<string, string>, tasks: Map<string, TaskEntry>, status: RolloutStatus, pieces: (string | Uint8Array)[]): void {
+export function normalizedPieces(bytes: Buffer, members: MemberTexts, tasks: Map<string, TaskEntry>, status: RolloutStatus, pieces: (string | Uint8Array)[]): void {
   const {task} = findTask(members, tasks)
   const own = (name: string, absent: string) => members.get(name) ?? absent
   const field = (name: keyof typeof FIELD_SOURCES) => firstOf(members, FIELD_SOURCES[name])

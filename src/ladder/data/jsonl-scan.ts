@@ -1,6 +1,7 @@
 import {open} from 'node:fs/promises'
 
 import {MAX_NESTING, maxLineBytes, mayHoldNonFinite, POLICY_MESSAGES} from '../../gym/input-policy.js'
+import {ESCAPABLE, IS_HEX, skipStringBody} from '../../gym/json-bytes.js'
 import {FieldTrie} from './fields.js'
 import {builtStringSkipper, newStringSkipper, type StringSkipper} from './string-skip.js'
 import {Utf8Validator} from './utf8.js'
@@ -106,22 +107,10 @@ const NEWLINE = 0x0a
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
 
-/** 1 for bytes that cannot end a run of plain string content. */
-const STRING_STOP = new Uint8Array(256)
-for (let b = 0; b < 0x20; b++) STRING_STOP[b] = 1
-STRING_STOP[QUOTE] = 1
-STRING_STOP[BACKSLASH] = 1
-
 const IS_SPACE = new Uint8Array(256)
 IS_SPACE[0x20] = 1
 IS_SPACE[0x09] = 1
 IS_SPACE[0x0d] = 1
-
-const IS_HEX = new Uint8Array(256)
-for (const c of '0123456789abcdefABCDEF') IS_HEX[c.charCodeAt(0)] = 1
-
-const ESCAPABLE = new Uint8Array(256)
-for (const c of '"\\/bfnrtu') ESCAPABLE[c.charCodeAt(0)] = 1
 
 const LITERALS: Record<number, Uint8Array> = {
   0x74: new TextEncoder().encode('true'),
@@ -131,46 +120,6 @@ const LITERALS: Record<number, Uint8Array> = {
 
 const TYPE_NAMES: Record<number, string> = {0x7b: 'an object', 0x5b: 'an array', 0x22: 'a string', 0x74: 'a boolean', 0x66: 'a boolean', 0x6e: 'null'}
 const BOM = [0xef, 0xbb, 0xbf]
-/**
- * Index of the first byte at or after i that ends plain string content (a quote, a backslash
- * or a byte below 0x20), or chunk.length. Four bytes are tested at once (an unaligned 32-bit
- * read): a word holds such a byte exactly when one of the has-less-than / has-zero bit tests fires.
- */
-function skipPlainString(chunk: Uint8Array, view: DataView, i: number): number {
-  const end = chunk.length
-  const wordEnd = end - 3
-  while (i < wordEnd) {
-    const x = view.getInt32(i, true)
-    const quote = x ^ 0x22222222
-    const slash = x ^ 0x5c5c5c5c
-    if ((((x - 0x20202020) & ~x) | ((quote - 0x01010101) & ~quote) | ((slash - 0x01010101) & ~slash)) & 0x80808080) break
-    i += 4
-  }
-  while (i < end && STRING_STOP[chunk[i]] === 0) i++
-  return i
-}
-
-/**
- * Skip string content including complete escapes; stops at a quote, a byte a string may not
- * hold, an escape that is invalid or cut by the chunk end, or chunk.length.
- */
-export function skipStringBody(chunk: Uint8Array, view: DataView, i: number): number {
-  const end = chunk.length
-  for (;;) {
-    i = skipPlainString(chunk, view, i)
-    if (i >= end || chunk[i] !== BACKSLASH || i + 1 >= end) return i
-    const escaped = chunk[i + 1]
-    if (escaped === 0x75) {
-      if (i + 5 < end && IS_HEX[chunk[i + 2]] & IS_HEX[chunk[i + 3]] & IS_HEX[chunk[i + 4]] & IS_HEX[chunk[i + 5]]) i += 6
-      else return i
-    } else if (ESCAPABLE[escaped] === 1) {
-      i += 2
-    } else {
-      return i
-    }
-  }
-}
-
 /** Keys longer than this are not verifier fields; stop collecting their bytes. */
 const MAX_KEY_BYTES = 4096
 /** Longer numbers are not checked for overflow (Python refuses integers of more than 4300 digits anyway). */

@@ -1,0 +1,297 @@
+/**
+ * JSON validated as UTF-8 bytes, for the hot paths that would otherwise decode every line only to
+ * scan it: no string is built until a member's text is asked for. The byte scanner only accepts or
+ * rejects; a rejected line is scanned again as text (./json-members.ts), which words the error, so
+ * both paths give one verdict and one message.
+ */
+import {MAX_NESTING} from './input-policy.js'
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+const COMMA = 0x2c
+const COLON = 0x3a
+const MINUS = 0x2d
+const DOT = 0x2e
+const OPEN_BRACE = 0x7b
+const CLOSE_BRACE = 0x7d
+const OPEN_BRACKET = 0x5b
+const CLOSE_BRACKET = 0x5d
+
+/** 1 for bytes that cannot end a run of plain string content. */
+const STRING_STOP = new Uint8Array(256)
+for (let b = 0; b < 0x20; b++) STRING_STOP[b] = 1
+STRING_STOP[QUOTE] = 1
+STRING_STOP[BACKSLASH] = 1
+
+export const IS_HEX = new Uint8Array(256)
+for (const c of '0123456789abcdefABCDEF') IS_HEX[c.charCodeAt(0)] = 1
+
+export const ESCAPABLE = new Uint8Array(256)
+for (const c of '"\\/bfnrtu') ESCAPABLE[c.charCodeAt(0)] = 1
+
+/**
+ * Index of the first byte at or after i that ends plain string content (a quote, a backslash
+ * or a byte below 0x20), or chunk.length. Four bytes are tested at once (an unaligned 32-bit
+ * read): a word holds such a byte exactly when one of the has-less-than / has-zero bit tests fires.
+ */
+function skipPlainString(chunk: Uint8Array, view: DataView, i: number, base: number): number {
+  const end = chunk.length
+  const wordEnd = end - 3
+  while (i < wordEnd) {
+    const x = view.getInt32(base + i, true)
+    const quote = x ^ 0x22222222
+    const slash = x ^ 0x5c5c5c5c
+    if ((((x - 0x20202020) & ~x) | ((quote - 0x01010101) & ~quote) | ((slash - 0x01010101) & ~slash)) & 0x80808080) break
+    i += 4
+  }
+  while (i < end && STRING_STOP[chunk[i]] === 0) i++
+  return i
+}
+
+/**
+ * Skip string content including complete escapes; stops at a quote, a byte a string may not
+ * hold, an escape that is invalid or cut by the chunk end, or chunk.length. `view` covers the
+ * chunk's memory from `base` bytes before its first byte.
+ */
+export function skipStringBody(chunk: Uint8Array, view: DataView, i: number, base = 0): number {
+  const end = chunk.length
+  for (;;) {
+    i = skipPlainString(chunk, view, i, base)
+    if (i >= end || chunk[i] !== BACKSLASH || i + 1 >= end) return i
+    const escaped = chunk[i + 1]
+    if (escaped === 0x75) {
+      if (i + 5 < end && IS_HEX[chunk[i + 2]] & IS_HEX[chunk[i + 3]] & IS_HEX[chunk[i + 4]] & IS_HEX[chunk[i + 5]]) i += 6
+      else return i
+    } else if (ESCAPABLE[escaped] === 1) {
+      i += 2
+    } else {
+      return i
+    }
+  }
+}
+
+/** The scan in progress: the line, a view for word reads, and whether a float overflowed. */
+interface Scan {
+  bytes: Buffer
+  /** A view of the memory the bytes are in, which starts `base` bytes before them. */
+  view: DataView
+  base: number
+  nonFinite: boolean
+  /** Index just past the closing quote of the key scanKey read last. */
+  keyEnd: number
+}
+
+/** Returned instead of an index when the bytes are not valid JSON (or break the nesting limit). */
+const REJECTED = -1
+
+// Reads past the end give undefined, which must never index a table (a slow, generic lookup).
+function skipSpace(bytes: Buffer, i: number): number {
+  let c = bytes[i]
+  while (c <= 0x20 && (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d)) c = bytes[++i]
+  return i
+}
+
+function isDigit(c: number | undefined): boolean {
+  return c !== undefined && c >= 0x30 && c <= 0x39
+}
+
+/** The string token opening at i; index just past its closing quote. */
+function scanString(scan: Scan, i: number): number {
+  const j = skipStringBody(scan.bytes, scan.view, i + 1, scan.base)
+  return scan.bytes[j] === QUOTE ? j + 1 : REJECTED
+}
+
+function scanDigits(bytes: Buffer, i: number): number {
+  if (!isDigit(bytes[i])) return REJECTED
+  while (isDigit(bytes[i])) i++
+  return i
+}
+
+/** The number opening at i: -?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)? */
+function scanNumber(scan: Scan, i: number): number {
+  const {bytes} = scan
+  const start = i
+  if (bytes[i] === MINUS) i++
+  i = bytes[i] === 0x30 ? i + 1 : scanDigits(bytes, i)
+  if (i === REJECTED) return REJECTED
+  const wholeDigits = i - start
+  let float = false
+  if (bytes[i] === DOT) {
+    i = scanDigits(bytes, i + 1)
+    if (i === REJECTED) return REJECTED
+    float = true
+  }
+  const e = bytes[i]
+  let exponentDigits = 0
+  if (e === 0x65 || e === 0x45) {
+    const sign = bytes[i + 1]
+    const digitsStart = sign === 0x2b || sign === MINUS ? i + 2 : i + 1
+    i = scanDigits(bytes, digitsStart)
+    if (i === REJECTED) return REJECTED
+    exponentDigits = i - digitsStart
+    float = true
+  }
+  // Only a float with a 3-digit exponent or 309+ digits can overflow a double.
+  if (float && (exponentDigits >= 3 || wholeDigits >= 309) && !Number.isFinite(Number(bytes.toString('latin1', start, i)))) scan.nonFinite = true
+  return i
+}
+
+function isLiteral(bytes: Buffer, i: number, literal: string): boolean {
+  for (let k = 0; k < literal.length; k++) if (bytes[i + k] !== literal.charCodeAt(k)) return false
+  return true
+}
+
+function scanScalar(scan: Scan, i: number): number {
+  const c = scan.bytes[i]
+  if (c === QUOTE) return scanString(scan, i)
+  if (c === MINUS || isDigit(c)) return scanNumber(scan, i)
+  if (c === 0x74) return isLiteral(scan.bytes, i, 'true') ? i + 4 : REJECTED
+  if (c === 0x66) return isLiteral(scan.bytes, i, 'false') ? i + 5 : REJECTED
+  if (c === 0x6e) return isLiteral(scan.bytes, i, 'null') ? i + 4 : REJECTED
+  return REJECTED
+}
+
+/** `"key" :` at i; index of the value that follows. */
+function scanKey(scan: Scan, i: number): number {
+  if (scan.bytes[i] !== QUOTE) return REJECTED
+  const end = scanString(scan, i)
+  if (end === REJECTED) return REJECTED
+  scan.keyEnd = end
+  const colon = skipSpace(scan.bytes, end)
+  return scan.bytes[colon] === COLON ? skipSpace(scan.bytes, colon + 1) : REJECTED
+}
+
+/** The value at i (`depth`: containers open around it); index just past it. */
+function scanValue(scan: Scan, i: number, depth: number): number {
+  const {bytes} = scan
+  let c = bytes[i]
+  if (c !== OPEN_BRACE && c !== OPEN_BRACKET) return scanScalar(scan, i)
+  const closers: number[] = []
+  for (;;) {
+    c = bytes[i]
+    if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (closers.length + depth >= MAX_NESTING) return REJECTED
+      const closer = c === OPEN_BRACE ? CLOSE_BRACE : CLOSE_BRACKET
+      i = skipSpace(bytes, i + 1)
+      if (bytes[i] === closer) {
+        i++
+      } else {
+        closers.push(closer)
+        if (closer === CLOSE_BRACE) i = scanKey(scan, i)
+        if (i === REJECTED) return REJECTED
+        continue
+      }
+    } else {
+      i = scanScalar(scan, i)
+      if (i === REJECTED) return REJECTED
+    }
+    // After a complete value: close finished containers until one continues with a comma.
+    for (;;) {
+      if (closers.length === 0) return i
+      i = skipSpace(bytes, i)
+      const next = bytes[i]
+      const closer = closers[closers.length - 1]
+      if (next === closer) {
+        closers.pop()
+        i++
+      } else if (next === COMMA) {
+        i = skipSpace(bytes, i + 1)
+        if (closer === CLOSE_BRACE) i = scanKey(scan, i)
+        if (i === REJECTED) return REJECTED
+        break
+      } else {
+        return REJECTED
+      }
+    }
+  }
+}
+
+/**
+ * An object line's top-level members as byte ranges of the line, decoded only when asked for:
+ * key → exact value text, like the Map of scanObjectMembers (a repeated key has its last value).
+ * Keys are compared as bytes, so none is decoded unless it holds an escape. Valid while the
+ * line's bytes are.
+ */
+export class ByteMembers {
+  /** keyStart, keyEnd (inside the quotes), valueStart, valueEnd of each member, in source order. */
+  private readonly spans: number[] = []
+  /** Decoded keys of the members whose key holds an escape, by their index in spans. */
+  private escapedKeys?: Map<number, string>
+
+  constructor(private readonly bytes: Buffer) {}
+
+  add(keyStart: number, keyEnd: number, valueStart: number, valueEnd: number): void {
+    for (let k = keyStart; k < keyEnd; k++) {
+      if (this.bytes[k] === BACKSLASH) {
+        this.escapedKeys ??= new Map()
+        this.escapedKeys.set(this.spans.length, JSON.parse(this.bytes.toString('utf8', keyStart - 1, keyEnd + 1)) as string)
+        break
+      }
+    }
+    this.spans.push(keyStart, keyEnd, valueStart, valueEnd)
+  }
+
+  /** The value's exact text, or undefined when the key is absent. */
+  get(key: string): string | undefined {
+    const {bytes, spans} = this
+    let ascii = true
+    for (let k = 0; k < key.length; k++) if (key.charCodeAt(k) > 0x7f) ascii = false
+    for (let m = spans.length - 4; m >= 0; m -= 4) {
+      if (this.isKey(m, key, ascii)) return bytes.toString('utf8', spans[m + 2], spans[m + 3])
+    }
+    return undefined
+  }
+
+  private isKey(m: number, key: string, ascii: boolean): boolean {
+    const escaped = this.escapedKeys?.get(m)
+    if (escaped !== undefined) return escaped === key
+    const start = this.spans[m]
+    const end = this.spans[m + 1]
+    if (!ascii) return this.bytes.toString('utf8', start, end) === key
+    if (end - start !== key.length) return false
+    for (let k = 0; k < key.length; k++) if (this.bytes[start + k] !== key.charCodeAt(k)) return false
+    return true
+  }
+}
+
+// The lines of one read share its memory, and so one view.
+let lastMemory: ArrayBufferLike | undefined
+let lastView: DataView | undefined
+
+function viewOf(memory: ArrayBufferLike): DataView {
+  if (memory !== lastMemory || lastView === undefined) {
+    lastMemory = memory
+    lastView = new DataView(memory)
+  }
+  return lastView
+}
+
+/**
+ * Validate a line's UTF-8 bytes (already known to be valid UTF-8) as a JSON object under the
+ * input policy's nesting limit and split its members. Undefined when the line is anything else:
+ * invalid JSON, too deep, or not an object (scan its text to learn which).
+ */
+export function scanObjectBytes(bytes: Buffer): {members: ByteMembers; hasNonFinite: boolean} | undefined {
+  const scan: Scan = {bytes, view: viewOf(bytes.buffer), base: bytes.byteOffset, nonFinite: false, keyEnd: 0}
+  const members = new ByteMembers(bytes)
+  let i = skipSpace(bytes, 0)
+  if (bytes[i] !== OPEN_BRACE) return undefined
+  i = skipSpace(bytes, i + 1)
+  if (bytes[i] !== CLOSE_BRACE) {
+    for (;;) {
+      const keyStart = i
+      const valueStart = scanKey(scan, i)
+      if (valueStart === REJECTED) return undefined
+      const keyEnd = scan.keyEnd
+      const valueEnd = scanValue(scan, valueStart, 1)
+      if (valueEnd === REJECTED) return undefined
+      members.add(keyStart + 1, keyEnd - 1, valueStart, valueEnd)
+      i = skipSpace(bytes, valueEnd)
+      if (bytes[i] !== COMMA) break
+      i = skipSpace(bytes, i + 1)
+    }
+    if (bytes[i] !== CLOSE_BRACE) return undefined
+  }
+  if (skipSpace(bytes, i + 1) !== bytes.length) return undefined
+  return {members, hasNonFinite: scan.nonFinite}
+}
