@@ -73,40 +73,11 @@ function isHexDigit(c: number): boolean {
 
 const SIMPLE_ESCAPES = new Set([QUOTE, BACKSLASH, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74])
 
-/**
- * What scanObjectMembers learnt of the line it is scanning, so that a string body can be found with
- * native searches: whether the text has no control character at all, and where the next backslash
- * at or after `backslashFrom` is (-1: none).
- */
-let noControls = false
-let nextBackslash = -1
-let backslashFrom = 0
-const CONTROL = /[\x00-\x1f]/
-
-function startText(text: string): void {
-  noControls = !CONTROL.test(text)
-  nextBackslash = text.indexOf('\\')
-  backslashFrom = 0
-}
-
 /** Validate the string token opening at i; index just past its closing quote. */
 function scanString(text: string, i: number): number {
   let j = i + 1
-  if (noControls) {
-    // Neither a control character nor (when the next backslash is further on) an escape can be in
-    // the body, so the closing quote is the next one.
-    const quote = text.indexOf('"', j)
-    if (quote === -1) syntaxError('unterminated string', i)
-    if (nextBackslash !== -1 && nextBackslash < j) {
-      nextBackslash = text.indexOf('\\', j)
-      backslashFrom = j
-    }
-    if (nextBackslash === -1 || nextBackslash > quote) return quote + 1
-  }
   for (;;) {
-    let c = text.charCodeAt(j)
-    // Plain characters first, in one tight loop: everything but '"', '\\', controls and the end (NaN).
-    while (c > BACKSLASH || (c > QUOTE && c < BACKSLASH) || c === 0x20 || c === 0x21) c = text.charCodeAt(++j)
+    const c = text.charCodeAt(j)
     if (c === QUOTE) return j + 1
     if (c === BACKSLASH) {
       const escaped = text.charCodeAt(j + 1)
@@ -115,8 +86,10 @@ function scanString(text: string, i: number): number {
       else syntaxError('invalid escape in string', j)
     } else if (c < 0x20) {
       syntaxError('control character in string', j)
-    } else {
+    } else if (j >= text.length) {
       syntaxError('unterminated string', i)
+    } else {
+      j++
     }
   }
 }
@@ -247,7 +220,6 @@ export interface ScannedObject {
  */
 export function scanObjectMembers(text: string, nested?: string): ScannedObject | undefined {
   const found: Findings = {nonFinite: false}
-  startText(text)
   const start = skipWhitespace(text, 0)
   if (text.charCodeAt(start) !== OPEN_BRACE) {
     const end = skipWhitespace(text, scanValue(text, start, found))
