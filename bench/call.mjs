@@ -2,7 +2,7 @@
 /**
  * Benchmark of `gymrecipe call resource` against a bare concurrent HTTP client.
  *
- *   npx tsc -p tsconfig.json && node bench/call.mjs [--rows 10000] [--repeat 3] [--concurrency 1,32] [--base <checkout>] [--no-floor] [--no-httpx] [--httpx-rows 1000]
+ *   npm run build && node bench/call.mjs [--rows 10000] [--repeat 3] [--concurrency 1,32] [--base <checkout>] [--no-floor] [--no-httpx] [--httpx-rows 1000]
  *
  * Starts the call test service (test/fixtures/call/serve.ts, its own process,
  * 127.0.0.1, OS-chosen port) whose /execute answers at once, then for each
@@ -273,7 +273,7 @@ const median = (values) => {
 
 async function main() {
   if (!existsSync(path.join(root, 'dist', 'gym', 'call', 'index.js'))) {
-    console.error('dist/ is not built: run `npx tsc -p tsconfig.json` first')
+    console.error('dist/ is not built: run `npm run build` first')
     process.exit(2)
   }
   const rows = Number(opt('rows', '10000'))

@@ -24,7 +24,7 @@
 //   node bench/data-rung.mjs                              # ~1 GB
 //   GYMRECIPE_BENCH_SCALE=0.05 node bench/data-rung.mjs   # ~50 MB quick run
 //
-// Run `npx tsc -p tsconfig.json` first: the scanner is imported from dist/.
+// Run `npm run build` first: the scanner is imported from dist/.
 
 import {spawn} from 'node:child_process'
 import {closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync} from 'node:fs'
@@ -40,7 +40,7 @@ const TARGET_BYTES = Math.round(1024 * 1024 * 1024 * scale)
 const FIELDS = ['responses_create_params.input', 'exp_cal_state']
 const SOURCE_ROWS = path.join(repoRoot, 'test/fixtures/nemo-gym-snapshot/environments/calendar/data/example.jsonl')
 const SCANNER = path.join(repoRoot, 'dist/ladder/data/parallel-scan.js')
-if (!existsSync(SCANNER)) throw new Error('dist/ is missing: run `npx tsc -p tsconfig.json` first')
+if (!existsSync(SCANNER)) throw new Error('dist/ is missing: run `npm run build` first')
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'gymrecipe-bench-data-'))
 const data = path.join(work, 'calendar_train.jsonl')

@@ -13,11 +13,12 @@
 //   GYMRECIPE_BENCH_SCALE=0.05 node bench/tasks.mjs   # quick run
 //   node bench/tasks.mjs --base <checkout>      # also runs another build (before/after), same inputs
 //
-// Run `npx tsc -p tsconfig.json` first: the CLI is run from dist/.
+// Run `npm run build` first: the CLI is run from dist/ (without the oclif manifest the build
+// writes, every command would load all the others at start-up).
 
 import {spawn} from 'node:child_process'
 import {createHash} from 'node:crypto'
-import {createReadStream, createWriteStream, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {createReadStream, createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -25,6 +26,9 @@ import {fileURLToPath} from 'node:url'
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const baseAt = process.argv.indexOf('--base')
 const baseRoot = baseAt === -1 ? undefined : path.resolve(process.argv[baseAt + 1])
+for (const root of [repoRoot, baseRoot]) {
+  if (root && !existsSync(path.join(root, 'oclif.manifest.json'))) throw new Error(`${root} is not built: run \`npm run build\` there first`)
+}
 const scale = Number(process.env.GYMRECIPE_BENCH_SCALE ?? '1')
 if (!(scale > 0)) throw new Error('GYMRECIPE_BENCH_SCALE must be a positive number')
 const TASKS = Math.max(1, Math.round(100_000 * scale))

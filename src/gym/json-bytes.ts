@@ -207,18 +207,17 @@ function scanValue(scan: Scan, i: number, depth: number): number {
 }
 
 /**
- * An object line's top-level members as byte ranges of the line, decoded only when asked for:
- * key → exact value text, like the Map of scanObjectMembers (a repeated key has its last value).
- * Keys are compared as bytes, so none is decoded unless it holds an escape. Valid while the
- * line's bytes are.
+ * An object's members as byte ranges of its line, decoded only when asked for: key → exact value
+ * text, like the Map of scanObjectMembers (a repeated key has its last value). Keys are compared
+ * as bytes, so none is decoded unless it holds an escape. Valid while the line's bytes are.
  */
 export class ByteMembers {
   /** keyStart, keyEnd (inside the quotes), valueStart, valueEnd of each member, in source order. */
-  private readonly spans: number[] = []
+  readonly spans: number[] = []
   /** Decoded keys of the members whose key holds an escape, by their index in spans. */
   private escapedKeys?: Map<number, string>
 
-  constructor(private readonly bytes: Buffer) {}
+  constructor(readonly bytes: Buffer) {}
 
   add(keyStart: number, keyEnd: number, valueStart: number, valueEnd: number): void {
     for (let k = keyStart; k < keyEnd; k++) {
@@ -233,13 +232,34 @@ export class ByteMembers {
 
   /** The value's exact text, or undefined when the key is absent. */
   get(key: string): string | undefined {
-    const {bytes, spans} = this
+    const m = this.indexOf(key)
+    return m === -1 ? undefined : this.bytes.toString('utf8', this.spans[m + 2], this.spans[m + 3])
+  }
+
+  /** Where the key's (last) member starts in spans, or -1 when the key is absent. */
+  indexOf(key: string): number {
     let ascii = true
     for (let k = 0; k < key.length; k++) if (key.charCodeAt(k) > 0x7f) ascii = false
-    for (let m = spans.length - 4; m >= 0; m -= 4) {
-      if (this.isKey(m, key, ascii)) return bytes.toString('utf8', spans[m + 2], spans[m + 3])
+    for (let m = this.spans.length - 4; m >= 0; m -= 4) {
+      if (this.isKey(m, key, ascii)) return m
     }
-    return undefined
+    return -1
+  }
+
+  /**
+   * True when every key is written without escapes and none repeats: then each member's key
+   * bytes are its key as JSON.stringify writes it, and spans hold exactly the object's members.
+   */
+  hasPlainDistinctKeys(): boolean {
+    if (this.escapedKeys) return false
+    const {bytes, spans} = this
+    for (let m = 4; m < spans.length; m += 4) {
+      const length = spans[m + 1] - spans[m]
+      for (let other = 0; other < m; other += 4) {
+        if (spans[other + 1] - spans[other] === length && bytes.compare(bytes, spans[m], spans[m + 1], spans[other], spans[other + 1]) === 0) return false
+      }
+    }
+    return true
   }
 
   private isKey(m: number, key: string, ascii: boolean): boolean {
@@ -248,10 +268,15 @@ export class ByteMembers {
     const start = this.spans[m]
     const end = this.spans[m + 1]
     if (!ascii) return this.bytes.toString('utf8', start, end) === key
-    if (end - start !== key.length) return false
-    for (let k = 0; k < key.length; k++) if (this.bytes[start + k] !== key.charCodeAt(k)) return false
-    return true
+    return isAsciiKey(this.bytes, start, end, key)
   }
+}
+
+/** Whether bytes[start, end) spell the ASCII key. */
+function isAsciiKey(bytes: Buffer, start: number, end: number, key: string): boolean {
+  if (end - start !== key.length) return false
+  for (let k = 0; k < key.length; k++) if (bytes[start + k] !== key.charCodeAt(k)) return false
+  return true
 }
 
 // The lines of one read share its memory, and so one view.
@@ -266,32 +291,62 @@ function viewOf(memory: ArrayBufferLike): DataView {
   return lastView
 }
 
+/** What scanObjectBytes found: the members, and those of the `nested` key's value when it is an object. */
+export interface ScannedBytes {
+  members: ByteMembers
+  hasNonFinite: boolean
+  nested?: ByteMembers
+}
+
+/**
+ * Validate the object opening at i into `members` (`depth`: the nesting of its member values);
+ * index just past its closing brace. With `nested` (an ASCII key), that key's value is split into
+ * `found.nested` as well when it is an object (left undefined when the last such member is not).
+ */
+function scanMembers(scan: Scan, i: number, depth: number, members: ByteMembers, found: ScannedBytes, nested?: string): number {
+  const {bytes} = scan
+  i = skipSpace(bytes, i + 1)
+  if (bytes[i] === CLOSE_BRACE) return i + 1
+  for (;;) {
+    const keyStart = i
+    const valueStart = scanKey(scan, i)
+    if (valueStart === REJECTED) return REJECTED
+    const keyEnd = scan.keyEnd
+    let valueEnd: number
+    if (nested !== undefined && isAsciiKey(bytes, keyStart + 1, keyEnd - 1, nested)) {
+      if (bytes[valueStart] === OPEN_BRACE) {
+        const inner = new ByteMembers(bytes)
+        valueEnd = scanMembers(scan, valueStart, depth + 1, inner, found)
+        found.nested = inner
+      } else {
+        valueEnd = scanValue(scan, valueStart, depth)
+        found.nested = undefined
+      }
+    } else {
+      valueEnd = scanValue(scan, valueStart, depth)
+    }
+    if (valueEnd === REJECTED) return REJECTED
+    members.add(keyStart + 1, keyEnd - 1, valueStart, valueEnd)
+    i = skipSpace(bytes, valueEnd)
+    if (bytes[i] !== COMMA) break
+    i = skipSpace(bytes, i + 1)
+  }
+  return bytes[i] === CLOSE_BRACE ? i + 1 : REJECTED
+}
+
 /**
  * Validate a line's UTF-8 bytes (already known to be valid UTF-8) as a JSON object under the
- * input policy's nesting limit and split its members. Undefined when the line is anything else:
- * invalid JSON, too deep, or not an object (scan its text to learn which).
+ * input policy's nesting limit and split its members (and, with `nested`, those of that key's
+ * object value, like scanObjectMembers). Undefined when the line is anything else: invalid JSON,
+ * too deep, or not an object (scan its text to learn which).
  */
-export function scanObjectBytes(bytes: Buffer): {members: ByteMembers; hasNonFinite: boolean} | undefined {
+export function scanObjectBytes(bytes: Buffer, nested?: string): ScannedBytes | undefined {
   const scan: Scan = {bytes, view: viewOf(bytes.buffer), base: bytes.byteOffset, nonFinite: false, keyEnd: 0}
-  const members = new ByteMembers(bytes)
-  let i = skipSpace(bytes, 0)
-  if (bytes[i] !== OPEN_BRACE) return undefined
-  i = skipSpace(bytes, i + 1)
-  if (bytes[i] !== CLOSE_BRACE) {
-    for (;;) {
-      const keyStart = i
-      const valueStart = scanKey(scan, i)
-      if (valueStart === REJECTED) return undefined
-      const keyEnd = scan.keyEnd
-      const valueEnd = scanValue(scan, valueStart, 1)
-      if (valueEnd === REJECTED) return undefined
-      members.add(keyStart + 1, keyEnd - 1, valueStart, valueEnd)
-      i = skipSpace(bytes, valueEnd)
-      if (bytes[i] !== COMMA) break
-      i = skipSpace(bytes, i + 1)
-    }
-    if (bytes[i] !== CLOSE_BRACE) return undefined
-  }
-  if (skipSpace(bytes, i + 1) !== bytes.length) return undefined
-  return {members, hasNonFinite: scan.nonFinite}
+  const found: ScannedBytes = {members: new ByteMembers(bytes), hasNonFinite: false}
+  const start = skipSpace(bytes, 0)
+  if (bytes[start] !== OPEN_BRACE) return undefined
+  const end = scanMembers(scan, start, 1, found.members, found, nested)
+  if (end === REJECTED || skipSpace(bytes, end) !== bytes.length) return undefined
+  found.hasNonFinite = scan.nonFinite
+  return found
 }

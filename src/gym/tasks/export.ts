@@ -1,7 +1,8 @@
 import {POLICY_MESSAGES} from '../input-policy.js'
+import {type ByteMembers, scanObjectBytes} from '../json-bytes.js'
 import {FieldError, jsonKind, locate, nonFiniteField, rawString, type ReadProgress, readJsonlBatches, type ScannedObject, scanObjectLine, withJsonlOutput} from '../json.js'
 import {isEncodableId, taskIndexOf} from './identity.js'
-import {checkGymTask, kindsOfRaw} from './task.js'
+import {checkGymTask, kindsOfRaw, type MemberKind} from './task.js'
 
 /**
  * Scenario bundle → Gym-native task: the task's own members (top-level nulls
@@ -87,6 +88,141 @@ export function exportBundle({members: bundle, hasNonFinite, nested}: ScannedObj
   return `${out}}`
 }
 
+// The byte path: bundles as `tasks build` writes them, exported without decoding them.
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+const COLON = 0x3a
+const OPEN = Buffer.from('{')
+const COLON_PIECE = Buffer.from(':')
+const COMMA_PIECE = Buffer.from(',')
+const LINE_END = Buffer.from('}\n')
+const PROVENANCE_KEY = ',"_dd_provenance":'
+
+/** Where a member's key and value are in the line: offsets into ByteMembers.spans. */
+const KEY_START = 0
+const KEY_END = 1
+const VALUE_START = 2
+const VALUE_END = 3
+
+function isNullAt(members: ByteMembers, m: number): boolean {
+  return members.bytes[members.spans[m + VALUE_START]] === 0x6e
+}
+
+function kindsOfBytes(members: ByteMembers): MemberKind {
+  return (key) => {
+    const m = members.indexOf(key)
+    if (m === -1) return undefined
+    const {bytes, spans} = members
+    return jsonKind(String.fromCharCode(bytes[spans[m + VALUE_START]]))
+  }
+}
+
+/** Whether bytes[start, end) are the JSON string "1" written plainly. */
+function isStringOne(bytes: Buffer, start: number, end: number): boolean {
+  return end - start === 3 && bytes[start] === QUOTE && bytes[start + 1] === 0x31
+}
+
+function holdsEscape(bytes: Buffer, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) if (bytes[i] === BACKSLASH) return true
+  return false
+}
+
+/** A valid JSON object value's bytes hold only whitespace between its braces. */
+function isEmptyObjectAt(members: ByteMembers, m: number): boolean {
+  const {bytes, spans} = members
+  for (let i = spans[m + VALUE_START] + 1; i < spans[m + VALUE_END] - 1; i++) {
+    const c = bytes[i]
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return false
+  }
+  return true
+}
+
+/**
+ * The task's members as dumpedMembers writes them (`"key":value`, comma-separated), as ranges of
+ * the line's bytes: members next to each other in the line, written without spaces, go as one.
+ */
+function pushDumpedMembers(task: ByteMembers, order: number[], pieces: (string | Uint8Array)[]): void {
+  const {bytes, spans} = task
+  let runStart = -1
+  let runEnd = -1
+  for (let n = 0; n < order.length; n++) {
+    const m = order[n]
+    const keyOpen = spans[m + KEY_START] - 1
+    const keyClose = spans[m + KEY_END] + 1
+    const valueStart = spans[m + VALUE_START]
+    const valueEnd = spans[m + VALUE_END]
+    const tight = bytes[keyClose] === COLON && valueStart === keyClose + 1
+    // the one byte between a member's value and the next key can only be the comma
+    if (tight && runStart !== -1 && keyOpen === runEnd + 1) {
+      runEnd = valueEnd
+      continue
+    }
+    if (runStart !== -1) pieces.push(bytes.subarray(runStart, runEnd))
+    runStart = -1
+    if (n > 0) pieces.push(COMMA_PIECE)
+    if (tight) {
+      runStart = keyOpen
+      runEnd = valueEnd
+    } else {
+      pieces.push(bytes.subarray(keyOpen, keyClose), COLON_PIECE, bytes.subarray(valueStart, valueEnd))
+    }
+  }
+  if (runStart !== -1) pieces.push(bytes.subarray(runStart, runEnd))
+}
+
+/**
+ * exportBundle on a line's bytes, for bundles whose keys are plain and distinct (what `tasks
+ * build` writes): appends the exported line to `pieces`, copying the task, the scenario ID and
+ * the provenance as the bytes they were read as. False when the line is anything else, invalid
+ * included: the text path then decides, so verdicts, messages and output are the text path's.
+ */
+export function exportBundleBytes(bytes: Buffer, pieces: (string | Uint8Array)[]): boolean {
+  const scanned = scanObjectBytes(bytes, 'task')
+  if (!scanned || scanned.hasNonFinite || !scanned.nested) return false
+  const {members: bundle, nested: task} = scanned
+  if (!bundle.hasPlainDistinctKeys() || !task.hasPlainDistinctKeys()) return false
+  const version = bundle.indexOf('schema_version')
+  const scenario = bundle.indexOf('scenario_id')
+  const taskAt = bundle.indexOf('task')
+  const provenance = bundle.indexOf('provenance')
+  const known = (version === -1 ? 0 : 1) + (scenario === -1 ? 0 : 1) + 1 + (provenance === -1 ? 0 : 1)
+  if (known * 4 !== bundle.spans.length || scenario === -1) return false
+  const {spans} = bundle
+  if (version !== -1 && !isStringOne(bytes, spans[version + VALUE_START], spans[version + VALUE_END])) return false
+  // an ID without escapes is its own UTF-8 bytes (valid, as read): no lone surrogate can be in them
+  const idStart = spans[scenario + VALUE_START] + 1
+  const idEnd = spans[scenario + VALUE_END] - 1
+  if (bytes[idStart - 1] !== QUOTE || idEnd <= idStart || holdsEscape(bytes, idStart, idEnd)) return false
+  if (provenance !== -1 && bytes[spans[provenance + VALUE_START]] !== OPEN[0]) return false
+  try {
+    checkGymTask(kindsOfBytes(task), 'task')
+  } catch {
+    return false
+  }
+
+  const index = taskIndexOf(bytes.subarray(idStart, idEnd)).toString()
+  const params = task.indexOf('responses_create_params')
+  const agentRef = task.indexOf('agent_ref')
+  const id = task.indexOf('id')
+  let dumped = params === 0 && (agentRef === -1 || agentRef === 4)
+  for (let m = 0; dumped && m < task.spans.length; m += 4) if (isNullAt(task, m)) dumped = false
+  pieces.push(OPEN)
+  if (dumped) {
+    pieces.push(bytes.subarray(spans[taskAt + VALUE_START] + 1, spans[taskAt + VALUE_END] - 1))
+  } else {
+    const order = [params]
+    if (agentRef !== -1 && !isNullAt(task, agentRef)) order.push(agentRef)
+    for (let m = 0; m < task.spans.length; m += 4) if (m !== params && m !== agentRef && !isNullAt(task, m)) order.push(m)
+    pushDumpedMembers(task, order, pieces)
+  }
+  const idMember = id === -1 || isNullAt(task, id) ? `,"id":${index}` : ''
+  pieces.push(`${idMember},"_ng_task_index":${index},"_dd_scenario_id":`, bytes.subarray(idStart - 1, idEnd + 1))
+  if (provenance !== -1 && !isEmptyObjectAt(bundle, provenance)) pieces.push(PROVENANCE_KEY, bytes.subarray(spans[provenance + VALUE_START], spans[provenance + VALUE_END]))
+  pieces.push(LINE_END)
+  return true
+}
+
 export interface ExportSummary {
   input: string
   /** The file written; null on a dry run without --output. */
@@ -99,18 +235,19 @@ export interface ExportSummary {
 export async function exportTasks(options: {input: string; output: string; dryRun: boolean; onProgress?: (progress: ReadProgress) => void}): Promise<ExportSummary> {
   const {input, output, dryRun} = options
   const tasks = await withJsonlOutput(output, dryRun, async (out) => {
-    for await (const batch of readJsonlBatches(input, 'SCENARIOS', options.onProgress)) {
-      const exported: string[] = new Array(batch.length)
-      for (let n = 0; n < batch.length; n++) {
-        const line = batch[n]
+    for await (const batch of readJsonlBatches(input, 'SCENARIOS', options.onProgress, {bytes: true, text: false})) {
+      const pieces: (string | Uint8Array)[] = []
+      for (const line of batch) {
+        if (exportBundleBytes(line.bytes, pieces)) continue
         const bundle = scanObjectLine(line, input, 'task')
         try {
-          exported[n] = exportBundle(bundle)
+          pieces.push(exportBundle(bundle), '\n')
         } catch (error) {
           throw locate(error, 'E_BUNDLE_INVALID', input, line.line, 'Scenario bundles come from `gymrecipe tasks build`.')
         }
       }
-      await out.writeLines(exported)
+      // the batch's bytes are copied before the next batch is read over them
+      await out.writePieces(pieces, batch.length)
     }
     return out.lines
   })

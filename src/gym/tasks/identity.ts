@@ -38,7 +38,7 @@ export function canonicalJson(value: JsonValue): string {
   return `{${keys.map((key) => `${asciiString(key)}:${canonicalJson(value[key])}`).join(',')}}`
 }
 
-function sha256Hex(text: string): string {
+function sha256Hex(text: string | Uint8Array): string {
   return hash('sha256', text, 'hex')
 }
 
@@ -50,9 +50,10 @@ export function defaultScenarioId(task: JsonObject, namespace: string): string {
 /**
  * `_ng_task_index`: the first 15 hex digits of SHA-256(scenario ID) as a 60-bit
  * integer. The ID must be well-formed Unicode (Python cannot encode a lone
- * surrogate; see isEncodableId).
+ * surrogate; see isEncodableId), given as text or as its UTF-8 bytes.
  */
-export function taskIndexOf(scenarioId: string): bigint {
+export function taskIndexOf(scenarioId: string | Uint8Array): bigint {
+  // a string is hashed as UTF-8, so an ID's bytes as read give the same index
   return BigInt(`0x${sha256Hex(scenarioId).slice(0, 15)}`)
 }
 

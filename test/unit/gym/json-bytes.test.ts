@@ -78,6 +78,37 @@ describe('scanObjectBytes', () => {
     }
   })
 
+  it('splits the nested key’s object value as the text scanner does', () => {
+    const nestedOf = (text: string, scanned: {nested?: {get(key: string): string | undefined}} | undefined) => {
+      const byText = scanObjectMembers(text, 'task')?.nested
+      return {text: byText && [...byText], bytes: byText && [...byText.keys()].map((key) => [key, scanned?.nested?.get(key)])}
+    }
+    const lines = [
+      '{"task":{"a":1,"b":[{"c":2}]},"x":0}',
+      '{"x":0, "task" : { "a" : "✓" , "a" : null } }',
+      '{"task":{}}',
+      '{"task":{"a":1},"task":[1]}',
+      '{"task":[1],"task":{"b":2}}',
+      '{"other":{"task":{"a":1}}}',
+    ]
+    for (const text of lines) {
+      const scanned = scanObjectBytes(Buffer.from(text), 'task')
+      const {text: expected, bytes} = nestedOf(text, scanned)
+      expect(bytes, text).toEqual(expected)
+      expect(scanned?.nested === undefined, text).toBe(expected === undefined)
+    }
+    const line = '{"scenario_id":"s","task":{"responses_create_params":{"input":[]},"n":1.5e3,"s":"✓\\n"},"provenance":{}}'
+    for (let end = 0; end <= line.length; end++) {
+      const cut = line.slice(0, end)
+      expect(scanObjectBytes(Buffer.from(cut), 'task') === undefined, cut).toBe(byText(cut) === 'rejected')
+    }
+    const deep = (depth: number) => `{"task":{"a":${'['.repeat(depth)}${']'.repeat(depth)}}}`
+    expect(scanObjectBytes(Buffer.from(deep(MAX_NESTING - 2)), 'task')).toBeDefined()
+    expect(scanObjectBytes(Buffer.from(deep(MAX_NESTING - 1)), 'task')).toBeUndefined()
+    expect(byText(deep(MAX_NESTING - 1))).toBe('rejected')
+    expect(byText(deep(MAX_NESTING - 2))).not.toBe('rejected')
+  })
+
   it('refuses nesting at the input policy limit, as the text scanner does', () => {
     const deep = (depth: number) => `{"a":${'['.repeat(depth)}${']'.repeat(depth)}}`
     expect(scanObjectBytes(Buffer.from(deep(MAX_NESTING - 1)))).toBeDefined()

@@ -4,7 +4,7 @@ import path from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {FieldError, scanObjectMembers} from '../../../src/gym/json.js'
-import {exportBundle, exportTasks} from '../../../src/gym/tasks/export.js'
+import {exportBundle, exportBundleBytes, exportTasks} from '../../../src/gym/tasks/export.js'
 
 function exported(bundleText: string): string {
   return exportBundle(scanObjectMembers(bundleText, 'task')!)
@@ -92,6 +92,88 @@ describe('exportBundle (reference §3)', () => {
   })
 })
 
+/** What the byte path makes of a bundle: the line it writes, or 'declined' (the text path decides). */
+function byBytes(bundleText: string): string {
+  const pieces: (string | Uint8Array)[] = []
+  if (!exportBundleBytes(Buffer.from(bundleText), pieces)) {
+    expect(pieces, bundleText).toEqual([])
+    return 'declined'
+  }
+  return Buffer.concat(pieces.map((piece) => (typeof piece === 'string' ? Buffer.from(piece) : piece))).toString('utf8')
+}
+
+describe('exportBundleBytes', () => {
+  // bundles as `tasks build` writes them, and the forms a hand-written file may add
+  const TAKEN = [
+    `{"schema_version":"1","scenario_id":"s1","task":${TASK},"provenance":{"seed":1}}`,
+    `{"scenario_id":"s1","task":${TASK}}`,
+    `{"scenario_id":"s1","task":${TASK},"provenance":{ }}`,
+    '{"scenario_id":"s1","task":{"x":null,"agent_ref":null,"id":null,"responses_create_params":{"stop":null}}}',
+    '{"scenario_id":"s1","task":{"responses_create_params":{"input":[]},"ground_truth":{"a":1},"env":"e","agent_ref":null}}',
+    '{"scenario_id":"s1","task":{"ground_truth":[1],"agent_ref":{"type":"responses_api_agents","name":"a"},"env":"e","responses_create_params":{}}}',
+    '{"scenario_id":"s1","task":{"responses_create_params":{},"agent_ref":{"name":"a"},"id":"keep-me","n":1.0}}',
+    '{"scenario_id":"s1","task":{"responses_create_params":{},"id":null,"n":2}}',
+    '{"scenario_id":"s1", "task": { "responses_create_params" : { "input" : [ ] } , "n" : 1.0 } }',
+    '{"scenario_id":"s1","task":{ "n" : null , "responses_create_params" :{},"m":[1, 2],"k": 3 }}',
+    '{"schema_version":"1","scenario_id":"é-1 ✓","task":{"responses_create_params":{"temperature":1.0,"seed":1152921504606846975},"note":"héllo 😀 \\u00e9","w":1e-05},"provenance":{"n":9007199254740993}}',
+    `{"scenario_id":"  ","task":${TASK}}`,
+    `{"task":${TASK},"provenance":{"x":"\\n"},"scenario_id":"last"}`,
+  ]
+  // valid bundles the text path must word or rebuild itself: escaped or repeated keys, an escaped ID
+  const DECLINED = [
+    `{"scenario_id":"s\\u0031","task":${TASK}}`,
+    `{"schema_version":"\\u0031","scenario_id":"s1","task":${TASK}}`,
+    `{"scenario_\\u0069d":"s1","task":${TASK}}`,
+    '{"scenario_id":"s1","task":{"responses_create_params":{},"\\u0061":1}}',
+    '{"scenario_id":"s1","task":{"responses_create_params":{},"a":1,"a":null}}',
+    `{"scenario_id":"s0","scenario_id":"s1","task":${TASK}}`,
+    `{"scenario_id":"s1","task":[],"task":${TASK}}`,
+  ]
+
+  it('writes what the text path writes, byte for byte', () => {
+    for (const bundle of TAKEN) expect({bundle, line: byBytes(bundle)}).toEqual({bundle, line: `${exported(bundle)}\n`})
+  })
+
+  it('leaves escaped and repeated keys to the text path, which still exports them', () => {
+    for (const bundle of DECLINED) {
+      expect({bundle, line: byBytes(bundle)}).toEqual({bundle, line: 'declined'})
+      expect(() => exported(bundle)).not.toThrow()
+    }
+  })
+
+  it('declines every bundle the text path refuses, and invalid JSON', () => {
+    const refused = [
+      `{"schema_version":1,"scenario_id":"s","task":${TASK}}`,
+      `{"schema_version":111,"scenario_id":"s","task":${TASK}}`,
+      `{"schema_version":"2","scenario_id":"s","task":${TASK}}`,
+      `{"scenario_id":"s","task":${TASK},"extra":1}`,
+      `{"task":${TASK}}`,
+      `{"scenario_id":"","task":${TASK}}`,
+      `{"scenario_id":12,"task":${TASK}}`,
+      `{"scenario_id":"\\ud800","task":${TASK}}`,
+      '{"scenario_id":"s"}',
+      '{"scenario_id":"s","task":[]}',
+      `{"scenario_id":"s","task":${TASK},"task":[]}`,
+      `{"scenario_id":"s","task":${TASK},"provenance":[]}`,
+      `{"scenario_id":"s","task":${TASK},"provenance":null}`,
+      '{"scenario_id":"s","task":{"responses_create_params":{},"_ng_task_index":5}}',
+      '{"scenario_id":"s","task":{"responses_create_params":{},"_dd_provenance":null}}',
+      '{"scenario_id":"s","task":{"responses_create_params":[]}}',
+      '{"scenario_id":"s","task":{"agent_ref":null}}',
+      '{"scenario_id":"s","task":{"responses_create_params":{},"agent_ref":"a"}}',
+      '{"scenario_id":"s","task":{"responses_create_params":{"temperature":1e400}}}',
+      `{"scenario_id":"s","task":${TASK},"provenance":{"x":[-1e999]}}`,
+    ]
+    for (const bundle of refused) {
+      expect({bundle, line: byBytes(bundle)}).toEqual({bundle, line: 'declined'})
+      expect(() => exported(bundle), bundle).toThrow(FieldError)
+    }
+    for (const text of ['', '[]', `{"scenario_id":"s","task":${TASK}`, `{"scenario_id":"s","task":${TASK}} x`, '{"scenario_id":"s","task":{"responses_create_params":{},}}']) {
+      expect({text, line: byBytes(text)}).toEqual({text, line: 'declined'})
+    }
+  })
+})
+
 describe('exportTasks', () => {
   async function files(content: string) {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'gr-export-'))
@@ -106,6 +188,15 @@ describe('exportTasks', () => {
     const lines = (await readFile(output, 'utf8')).trim().split('\n')
     expect(lines.map((line) => JSON.parse(line)._dd_scenario_id)).toEqual(['s1', 's2'])
     expect(lines[1]).toContain('"_ng_task_index":780011709654993714')
+  })
+
+  it('writes bundles the byte path takes and those it leaves to the text path in input order', async () => {
+    const bundles = [`{"scenario_id":"s1","task":${TASK}}`, '{"scenario_id":"s\\u0032","task":{"responses_create_params":{},"a":1,"a":2}}', `{"scenario_id":"s3","task":${TASK},"provenance":{"p":1}}`]
+    const {input, output} = await files(`${bundles.join('\n')}\n`)
+    expect((await exportTasks({input, output, dryRun: false})).tasks).toBe(3)
+    expect(await readFile(output, 'utf8')).toBe(bundles.map((bundle) => `${exported(bundle)}\n`).join(''))
+    // the escaped ID is hashed as the text it spells ("s2")
+    expect((await readFile(output, 'utf8')).split('\n')[1]).toContain(',"id":780011709654993714,"_ng_task_index":780011709654993714,"_dd_scenario_id":"s\\u0032"}')
   })
 
   it('writes an empty file for empty input', async () => {
