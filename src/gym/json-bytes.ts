@@ -262,6 +262,11 @@ export class ByteMembers {
     return true
   }
 
+  /** The decoded key of the member at m when its key holds an escape. */
+  escapedKeyAt(m: number): string | undefined {
+    return this.escapedKeys?.get(m)
+  }
+
   private isKey(m: number, key: string, ascii: boolean): boolean {
     const escaped = this.escapedKeys?.get(m)
     if (escaped !== undefined) return escaped === key
@@ -269,6 +274,44 @@ export class ByteMembers {
     const end = this.spans[m + 1]
     if (!ascii) return this.bytes.toString('utf8', start, end) === key
     return isAsciiKey(this.bytes, start, end, key)
+  }
+}
+
+/**
+ * Finds a fixed set of ASCII keys among an object's members in one pass, instead of one search
+ * per key: slots[k] is where the last member with keys[k] starts in ByteMembers.spans, or -1.
+ */
+export class KeySlots {
+  /** Indices into keys, by key length. */
+  private readonly byLength: number[][] = []
+
+  constructor(readonly keys: readonly string[]) {
+    for (const [k, key] of keys.entries()) {
+      if (!/^[\x20-\x7e]*$/.test(key)) throw new Error(`KeySlots takes printable ASCII keys, not ${JSON.stringify(key)}`)
+      ;(this.byLength[key.length] ??= []).push(k)
+    }
+  }
+
+  /** Fill slots (length: keys.length) for the members. */
+  locate(members: ByteMembers, slots: Int32Array): void {
+    slots.fill(-1)
+    const {bytes, spans} = members
+    for (let m = 0; m < spans.length; m += 4) {
+      const escaped = members.escapedKeyAt(m)
+      if (escaped !== undefined) {
+        const k = this.keys.indexOf(escaped)
+        if (k !== -1) slots[k] = m
+        continue
+      }
+      const candidates = this.byLength[spans[m + 1] - spans[m]]
+      if (candidates === undefined) continue
+      for (let c = 0; c < candidates.length; c++) {
+        if (isAsciiKey(bytes, spans[m], spans[m + 1], this.keys[candidates[c]])) {
+          slots[candidates[c]] = m
+          break
+        }
+      }
+    }
   }
 }
 

@@ -10,16 +10,13 @@ import {finished} from 'node:stream/promises'
 import {ExitCode, GymError} from '../errors.js'
 import {openAtomicTarget} from '../runtime/fs.js'
 import {mayHoldNonFinite, nestsDeeperThan, POLICY_MESSAGES} from './input-policy.js'
-import {scanObjectBytes} from './json-bytes.js'
+import {type ScannedBytes, scanObjectBytes} from './json-bytes.js'
 import {inputError} from './json-errors.js'
 import {JsonPolicyViolation, JsonSyntaxError, type ScannedObject, scanObjectMembers} from './json-members.js'
 import {findNonFinite, isJsonObject, type JsonObject, type JsonValue, parseJson} from './json-values.js'
 import {JsonlPolicyError, LineReader} from './jsonl-reader.js'
 
 // JSONL reading.
-
-/** An object's members as exact value text by key: a Map, or ByteMembers decoding on demand. */
-export type MemberTexts = Pick<Map<string, string>, 'get'>
 
 export interface JsonlLine {
   /** 1-based line number in the file; blank lines are counted but not yielded. */
@@ -171,11 +168,14 @@ async function policyChecked<T>(read: Promise<T>, file: string): Promise<T> {
 }
 
 /**
- * scanObjectLine for a line read as bytes: the same verdict and members, the members decoded
- * only when read. A line the byte scanner refuses is scanned as text, which words the error.
+ * scanObjectLine for a line read as bytes: the same verdict, the members decoded only when read.
+ * A line the byte scanner refuses is scanned as text, which throws the worded error.
  */
-export function scanObjectByteLine(line: ByteLine, file: string): {members: MemberTexts; hasNonFinite: boolean} {
-  return scanObjectBytes(line.bytes) ?? scanObjectLine(line, file)
+export function scanObjectByteLine(line: ByteLine, file: string): ScannedBytes {
+  const scanned = scanObjectBytes(line.bytes)
+  if (scanned) return scanned
+  scanObjectLine(line, file)
+  throw new Error(`${file}:${line.line}: the byte scanner refused a line the text scanner accepts`)
 }
 
 /** Validate a line as a JSON object and split it into raw members (see scanObjectMembers, also for `nested`). */
@@ -217,17 +217,85 @@ export interface JsonlOutput {
   /** write() for each line, with one promise for them all. */
   writeLines(lines: readonly string[]): Promise<void>
   /**
-   * Append text and UTF-8 bytes as they are, newlines included (count them in `lines`): what is
-   * copied from the input needs no decoding and encoding again. The bytes are copied before
-   * the promise resolves.
+   * Append the lines a LineBuilder holds (what is copied from the input needs no decoding and
+   * encoding again); the builder hands over its buffer and goes on in another.
    */
-  writePieces(pieces: readonly (string | Uint8Array)[], lines: number): Promise<void>
+  writeBuilt(built: LineBuilder): Promise<void>
   /** Number of lines written so far. */
   readonly lines: number
   /** Flush, fsync and rename the temporary file over the target. */
   commit(): Promise<void>
   /** Drop everything written so far; the target is left untouched. */
   abort(): Promise<void>
+}
+
+/** Copies shorter than this are done byte by byte: TypedArray.set costs more than them. */
+const SHORT_COPY = 48
+
+/**
+ * JSONL output lines assembled as bytes, for the commands that copy most of each line from their
+ * input's bytes: one growing buffer, handed whole to JsonlOutput.writeBuilt, with no piece
+ * objects or strings per line.
+ */
+export class LineBuilder {
+  private buffer: Buffer
+  /** A written buffer, ready to be used again. */
+  private spare?: Buffer
+  private used = 0
+  private lines = 0
+
+  constructor(private readonly size = 1 << 20) {
+    this.buffer = Buffer.allocUnsafe(size)
+  }
+
+  /** Append source[start, end). */
+  bytes(source: Uint8Array, start = 0, end = source.length): void {
+    const length = end - start
+    if (this.used + length > this.buffer.length) this.grow(length)
+    const {buffer} = this
+    if (length < SHORT_COPY) {
+      let at = this.used
+      for (let i = start; i < end; i++) buffer[at++] = source[i]
+    } else {
+      buffer.set(source.subarray(start, end), this.used)
+    }
+    this.used += length
+  }
+
+  /** Append text as UTF-8. */
+  text(text: string): void {
+    // a UTF-16 unit takes at most 3 bytes
+    if (this.used + text.length * 3 > this.buffer.length) this.grow(text.length * 3)
+    this.used += this.buffer.write(text, this.used)
+  }
+
+  /** End the current line (appends the newline). */
+  endLine(): void {
+    if (this.used === this.buffer.length) this.grow(1)
+    this.buffer[this.used++] = 0x0a
+    this.lines++
+  }
+
+  /**
+   * The lines built so far, as bytes, and their count; the builder starts over in another buffer.
+   * Call release() once the bytes are written: their buffer is then used again, so its pages
+   * stay mapped (a fresh buffer per batch spent more time in page faults than in copying).
+   */
+  take(): {bytes: Buffer; lines: number; release: () => void} {
+    const taken = this.buffer
+    const result = {bytes: taken.subarray(0, this.used), lines: this.lines, release: () => (this.spare = taken)}
+    this.buffer = this.spare ?? Buffer.allocUnsafe(this.size)
+    this.spare = undefined
+    this.used = 0
+    this.lines = 0
+    return result
+  }
+
+  private grow(needed: number): void {
+    const next = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.used + needed))
+    this.buffer.copy(next, 0, 0, this.used)
+    this.buffer = next
+  }
 }
 
 /** Lines are handed to the stream in pieces of this size (short-lived, like the reader's chunks). */
@@ -254,8 +322,10 @@ export async function openJsonlOutput(target: string, dryRun: boolean): Promise<
       async writeLines(batch) {
         lines += batch.length
       },
-      async writePieces(_pieces, count) {
-        lines += count
+      async writeBuilt(built) {
+        const taken = built.take()
+        taken.release()
+        lines += taken.lines
       },
       async commit() {},
       async abort() {},
@@ -270,9 +340,10 @@ export async function openJsonlOutput(target: string, dryRun: boolean): Promise<
   // old generation); the stream keeps each buffer it is given, so a new one follows
   let bytes = Buffer.allocUnsafe(CHUNK)
   let used = 0
-  const send = async (data: string | Buffer) => {
+  // written: called once the data has gone to the file (or failed to)
+  const send = async (data: string | Buffer, written?: () => void) => {
     if (failure) throw failure
-    if (!stream.write(data)) await once(stream, 'drain')
+    if (!stream.write(data, written)) await once(stream, 'drain')
   }
   const sendBytes = async () => {
     if (used === 0) return
@@ -315,13 +386,11 @@ export async function openJsonlOutput(target: string, dryRun: boolean): Promise<
     },
     write: (line: string) => writeLines([line]),
     writeLines,
-    async writePieces(pieces: readonly (string | Uint8Array)[], count: number) {
-      for (let n = 0; n < pieces.length; n++) {
-        const piece = pieces[n]
-        if (bound(piece) <= CHUNK - used) append(piece)
-        else await spill(piece)
-      }
-      lines += count
+    async writeBuilt(built: LineBuilder) {
+      const taken = built.take()
+      await sendBytes()
+      await send(taken.bytes, taken.release)
+      lines += taken.lines
     },
     async commit() {
       stream.end(bytes.subarray(0, used))

@@ -1,6 +1,6 @@
 import {POLICY_MESSAGES} from '../input-policy.js'
-import {assertJsonlFile, FieldError, type JsonlOutput, locate, nonFiniteField, type ReadProgress, readJsonlBatches, scanObjectByteLine, withJsonlOutput} from '../json.js'
-import {normalizedPieces, type RolloutStatus} from './normalize.js'
+import {assertJsonlFile, FieldError, type JsonlOutput, LineBuilder, locate, nonFiniteField, type ReadProgress, readJsonlBatches, scanObjectByteLine, withJsonlOutput} from '../json.js'
+import {type RolloutStatus, writeNormalized} from './normalize.js'
 import {loadTaskTable, type TaskEntry} from './task-table.js'
 
 export interface IngestOptions {
@@ -27,19 +27,19 @@ const JOIN_HINT = 'Rollouts join on _ng_task_index, which Gym stamps while colle
 
 async function joinFile(file: string, flag: string, status: RolloutStatus, tasks: Map<string, TaskEntry>, out: JsonlOutput, onProgress?: (progress: ReadProgress) => void): Promise<number> {
   let records = 0
+  const built = new LineBuilder()
   for await (const batch of readJsonlBatches(file, flag, onProgress, {bytes: true, text: false})) {
-    const pieces: (string | Uint8Array)[] = []
     for (const line of batch) {
-      const {members, hasNonFinite} = scanObjectByteLine(line, file)
+      const scanned = scanObjectByteLine(line, file)
       try {
-        if (hasNonFinite) throw new FieldError(nonFiniteField(line.text, ''), POLICY_MESSAGES.nonFinite)
-        normalizedPieces(line.bytes, members, tasks, status, pieces)
+        if (scanned.hasNonFinite) throw new FieldError(nonFiniteField(line.text, ''), POLICY_MESSAGES.nonFinite)
+        writeNormalized(built, line.bytes, scanned.members, tasks, status)
       } catch (error) {
         throw locate(error, 'E_ROLLOUT_INVALID', file, line.line, JOIN_HINT)
       }
     }
     // the batch's bytes are copied before the next batch is read over them
-    await out.writePieces(pieces, batch.length)
+    await out.writeBuilt(built)
     records += batch.length
   }
   return records

@@ -1,4 +1,5 @@
-import {FieldError, jsonKind, type MemberTexts, rawMembers, trimJsonBytes} from '../json.js'
+import {type ByteMembers, KeySlots, scanObjectBytes} from '../json-bytes.js'
+import {FieldError, jsonKind, type LineBuilder, trimJsonBytes} from '../json.js'
 import {indexKey, type TaskEntry} from './task-table.js'
 
 /**
@@ -23,65 +24,112 @@ export const FIELD_SOURCES = {
   failure_stage: [['failure_stage'], ['_ng_failure_stage'], ['_ng_failure_record', 'failure', 'stage']],
 } as const
 
-/** Exact JSON text at a path of nested objects, or undefined when absent or null. */
-function rawAt(members: MemberTexts, path: readonly string[]): string | undefined {
-  let level: MemberTexts = members
-  for (const [i, key] of path.entries()) {
-    const raw = level.get(key)
-    if (raw === undefined || raw === 'null') return undefined
-    if (i === path.length - 1) return raw
-    if (jsonKind(raw) !== 'object') return undefined
-    level = rawMembers(raw)
-  }
-  return undefined
+/** The top-level keys a join reads: its own fields and the first segment of every source. */
+const OWN_FIELDS = ['_ng_task_index', '_ng_rollout_index', 'reward', 'agent_ref', '_ng_failure_class', '_ng_failure_terminal'] as const
+const TOP_KEYS = [...new Set<string>([...OWN_FIELDS, ...Object.values(FIELD_SOURCES).flatMap((paths) => paths.map((path) => path[0]))])]
+const TOP_SLOTS = new KeySlots(TOP_KEYS)
+const slotOf = (key: string) => TOP_KEYS.indexOf(key)
+const TASK_INDEX = slotOf('_ng_task_index')
+const ROLLOUT_INDEX = slotOf('_ng_rollout_index')
+const REWARD = slotOf('reward')
+const AGENT_REF = slotOf('agent_ref')
+const FAILURE_CLASS = slotOf('_ng_failure_class')
+const FAILURE_TERMINAL = slotOf('_ng_failure_terminal')
+/** Each added field's sources in output order, their first segment as a slot. */
+const OUTPUT_ORDER: readonly (keyof typeof FIELD_SOURCES)[] = ['failure_reason', 'failure_stage', 'rollout_id', 'attempt', 'task_id', 'environment_server']
+const SOURCES = OUTPUT_ORDER.map((name) => ({
+  prefix: Buffer.from(`,${JSON.stringify(name)}:`),
+  paths: FIELD_SOURCES[name].map((path) => ({slot: slotOf(path[0]), rest: path.slice(1)})),
+}))
+
+const text = (value: string) => Buffer.from(value)
+const NULL = text('null')
+const FALSE = text('false')
+const ROLLOUT_INDEX_KEY = text(',"rollout_index":')
+const STATUS_AND_REWARD_KEY = {completed: text(',"status":"completed","reward":'), failed: text(',"status":"failed","reward":')}
+const AGENT_REF_KEY = text(',"agent_ref":')
+const FAILURE_CLASS_KEY = text(',"failure_class":')
+const FAILURE_TERMINAL_KEY = text(',"failure_terminal":')
+const RECORD_END = text('}')
+
+const isNullAt = (members: ByteMembers, m: number) => members.bytes[members.spans[m + 2]] === 0x6e
+
+function writeValue(out: LineBuilder, members: ByteMembers, m: number): void {
+  out.bytes(members.bytes, members.spans[m + 2], members.spans[m + 3])
 }
 
-function firstOf(members: MemberTexts, sources: readonly (readonly string[])[]): string {
-  for (const path of sources) {
-    const raw = rawAt(members, path)
-    if (raw !== undefined) return raw
+/** The member at a path of nested objects below a top-level member, or -1 when absent or null (with the object holding it). */
+function nestedMember(members: ByteMembers, m: number, rest: readonly string[]): {level: ByteMembers; m: number} | undefined {
+  let level = members
+  for (const key of rest) {
+    if (level.bytes[level.spans[m + 2]] !== 0x7b) return undefined
+    // the value was validated with its line: it scans as an object
+    level = (scanObjectBytes(level.bytes.subarray(level.spans[m + 2], level.spans[m + 3])) as {members: ByteMembers}).members
+    m = level.indexOf(key)
+    if (m === -1 || isNullAt(level, m)) return undefined
   }
-  return 'null'
+  return {level, m}
 }
 
-function findTask(members: MemberTexts, tasks: Map<string, TaskEntry>): {key: string; task: TaskEntry} {
-  const raw = members.get('_ng_task_index')
-  if (raw === undefined) throw new FieldError('_ng_task_index', 'missing, so the record cannot be joined to a task')
+/** The first non-null source of a field, or null. */
+function writeFirstOf(out: LineBuilder, members: ByteMembers, slots: Int32Array, source: (typeof SOURCES)[number]): void {
+  out.bytes(source.prefix)
+  for (const {slot, rest} of source.paths) {
+    const m = slots[slot]
+    if (m === -1 || isNullAt(members, m)) continue
+    if (rest.length === 0) return writeValue(out, members, m)
+    const found = nestedMember(members, m, rest)
+    if (found) return writeValue(out, found.level, found.m)
+  }
+  out.bytes(NULL)
+}
+
+function findTask(members: ByteMembers, slots: Int32Array, tasks: Map<string, TaskEntry>): TaskEntry {
+  const m = slots[TASK_INDEX]
+  if (m === -1) throw new FieldError('_ng_task_index', 'missing, so the record cannot be joined to a task')
+  const {bytes, spans} = members
+  const first = bytes[spans[m + 2]]
+  // a number is ASCII; anything else is decoded for the message
+  const raw = bytes.toString(first === 0x2d || (first >= 0x30 && first <= 0x39) ? 'latin1' : 'utf8', spans[m + 2], spans[m + 3])
   const key = indexKey(raw)
   const task = key === undefined ? undefined : tasks.get(key)
   if (key === undefined || !task) {
     const kind = jsonKind(raw) === 'string' ? ' (a string; task indices are integers)' : ''
     throw new FieldError('_ng_task_index', `rollout references unknown task index: ${key ?? raw}${kind}`)
   }
-  return {key, task}
+  return task
 }
+
+const slots = new Int32Array(TOP_KEYS.length)
 
 /**
- * Append the normalized JSONL line of one record, given as its raw members (scanObjectByteLine) and
- * its line's bytes, to `pieces` for JsonlOutput.writePieces (newline included): the task and the
- * rollout are copied as the bytes they were read as. Throws FieldError.
+ * Append the normalized JSONL line of one record, given as its line's bytes and their members
+ * (scanObjectBytes): the task and the rollout are copied as the bytes they were read as, every
+ * field as its exact source bytes. Throws FieldError.
  */
-export function normalizedPieces(bytes: Buffer, members: MemberTexts, tasks: Map<string, TaskEntry>, status: RolloutStatus, pieces: (string | Uint8Array)[]): void {
-  const {task} = findTask(members, tasks)
-  const own = (name: string, absent: string) => members.get(name) ?? absent
-  const field = (name: keyof typeof FIELD_SOURCES) => firstOf(members, FIELD_SOURCES[name])
-  pieces.push(
-    task.pieces.head,
-    `,"rollout_index":${own('_ng_rollout_index', 'null')},"status":"${status}","reward":${own('reward', 'null')}`,
-    task.pieces.provenance,
-    `,"agent_ref":${members.get('agent_ref') ?? task.agentRef ?? 'null'}` +
-      `,"failure_class":${own('_ng_failure_class', 'null')}` +
-      `,"failure_terminal":${own('_ng_failure_terminal', 'false')}` +
-      `,"failure_reason":${field('failure_reason')}` +
-      `,"failure_stage":${field('failure_stage')}` +
-      `,"rollout_id":${field('rollout_id')}` +
-      `,"attempt":${field('attempt')}` +
-      `,"task_id":${field('task_id')}` +
-      `,"environment_server":${field('environment_server')}`,
-    task.pieces.task,
-    trimJsonBytes(bytes),
-    RECORD_END,
-  )
+export function writeNormalized(out: LineBuilder, line: Buffer, members: ByteMembers, tasks: Map<string, TaskEntry>, status: RolloutStatus): void {
+  TOP_SLOTS.locate(members, slots)
+  const task = findTask(members, slots, tasks)
+  const own = (slot: number, absent: Buffer) => {
+    const m = slots[slot]
+    if (m === -1) out.bytes(absent)
+    else writeValue(out, members, m)
+  }
+  out.bytes(task.pieces.head)
+  out.bytes(ROLLOUT_INDEX_KEY)
+  own(ROLLOUT_INDEX, NULL)
+  out.bytes(STATUS_AND_REWARD_KEY[status])
+  own(REWARD, NULL)
+  out.bytes(task.pieces.provenance)
+  out.bytes(AGENT_REF_KEY)
+  own(AGENT_REF, task.agentRef ?? NULL)
+  out.bytes(FAILURE_CLASS_KEY)
+  own(FAILURE_CLASS, NULL)
+  out.bytes(FAILURE_TERMINAL_KEY)
+  own(FAILURE_TERMINAL, FALSE)
+  for (const source of SOURCES) writeFirstOf(out, members, slots, source)
+  out.bytes(task.pieces.task)
+  out.bytes(trimJsonBytes(line))
+  out.bytes(RECORD_END)
+  out.endLine()
 }
-
-const RECORD_END = Buffer.from('}\n')

@@ -11,7 +11,7 @@ export interface TaskEntry {
   line: number
   /** The task line as read, without surrounding whitespace (a view into pieces.task). */
   text: Buffer
-  /** The pieces of a joined record that come from the task alone (see normalizedPieces). */
+  /** The pieces of a joined record that come from the task alone (see writeNormalized). */
   pieces: {
     /** `{"scenario_id":<_dd_scenario_id>,"task_index":<index>` */
     head: Buffer
@@ -20,8 +20,8 @@ export interface TaskEntry {
     /** `,"task":<the task line>,"rollout":` */
     task: Buffer
   }
-  /** `agent_ref` as JSON text when the task has the key. */
-  agentRef?: string
+  /** `agent_ref` as exact JSON bytes when the task has the key. */
+  agentRef?: Buffer
 }
 
 export interface TaskTable {
@@ -74,7 +74,7 @@ function taskEntry(text: string, bytes: Buffer, {members: task, hasNonFinite}: S
         provenance: Buffer.from(`,"provenance":${provenance === 'null' ? '{}' : provenance}`),
         task: taskPiece,
       },
-      agentRef: agentRef === undefined ? undefined : detached(agentRef),
+      agentRef: agentRef === undefined ? undefined : Buffer.from(agentRef),
     },
   }
 }

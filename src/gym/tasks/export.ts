@@ -1,6 +1,6 @@
 import {POLICY_MESSAGES} from '../input-policy.js'
 import {type ByteMembers, scanObjectBytes} from '../json-bytes.js'
-import {FieldError, jsonKind, locate, nonFiniteField, rawString, type ReadProgress, readJsonlBatches, type ScannedObject, scanObjectLine, withJsonlOutput} from '../json.js'
+import {FieldError, jsonKind, LineBuilder, locate, nonFiniteField, rawString, type ReadProgress, readJsonlBatches, type ScannedObject, scanObjectLine, withJsonlOutput} from '../json.js'
 import {isEncodableId, taskIndexOf} from './identity.js'
 import {checkGymTask, kindsOfRaw, type MemberKind} from './task.js'
 
@@ -96,8 +96,8 @@ const COLON = 0x3a
 const OPEN = Buffer.from('{')
 const COLON_PIECE = Buffer.from(':')
 const COMMA_PIECE = Buffer.from(',')
-const LINE_END = Buffer.from('}\n')
-const PROVENANCE_KEY = ',"_dd_provenance":'
+const CLOSE = Buffer.from('}')
+const PROVENANCE_KEY = Buffer.from(',"_dd_provenance":')
 
 /** Where a member's key and value are in the line: offsets into ByteMembers.spans. */
 const KEY_START = 0
@@ -139,10 +139,10 @@ function isEmptyObjectAt(members: ByteMembers, m: number): boolean {
 }
 
 /**
- * The task's members as dumpedMembers writes them (`"key":value`, comma-separated), as ranges of
+ * The task's members as dumpedMembers writes them (`"key":value`, comma-separated), copied from
  * the line's bytes: members next to each other in the line, written without spaces, go as one.
  */
-function pushDumpedMembers(task: ByteMembers, order: number[], pieces: (string | Uint8Array)[]): void {
+function writeDumpedMembers(task: ByteMembers, order: number[], out: LineBuilder): void {
   const {bytes, spans} = task
   let runStart = -1
   let runEnd = -1
@@ -158,26 +158,28 @@ function pushDumpedMembers(task: ByteMembers, order: number[], pieces: (string |
       runEnd = valueEnd
       continue
     }
-    if (runStart !== -1) pieces.push(bytes.subarray(runStart, runEnd))
+    if (runStart !== -1) out.bytes(bytes, runStart, runEnd)
     runStart = -1
-    if (n > 0) pieces.push(COMMA_PIECE)
+    if (n > 0) out.bytes(COMMA_PIECE)
     if (tight) {
       runStart = keyOpen
       runEnd = valueEnd
     } else {
-      pieces.push(bytes.subarray(keyOpen, keyClose), COLON_PIECE, bytes.subarray(valueStart, valueEnd))
+      out.bytes(bytes, keyOpen, keyClose)
+      out.bytes(COLON_PIECE)
+      out.bytes(bytes, valueStart, valueEnd)
     }
   }
-  if (runStart !== -1) pieces.push(bytes.subarray(runStart, runEnd))
+  if (runStart !== -1) out.bytes(bytes, runStart, runEnd)
 }
 
 /**
  * exportBundle on a line's bytes, for bundles whose keys are plain and distinct (what `tasks
- * build` writes): appends the exported line to `pieces`, copying the task, the scenario ID and
+ * build` writes): appends the exported line to `out`, copying the task, the scenario ID and
  * the provenance as the bytes they were read as. False when the line is anything else, invalid
  * included: the text path then decides, so verdicts, messages and output are the text path's.
  */
-export function exportBundleBytes(bytes: Buffer, pieces: (string | Uint8Array)[]): boolean {
+export function exportBundleBytes(bytes: Buffer, out: LineBuilder): boolean {
   const scanned = scanObjectBytes(bytes, 'task')
   if (!scanned || scanned.hasNonFinite || !scanned.nested) return false
   const {members: bundle, nested: task} = scanned
@@ -207,19 +209,24 @@ export function exportBundleBytes(bytes: Buffer, pieces: (string | Uint8Array)[]
   const id = task.indexOf('id')
   let dumped = params === 0 && (agentRef === -1 || agentRef === 4)
   for (let m = 0; dumped && m < task.spans.length; m += 4) if (isNullAt(task, m)) dumped = false
-  pieces.push(OPEN)
+  out.bytes(OPEN)
   if (dumped) {
-    pieces.push(bytes.subarray(spans[taskAt + VALUE_START] + 1, spans[taskAt + VALUE_END] - 1))
+    out.bytes(bytes, spans[taskAt + VALUE_START] + 1, spans[taskAt + VALUE_END] - 1)
   } else {
     const order = [params]
     if (agentRef !== -1 && !isNullAt(task, agentRef)) order.push(agentRef)
     for (let m = 0; m < task.spans.length; m += 4) if (m !== params && m !== agentRef && !isNullAt(task, m)) order.push(m)
-    pushDumpedMembers(task, order, pieces)
+    writeDumpedMembers(task, order, out)
   }
   const idMember = id === -1 || isNullAt(task, id) ? `,"id":${index}` : ''
-  pieces.push(`${idMember},"_ng_task_index":${index},"_dd_scenario_id":`, bytes.subarray(idStart - 1, idEnd + 1))
-  if (provenance !== -1 && !isEmptyObjectAt(bundle, provenance)) pieces.push(PROVENANCE_KEY, bytes.subarray(spans[provenance + VALUE_START], spans[provenance + VALUE_END]))
-  pieces.push(LINE_END)
+  out.text(`${idMember},"_ng_task_index":${index},"_dd_scenario_id":`)
+  out.bytes(bytes, idStart - 1, idEnd + 1)
+  if (provenance !== -1 && !isEmptyObjectAt(bundle, provenance)) {
+    out.bytes(PROVENANCE_KEY)
+    out.bytes(bytes, spans[provenance + VALUE_START], spans[provenance + VALUE_END])
+  }
+  out.bytes(CLOSE)
+  out.endLine()
   return true
 }
 
@@ -235,19 +242,20 @@ export interface ExportSummary {
 export async function exportTasks(options: {input: string; output: string; dryRun: boolean; onProgress?: (progress: ReadProgress) => void}): Promise<ExportSummary> {
   const {input, output, dryRun} = options
   const tasks = await withJsonlOutput(output, dryRun, async (out) => {
+    const built = new LineBuilder()
     for await (const batch of readJsonlBatches(input, 'SCENARIOS', options.onProgress, {bytes: true, text: false})) {
-      const pieces: (string | Uint8Array)[] = []
       for (const line of batch) {
-        if (exportBundleBytes(line.bytes, pieces)) continue
+        if (exportBundleBytes(line.bytes, built)) continue
         const bundle = scanObjectLine(line, input, 'task')
         try {
-          pieces.push(exportBundle(bundle), '\n')
+          built.text(exportBundle(bundle))
         } catch (error) {
           throw locate(error, 'E_BUNDLE_INVALID', input, line.line, 'Scenario bundles come from `gymrecipe tasks build`.')
         }
+        built.endLine()
       }
       // the batch's bytes are copied before the next batch is read over them
-      await out.writePieces(pieces, batch.length)
+      await out.writeBuilt(built)
     }
     return out.lines
   })

@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest'
 
-import {scanObjectBytes} from '../../../src/gym/json-bytes.js'
+import {KeySlots, scanObjectBytes} from '../../../src/gym/json-bytes.js'
 import {MAX_NESTING} from '../../../src/gym/input-policy.js'
 import {scanObjectMembers} from '../../../src/gym/json.js'
 
@@ -129,5 +129,17 @@ describe('scanObjectBytes', () => {
     const second = block.subarray(block.indexOf(10) + 1)
     expect(scanObjectBytes(second)?.members.get('y')).toBe('"second ✓ line, also long enough"')
     expect(scanObjectBytes(block)).toBeUndefined()
+  })
+
+  it('finds a set of keys in one pass: the last member of each, escaped keys decoded', () => {
+    const slots = new KeySlots(['a', 'bb', 'cc', 'missing', 'é'.length === 1 ? 'dd' : ''])
+    const found = new Int32Array(slots.keys.length)
+    const {members} = scanObjectBytes(Buffer.from('{"a":1,"bb":2,"\\u0063c":3,"a":4,"é":5,"xyz":6,"dd":7}'))!
+    slots.locate(members, found)
+    const valueOf = (k: number) => (found[k] === -1 ? undefined : members.bytes.toString('utf8', members.spans[found[k] + 2], members.spans[found[k] + 3]))
+    expect(slots.keys.map((_, k) => valueOf(k))).toEqual(['4', '2', '3', undefined, '7'])
+    slots.locate(scanObjectBytes(Buffer.from('{}'))!.members, found)
+    expect([...found]).toEqual([-1, -1, -1, -1, -1])
+    expect(() => new KeySlots(['é'])).toThrow(/printable ASCII/)
   })
 })

@@ -8,6 +8,7 @@ import {
   integerText,
   JsonSyntaxError,
   isLosslessNumber,
+  LineBuilder,
   openJsonlOutput,
   parseJson,
   rawMembers,
@@ -302,26 +303,55 @@ describe('JSONL output', () => {
     expect(await readdir(dir)).toEqual(['out.jsonl'])
   })
 
-  it('writes text and byte pieces in order, whatever their size against its 256 KiB buffer', async () => {
+  it('writes built lines in order between other writes, growing past its buffer for a long line', async () => {
     const dir = await tempDir()
-    const target = path.join(dir, 'pieces.jsonl')
+    const target = path.join(dir, 'built.jsonl')
     const output = await openJsonlOutput(target, false)
-    const big = Buffer.from(`"${'✓'.repeat(200_000)}"`)
-    const pieces: (string | Uint8Array)[] = []
+    const built = new LineBuilder(64)
+    const source = Buffer.from('xx{"a":"✓ copied from the middle of a longer buffer, more than the short-copy size"}yy')
+    const long = `"${'é'.repeat(100_000)}"`
     let expected = ''
-    for (let n = 0; n < 300; n++) {
-      const text = `{"n":${n},"s":"${'é'.repeat((n * 131) % 5000)}","b":`
-      const bytes = n % 50 === 0 ? big : Buffer.from(`"${'😀'.repeat(n)}"}`)
-      pieces.push(text, bytes, n % 50 === 0 ? '}\n' : '\n')
-      expected += `${text}${bytes.toString()}${n % 50 === 0 ? '}' : ''}\n`
+    for (let batch = 0; batch < 20; batch++) {
+      for (let n = 0; n < batch; n++) {
+        built.bytes(source, 2, source.length - 2)
+        built.text(n === 7 ? long : `{"n":${n},"s":"😀"}`)
+        built.bytes(Buffer.from(','))
+        built.endLine()
+        expected += `${source.subarray(2, -2).toString()}${n === 7 ? long : `{"n":${n},"s":"😀"}`},\n`
+      }
+      await output.writeBuilt(built)
+      await output.write('{"between":1}')
+      expected += '{"between":1}\n'
     }
-    await output.write('{"first":1}')
-    await output.writePieces(pieces, 300)
-    await output.writePieces([`"${'x'.repeat(300_000)}"`, '\n'], 1)
-    await output.write('{"last":1}')
-    expect(output.lines).toBe(303)
+    expect(output.lines).toBe(190 + 20)
     await output.commit()
-    expect(await readFile(target, 'utf8')).toBe(`{"first":1}\n${expected}"${'x'.repeat(300_000)}"\n{"last":1}\n`)
+    expect(await readFile(target, 'utf8')).toBe(expected)
+  })
+
+  it('builds into a released buffer again, and never into one still being written', () => {
+    const built = new LineBuilder(16)
+    const line = (text: string) => {
+      built.text(text)
+      built.endLine()
+      return built.take()
+    }
+    const sameMemory = (a: Buffer, b: Buffer) => a.buffer === b.buffer && a.byteOffset === b.byteOffset
+    const first = line('first')
+    const second = line('second')
+    const third = line('third')
+    // nothing released: three buffers
+    expect(sameMemory(first.bytes, second.bytes) || sameMemory(second.bytes, third.bytes) || sameMemory(first.bytes, third.bytes)).toBe(false)
+    first.release()
+    const fourth = line('fourth')
+    const fifth = line('fifth')
+    expect(sameMemory(fifth.bytes, first.bytes)).toBe(true)
+    expect(sameMemory(fourth.bytes, second.bytes) || sameMemory(fifth.bytes, second.bytes) || sameMemory(fifth.bytes, third.bytes)).toBe(false)
+    expect([second, third, fourth, fifth].map((taken) => [taken.bytes.toString(), taken.lines])).toEqual([
+      ['second\n', 1],
+      ['third\n', 1],
+      ['fourth\n', 1],
+      ['fifth\n', 1],
+    ])
   })
 
   it('writes batches of lines of every size in order', async () => {

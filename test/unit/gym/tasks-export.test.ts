@@ -3,7 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {FieldError, scanObjectMembers} from '../../../src/gym/json.js'
+import {FieldError, LineBuilder, scanObjectMembers} from '../../../src/gym/json.js'
 import {exportBundle, exportBundleBytes, exportTasks} from '../../../src/gym/tasks/export.js'
 
 function exported(bundleText: string): string {
@@ -94,12 +94,15 @@ describe('exportBundle (reference §3)', () => {
 
 /** What the byte path makes of a bundle: the line it writes, or 'declined' (the text path decides). */
 function byBytes(bundleText: string): string {
-  const pieces: (string | Uint8Array)[] = []
-  if (!exportBundleBytes(Buffer.from(bundleText), pieces)) {
-    expect(pieces, bundleText).toEqual([])
+  const built = new LineBuilder()
+  const taken = exportBundleBytes(Buffer.from(bundleText), built)
+  const {bytes, lines} = built.take()
+  if (!taken) {
+    expect({bundleText, bytes: bytes.length, lines}).toEqual({bundleText, bytes: 0, lines: 0})
     return 'declined'
   }
-  return Buffer.concat(pieces.map((piece) => (typeof piece === 'string' ? Buffer.from(piece) : piece))).toString('utf8')
+  expect(lines).toBe(1)
+  return bytes.toString('utf8')
 }
 
 describe('exportBundleBytes', () => {
