@@ -229,6 +229,8 @@ export interface JsonlOutput {
   abort(): Promise<void>
 }
 
+/** Buffers a LineBuilder keeps for reuse: enough for those the output stream is still writing. */
+const SPARE_BUFFERS = 4
 /** Copies shorter than this are done byte by byte: TypedArray.set costs more than them. */
 const SHORT_COPY = 48
 
@@ -239,8 +241,8 @@ const SHORT_COPY = 48
  */
 export class LineBuilder {
   private buffer: Buffer
-  /** A written buffer, ready to be used again. */
-  private spare?: Buffer
+  /** Written buffers, ready to be used again (a few: the stream may hold more than one). */
+  private readonly spares: Buffer[] = []
   private used = 0
   private lines = 0
 
@@ -283,9 +285,11 @@ export class LineBuilder {
    */
   take(): {bytes: Buffer; lines: number; release: () => void} {
     const taken = this.buffer
-    const result = {bytes: taken.subarray(0, this.used), lines: this.lines, release: () => (this.spare = taken)}
-    this.buffer = this.spare ?? Buffer.allocUnsafe(this.size)
-    this.spare = undefined
+    const release = () => {
+      if (this.spares.length < SPARE_BUFFERS) this.spares.push(taken)
+    }
+    const result = {bytes: taken.subarray(0, this.used), lines: this.lines, release}
+    this.buffer = this.spares.pop() ?? Buffer.allocUnsafe(this.size)
     this.used = 0
     this.lines = 0
     return result
