@@ -1,8 +1,8 @@
 import {POLICY_MESSAGES} from '../input-policy.js'
-import {type ByteMembers, scanObjectBytes} from '../json-bytes.js'
+import {type ByteMembers, KeySlots, scanObjectBytes} from '../json-bytes.js'
 import {FieldError, jsonKind, LineBuilder, locate, nonFiniteField, rawString, type ReadProgress, readJsonlBatches, type ScannedObject, scanObjectLine, withJsonlOutput} from '../json.js'
 import {isEncodableId, taskIndexOf} from './identity.js'
-import {checkGymTask, kindsOfRaw, type MemberKind} from './task.js'
+import {checkGymTask, kindsOfRaw, MANAGED_TASK_FIELDS} from './task.js'
 
 /**
  * Scenario bundle → Gym-native task: the task's own members (top-level nulls
@@ -109,13 +109,17 @@ function isNullAt(members: ByteMembers, m: number): boolean {
   return members.bytes[members.spans[m + VALUE_START]] === 0x6e
 }
 
-function kindsOfBytes(members: ByteMembers): MemberKind {
-  return (key) => {
-    const m = members.indexOf(key)
-    if (m === -1) return undefined
-    const {bytes, spans} = members
-    return jsonKind(String.fromCharCode(bytes[spans[m + VALUE_START]]))
-  }
+const BUNDLE_SLOTS = new KeySlots(BUNDLE_FIELDS)
+const bundleSlots = new Int32Array(BUNDLE_FIELDS.length)
+const TASK_SLOTS = new KeySlots(['responses_create_params', 'agent_ref', 'id', ...MANAGED_TASK_FIELDS])
+const taskSlots = new Int32Array(TASK_SLOTS.keys.length)
+
+/** checkGymTask's rules on the located task keys; false leaves the task to checkGymTask on the text path. */
+function passesGymTask(task: ByteMembers, params: number, agentRef: number): boolean {
+  for (let k = 3; k < taskSlots.length; k++) if (taskSlots[k] !== -1) return false
+  const {bytes, spans} = task
+  if (params === -1 || bytes[spans[params + VALUE_START]] !== OPEN[0]) return false
+  return agentRef === -1 || isNullAt(task, agentRef) || bytes[spans[agentRef + VALUE_START]] === OPEN[0]
 }
 
 /** Whether bytes[start, end) are the JSON string "1" written plainly. */
@@ -184,10 +188,11 @@ export function exportBundleBytes(bytes: Buffer, out: LineBuilder): boolean {
   if (!scanned || scanned.hasNonFinite || !scanned.nested) return false
   const {members: bundle, nested: task} = scanned
   if (!bundle.hasPlainDistinctKeys() || !task.hasPlainDistinctKeys()) return false
-  const version = bundle.indexOf('schema_version')
-  const scenario = bundle.indexOf('scenario_id')
-  const taskAt = bundle.indexOf('task')
-  const provenance = bundle.indexOf('provenance')
+  BUNDLE_SLOTS.locate(bundle, bundleSlots)
+  const version = bundleSlots[0]
+  const scenario = bundleSlots[1]
+  const taskAt = bundleSlots[2]
+  const provenance = bundleSlots[3]
   const known = (version === -1 ? 0 : 1) + (scenario === -1 ? 0 : 1) + 1 + (provenance === -1 ? 0 : 1)
   if (known * 4 !== bundle.spans.length || scenario === -1) return false
   const {spans} = bundle
@@ -197,16 +202,13 @@ export function exportBundleBytes(bytes: Buffer, out: LineBuilder): boolean {
   const idEnd = spans[scenario + VALUE_END] - 1
   if (bytes[idStart - 1] !== QUOTE || idEnd <= idStart || holdsEscape(bytes, idStart, idEnd)) return false
   if (provenance !== -1 && bytes[spans[provenance + VALUE_START]] !== OPEN[0]) return false
-  try {
-    checkGymTask(kindsOfBytes(task), 'task')
-  } catch {
-    return false
-  }
+  TASK_SLOTS.locate(task, taskSlots)
+  const params = taskSlots[0]
+  const agentRef = taskSlots[1]
+  const id = taskSlots[2]
+  if (!passesGymTask(task, params, agentRef)) return false
 
   const index = taskIndexOf(bytes.subarray(idStart, idEnd)).toString()
-  const params = task.indexOf('responses_create_params')
-  const agentRef = task.indexOf('agent_ref')
-  const id = task.indexOf('id')
   let dumped = params === 0 && (agentRef === -1 || agentRef === 4)
   for (let m = 0; dumped && m < task.spans.length; m += 4) if (isNullAt(task, m)) dumped = false
   out.bytes(OPEN)
