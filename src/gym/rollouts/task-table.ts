@@ -1,5 +1,6 @@
 import {POLICY_MESSAGES} from '../input-policy.js'
-import {FieldError, inputError, integerText, jsonKind, locate, nonFiniteField, parseJson, rawString, readJsonlBatches, type ScannedObject, scanObjectLine, trimJsonBytes} from '../json.js'
+import {type ByteMembers, KeySlots, type ScannedBytes} from '../json-bytes.js'
+import {type ByteLine, copyBytes, FieldError, inputError, integerText, jsonKind, locate, nonFiniteField, parseJson, readJsonlBatches, scanObjectByteLine, trimJsonBytes} from '../json.js'
 import {canonicalJson} from '../tasks/identity.js'
 
 /**
@@ -47,43 +48,100 @@ interface ParsedTask {
   entry: TaskEntry
 }
 
-function taskEntry(text: string, bytes: Buffer, {members: task, hasNonFinite}: ScannedObject, line: number): ParsedTask {
-  const indexField = task.has('_ng_task_index') ? '_ng_task_index' : 'id'
-  const rawIndex = task.get(indexField)
-  if (rawIndex === undefined || rawIndex === 'null') throw new FieldError(indexField, 'every task must contain _ng_task_index or id')
+const TASK_KEYS = new KeySlots(['_ng_task_index', 'id', '_dd_scenario_id', '_dd_provenance', 'agent_ref'])
+const taskSlots = new Int32Array(TASK_KEYS.keys.length)
+const TASK_INDEX = 0
+const ID = 1
+const SCENARIO_ID = 2
+const PROVENANCE = 3
+const AGENT_REF = 4
+
+const SLAB_BYTES = 1 << 20
+
+/**
+ * The table's bytes, carved out of large shared slabs: one allocation per megabyte instead of
+ * three per task (small Buffers each cost an allocation and a slice of Node's pool).
+ */
+class ByteArena {
+  private slab = Buffer.alloc(0)
+  private used = 0
+
+  /** `length` bytes for the caller to fill. */
+  take(length: number): Buffer {
+    if (this.used + length > this.slab.length) {
+      this.slab = Buffer.allocUnsafe(Math.max(SLAB_BYTES, length))
+      this.used = 0
+    }
+    const view = this.slab.subarray(this.used, this.used + length)
+    this.used += length
+    return view
+  }
+}
+
+const valueText = (members: ByteMembers, m: number) => members.bytes.toString('utf8', members.spans[m + 2], members.spans[m + 3])
+const firstByte = (members: ByteMembers, m: number) => members.bytes[members.spans[m + 2]]
+
+function taskEntry(line: ByteLine, {members: task, hasNonFinite}: ScannedBytes, arena: ByteArena): ParsedTask {
+  TASK_KEYS.locate(task, taskSlots)
+  const indexField = taskSlots[TASK_INDEX] === -1 ? 'id' : '_ng_task_index'
+  const index = taskSlots[indexField === 'id' ? ID : TASK_INDEX]
+  if (index === -1 || firstByte(task, index) === NULL_BYTE) throw new FieldError(indexField, 'every task must contain _ng_task_index or id')
+  const rawIndex = valueText(task, index)
   const key = indexKey(rawIndex)
   if (key === undefined) throw new FieldError(indexField, `task index must be an integer, got ${rawIndex}`)
-  const scenarioId = task.get('_dd_scenario_id')
-  if (scenarioId === undefined || jsonKind(scenarioId) !== 'string' || rawString(scenarioId) === '') {
+  const scenarioId = taskSlots[SCENARIO_ID]
+  // a JSON string is empty only when written as ""
+  if (scenarioId === -1 || firstByte(task, scenarioId) !== QUOTE || task.spans[scenarioId + 3] - task.spans[scenarioId + 2] === 2) {
     throw new FieldError('_dd_scenario_id', `task ${key} does not contain _dd_scenario_id`)
   }
-  const provenance = task.get('_dd_provenance') ?? 'null'
-  if (provenance !== 'null' && jsonKind(provenance) !== 'object') throw new FieldError('_dd_provenance', 'must be a JSON object')
-  if (hasNonFinite) throw new FieldError(nonFiniteField(text, ''), POLICY_MESSAGES.nonFinite)
-  const agentRef = task.get('agent_ref')
-  // the line's bytes are the reader's: copied once, into the piece that holds them
-  const taskPiece = Buffer.concat([TASK_OPEN, trimJsonBytes(bytes), ROLLOUT_OPEN])
+  const provenance = taskSlots[PROVENANCE] === -1 || firstByte(task, taskSlots[PROVENANCE]) === NULL_BYTE ? -1 : taskSlots[PROVENANCE]
+  if (provenance !== -1 && firstByte(task, provenance) !== OPEN_BRACE) throw new FieldError('_dd_provenance', 'must be a JSON object')
+  if (hasNonFinite) throw new FieldError(nonFiniteField(line.text, ''), POLICY_MESSAGES.nonFinite)
+
+  // one view holds the head, the provenance and the task pieces, each copied from the line
+  const text = trimJsonBytes(line.bytes)
+  const {bytes, spans} = task
+  const range = (m: number): [number, number] => [spans[m + 2], spans[m + 3]]
+  const [idStart, idEnd] = range(scenarioId)
+  const [provenanceStart, provenanceEnd] = provenance === -1 ? [0, 0] : range(provenance)
+  const headLength = SCENARIO_OPEN.length + (idEnd - idStart) + INDEX_OPEN.length + key.length
+  const provenanceLength = PROVENANCE_OPEN.length + (provenance === -1 ? EMPTY_OBJECT.length : provenanceEnd - provenanceStart)
+  const taskLength = TASK_OPEN.length + text.length + ROLLOUT_OPEN.length
+  const view = arena.take(headLength + provenanceLength + taskLength)
+  let at = copyBytes(view, 0, SCENARIO_OPEN)
+  at = copyBytes(view, at, bytes, idStart, idEnd)
+  at = copyBytes(view, at, INDEX_OPEN)
+  // the key is a decimal integer: ASCII
+  for (let k = 0; k < key.length; k++) view[at++] = key.charCodeAt(k)
+  at = copyBytes(view, at, PROVENANCE_OPEN)
+  at = provenance === -1 ? copyBytes(view, at, EMPTY_OBJECT) : copyBytes(view, at, bytes, provenanceStart, provenanceEnd)
+  at = copyBytes(view, at, TASK_OPEN)
+  at = copyBytes(view, at, text)
+  copyBytes(view, at, ROLLOUT_OPEN)
+  const agentRef = taskSlots[AGENT_REF]
   return {
-    key: detached(key),
+    key,
     indexField,
     entry: {
-      line,
-      text: taskPiece.subarray(TASK_OPEN.length, taskPiece.length - ROLLOUT_OPEN.length),
+      line: line.line,
+      text: view.subarray(headLength + provenanceLength + TASK_OPEN.length, headLength + provenanceLength + TASK_OPEN.length + text.length),
       pieces: {
-        head: Buffer.from(`{"scenario_id":${scenarioId},"task_index":${key}`),
-        provenance: Buffer.from(`,"provenance":${provenance === 'null' ? '{}' : provenance}`),
-        task: taskPiece,
+        head: view.subarray(0, headLength),
+        provenance: view.subarray(headLength, headLength + provenanceLength),
+        task: view.subarray(headLength + provenanceLength),
       },
-      agentRef: agentRef === undefined ? undefined : Buffer.from(agentRef),
+      agentRef: agentRef === -1 ? undefined : Buffer.from(bytes.subarray(spans[agentRef + 2], spans[agentRef + 3])),
     },
   }
 }
 
-/** A copy of text, not a slice of the line it came from that would keep the line's chunk alive. */
-function detached(text: string): string {
-  return Buffer.from(text).toString()
-}
-
+const NULL_BYTE = 0x6e
+const QUOTE = 0x22
+const OPEN_BRACE = 0x7b
+const SCENARIO_OPEN = Buffer.from('{"scenario_id":')
+const INDEX_OPEN = Buffer.from(',"task_index":')
+const PROVENANCE_OPEN = Buffer.from(',"provenance":')
+const EMPTY_OBJECT = Buffer.from('{}')
 const TASK_OPEN = Buffer.from(',"task":')
 const ROLLOUT_OPEN = Buffer.from(',"rollout":')
 
@@ -96,13 +154,14 @@ function sameJson(a: string, b: string): boolean {
 export async function loadTaskTable(file: string): Promise<TaskTable> {
   const table: TaskTable = {entries: new Map(), lines: 0, identicalDuplicates: 0}
   const hint = 'Tasks for ingest come from `gymrecipe tasks export`.'
-  for await (const batch of readJsonlBatches(file, '--tasks', undefined, {bytes: true})) {
+  const arena = new ByteArena()
+  for await (const batch of readJsonlBatches(file, '--tasks', undefined, {bytes: true, text: false})) {
     for (const line of batch) {
       table.lines++
-      const task = scanObjectLine(line, file)
+      const task = scanObjectByteLine(line, file)
       let parsed: ParsedTask
       try {
-        parsed = taskEntry(line.text, line.bytes!, task, line.line)
+        parsed = taskEntry(line, task, arena)
       } catch (error) {
         throw locate(error, 'E_TASK_INVALID', file, line.line, hint)
       }
