@@ -198,6 +198,16 @@ describe('ingest errors (file, line, field; exit 2; nothing written)', () => {
     }
   })
 
+  it('reads task keys written with escapes, a null provenance as none, and spacing as written', async () => {
+    const spaced = `{ "responses_create_params" : {"input": []}, "_ng_task_\\u0069ndex" : 50E-1 , "_dd_scenario_id" : "s\\u00e9" , "_dd_provenance" : null , "agent_ref" : {"name": "a"} }`
+    const {text} = await ingest({tasks: [spaced], rollouts: ['{"_ng_task_index":5,"reward":0.5}']})
+    expect(text).toBe(
+      '{"scenario_id":"s\\u00e9","task_index":5,"rollout_index":null,"status":"completed","reward":0.5,"provenance":{},"agent_ref":{"name": "a"},' +
+        '"failure_class":null,"failure_terminal":false,"failure_reason":null,"failure_stage":null,"rollout_id":null,"attempt":null,"task_id":null,"environment_server":null,' +
+        `"task":${spaced.trim()},"rollout":{"_ng_task_index":5,"reward":0.5}}\n`,
+    )
+  })
+
   it('rejects tasks without an index, without _dd_scenario_id, or with bad fields', async () => {
     const cases: [string, string, string][] = [
       ['{"responses_create_params":{},"_dd_scenario_id":"x"}', 'id', 'id: every task must contain _ng_task_index or id'],
@@ -205,6 +215,10 @@ describe('ingest errors (file, line, field; exit 2; nothing written)', () => {
       ['{"_ng_task_index":"5","_dd_scenario_id":"x"}', '_ng_task_index', '_ng_task_index: task index must be an integer, got "5"'],
       ['{"_ng_task_index":5}', '_dd_scenario_id', '_dd_scenario_id: task 5 does not contain _dd_scenario_id'],
       ['{"_ng_task_index":5,"_dd_scenario_id":""}', '_dd_scenario_id', '_dd_scenario_id: task 5 does not contain _dd_scenario_id'],
+      ['{"_ng_task_index":5,"_dd_scenario_id":7}', '_dd_scenario_id', '_dd_scenario_id: task 5 does not contain _dd_scenario_id'],
+      ['{"_ng_task_index":5,"_dd_scenario_id":null}', '_dd_scenario_id', '_dd_scenario_id: task 5 does not contain _dd_scenario_id'],
+      ['{"_ng_task_index":5.5,"_dd_scenario_id":"x"}', '_ng_task_index', '_ng_task_index: task index must be an integer, got 5.5'],
+      ['{"_ng_task_\\u0069ndex":"é","_dd_scenario_id":"x"}', '_ng_task_index', '_ng_task_index: task index must be an integer, got "é"'],
       ['{"_ng_task_index":5,"_dd_scenario_id":"x","_dd_provenance":[1]}', '_dd_provenance', '_dd_provenance: must be a JSON object'],
       ['{"_ng_task_index":5,"_dd_scenario_id":"x","responses_create_params":{"t":1e400}}', 'responses_create_params.t', 'responses_create_params.t: must be a finite number: this float overflows a double (Python reads it as inf, which JSON cannot carry)'],
     ]
