@@ -230,10 +230,46 @@ export class ByteMembers {
     this.spans.push(keyStart, keyEnd, valueStart, valueEnd)
   }
 
+  /** Where the key of the member at m (an index into spans) starts and ends in bytes, inside its quotes. */
+  keyStart(m: number): number {
+    return this.spans[m]
+  }
+
+  keyEnd(m: number): number {
+    return this.spans[m + 1]
+  }
+
+  /** Where the value of the member at m starts and ends in bytes. */
+  valueStart(m: number): number {
+    return this.spans[m + 2]
+  }
+
+  valueEnd(m: number): number {
+    return this.spans[m + 3]
+  }
+
+  /** The exact text of the value of the member at m. */
+  valueAt(m: number): string {
+    return this.bytes.toString('utf8', this.spans[m + 2], this.spans[m + 3])
+  }
+
+  /** Whether the value of the member at m is null, an object or a string (read off its first byte: it is valid JSON). */
+  isNullAt(m: number): boolean {
+    return this.bytes[this.spans[m + 2]] === 0x6e
+  }
+
+  isObjectAt(m: number): boolean {
+    return this.bytes[this.spans[m + 2]] === OPEN_BRACE
+  }
+
+  isStringAt(m: number): boolean {
+    return this.bytes[this.spans[m + 2]] === QUOTE
+  }
+
   /** The value's exact text, or undefined when the key is absent. */
   get(key: string): string | undefined {
     const m = this.indexOf(key)
-    return m === -1 ? undefined : this.bytes.toString('utf8', this.spans[m + 2], this.spans[m + 3])
+    return m === -1 ? undefined : this.valueAt(m)
   }
 
   /** Where the key's (last) member starts in spans, or -1 when the key is absent. */

@@ -52,21 +52,19 @@ const FAILURE_CLASS_KEY = text(',"failure_class":')
 const FAILURE_TERMINAL_KEY = text(',"failure_terminal":')
 const RECORD_END = text('}')
 
-const isNullAt = (members: ByteMembers, m: number) => members.bytes[members.spans[m + 2]] === 0x6e
-
 function writeValue(out: LineBuilder, members: ByteMembers, m: number): void {
-  out.bytes(members.bytes, members.spans[m + 2], members.spans[m + 3])
+  out.bytes(members.bytes, members.valueStart(m), members.valueEnd(m))
 }
 
 /** The member at a path of nested objects below a top-level member, or -1 when absent or null (with the object holding it). */
 function nestedMember(members: ByteMembers, m: number, rest: readonly string[]): {level: ByteMembers; m: number} | undefined {
   let level = members
   for (const key of rest) {
-    if (level.bytes[level.spans[m + 2]] !== 0x7b) return undefined
+    if (!level.isObjectAt(m)) return undefined
     // the value was validated with its line: it scans as an object
-    level = (scanObjectBytes(level.bytes.subarray(level.spans[m + 2], level.spans[m + 3])) as {members: ByteMembers}).members
+    level = (scanObjectBytes(level.bytes.subarray(level.valueStart(m), level.valueEnd(m))) as {members: ByteMembers}).members
     m = level.indexOf(key)
-    if (m === -1 || isNullAt(level, m)) return undefined
+    if (m === -1 || level.isNullAt(m)) return undefined
   }
   return {level, m}
 }
@@ -76,7 +74,7 @@ function writeFirstOf(out: LineBuilder, members: ByteMembers, slots: Int32Array,
   out.bytes(source.prefix)
   for (const {slot, rest} of source.paths) {
     const m = slots[slot]
-    if (m === -1 || isNullAt(members, m)) continue
+    if (m === -1 || members.isNullAt(m)) continue
     if (rest.length === 0) return writeValue(out, members, m)
     const found = nestedMember(members, m, rest)
     if (found) return writeValue(out, found.level, found.m)

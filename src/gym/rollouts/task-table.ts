@@ -1,5 +1,5 @@
 import {POLICY_MESSAGES} from '../input-policy.js'
-import {type ByteMembers, KeySlots, type ScannedBytes} from '../json-bytes.js'
+import {KeySlots, type ScannedBytes} from '../json-bytes.js'
 import {type ByteLine, copyBytes, FieldError, inputError, integerText, jsonKind, locate, nonFiniteField, parseJson, readJsonlBatches, scanObjectByteLine, trimJsonBytes} from '../json.js'
 import {canonicalJson} from '../tasks/identity.js'
 
@@ -78,32 +78,31 @@ class ByteArena {
   }
 }
 
-const valueText = (members: ByteMembers, m: number) => members.bytes.toString('utf8', members.spans[m + 2], members.spans[m + 3])
-const firstByte = (members: ByteMembers, m: number) => members.bytes[members.spans[m + 2]]
 
 function taskEntry(line: ByteLine, {members: task, hasNonFinite}: ScannedBytes, arena: ByteArena): ParsedTask {
   TASK_KEYS.locate(task, taskSlots)
   const indexField = taskSlots[TASK_INDEX] === -1 ? 'id' : '_ng_task_index'
   const index = taskSlots[indexField === 'id' ? ID : TASK_INDEX]
-  if (index === -1 || firstByte(task, index) === NULL_BYTE) throw new FieldError(indexField, 'every task must contain _ng_task_index or id')
-  const rawIndex = valueText(task, index)
+  if (index === -1 || task.isNullAt(index)) throw new FieldError(indexField, 'every task must contain _ng_task_index or id')
+  const rawIndex = task.valueAt(index)
   const key = indexKey(rawIndex)
   if (key === undefined) throw new FieldError(indexField, `task index must be an integer, got ${rawIndex}`)
   const scenarioId = taskSlots[SCENARIO_ID]
   // a JSON string is empty only when written as ""
-  if (scenarioId === -1 || firstByte(task, scenarioId) !== QUOTE || task.spans[scenarioId + 3] - task.spans[scenarioId + 2] === 2) {
+  if (scenarioId === -1 || !task.isStringAt(scenarioId) || task.valueEnd(scenarioId) - task.valueStart(scenarioId) === 2) {
     throw new FieldError('_dd_scenario_id', `task ${key} does not contain _dd_scenario_id`)
   }
-  const provenance = taskSlots[PROVENANCE] === -1 || firstByte(task, taskSlots[PROVENANCE]) === NULL_BYTE ? -1 : taskSlots[PROVENANCE]
-  if (provenance !== -1 && firstByte(task, provenance) !== OPEN_BRACE) throw new FieldError('_dd_provenance', 'must be a JSON object')
+  const provenance = taskSlots[PROVENANCE] === -1 || task.isNullAt(taskSlots[PROVENANCE]) ? -1 : taskSlots[PROVENANCE]
+  if (provenance !== -1 && !task.isObjectAt(provenance)) throw new FieldError('_dd_provenance', 'must be a JSON object')
   if (hasNonFinite) throw new FieldError(nonFiniteField(line.text, ''), POLICY_MESSAGES.nonFinite)
 
   // one view holds the head, the provenance and the task pieces, each copied from the line
   const text = trimJsonBytes(line.bytes)
-  const {bytes, spans} = task
-  const range = (m: number): [number, number] => [spans[m + 2], spans[m + 3]]
-  const [idStart, idEnd] = range(scenarioId)
-  const [provenanceStart, provenanceEnd] = provenance === -1 ? [0, 0] : range(provenance)
+  const {bytes} = task
+  const idStart = task.valueStart(scenarioId)
+  const idEnd = task.valueEnd(scenarioId)
+  const provenanceStart = provenance === -1 ? 0 : task.valueStart(provenance)
+  const provenanceEnd = provenance === -1 ? 0 : task.valueEnd(provenance)
   const headLength = SCENARIO_OPEN.length + (idEnd - idStart) + INDEX_OPEN.length + key.length
   const provenanceLength = PROVENANCE_OPEN.length + (provenance === -1 ? EMPTY_OBJECT.length : provenanceEnd - provenanceStart)
   const taskLength = TASK_OPEN.length + text.length + ROLLOUT_OPEN.length
@@ -130,14 +129,11 @@ function taskEntry(line: ByteLine, {members: task, hasNonFinite}: ScannedBytes, 
         provenance: view.subarray(headLength, headLength + provenanceLength),
         task: view.subarray(headLength + provenanceLength),
       },
-      agentRef: agentRef === -1 ? undefined : Buffer.from(bytes.subarray(spans[agentRef + 2], spans[agentRef + 3])),
+      agentRef: agentRef === -1 ? undefined : Buffer.from(bytes.subarray(task.valueStart(agentRef), task.valueEnd(agentRef))),
     },
   }
 }
 
-const NULL_BYTE = 0x6e
-const QUOTE = 0x22
-const OPEN_BRACE = 0x7b
 const SCENARIO_OPEN = Buffer.from('{"scenario_id":')
 const INDEX_OPEN = Buffer.from(',"task_index":')
 const PROVENANCE_OPEN = Buffer.from(',"provenance":')

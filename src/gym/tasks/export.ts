@@ -99,16 +99,6 @@ const COMMA_PIECE = Buffer.from(',')
 const CLOSE = Buffer.from('}')
 const PROVENANCE_KEY = Buffer.from(',"_dd_provenance":')
 
-/** Where a member's key and value are in the line: offsets into ByteMembers.spans. */
-const KEY_START = 0
-const KEY_END = 1
-const VALUE_START = 2
-const VALUE_END = 3
-
-function isNullAt(members: ByteMembers, m: number): boolean {
-  return members.bytes[members.spans[m + VALUE_START]] === 0x6e
-}
-
 const BUNDLE_SLOTS = new KeySlots(BUNDLE_FIELDS)
 const bundleSlots = new Int32Array(BUNDLE_FIELDS.length)
 const TASK_SLOTS = new KeySlots(['responses_create_params', 'agent_ref', 'id', ...MANAGED_TASK_FIELDS])
@@ -117,9 +107,8 @@ const taskSlots = new Int32Array(TASK_SLOTS.keys.length)
 /** checkGymTask's rules on the located task keys; false leaves the task to checkGymTask on the text path. */
 function passesGymTask(task: ByteMembers, params: number, agentRef: number): boolean {
   for (let k = 3; k < taskSlots.length; k++) if (taskSlots[k] !== -1) return false
-  const {bytes, spans} = task
-  if (params === -1 || bytes[spans[params + VALUE_START]] !== OPEN[0]) return false
-  return agentRef === -1 || isNullAt(task, agentRef) || bytes[spans[agentRef + VALUE_START]] === OPEN[0]
+  if (params === -1 || !task.isObjectAt(params)) return false
+  return agentRef === -1 || task.isNullAt(agentRef) || task.isObjectAt(agentRef)
 }
 
 /** Whether bytes[start, end) are the JSON string "1" written plainly. */
@@ -134,8 +123,8 @@ function holdsEscape(bytes: Buffer, start: number, end: number): boolean {
 
 /** A valid JSON object value's bytes hold only whitespace between its braces. */
 function isEmptyObjectAt(members: ByteMembers, m: number): boolean {
-  const {bytes, spans} = members
-  for (let i = spans[m + VALUE_START] + 1; i < spans[m + VALUE_END] - 1; i++) {
+  const {bytes} = members
+  for (let i = members.valueStart(m) + 1; i < members.valueEnd(m) - 1; i++) {
     const c = bytes[i]
     if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return false
   }
@@ -147,15 +136,15 @@ function isEmptyObjectAt(members: ByteMembers, m: number): boolean {
  * the line's bytes: members next to each other in the line, written without spaces, go as one.
  */
 function writeDumpedMembers(task: ByteMembers, order: number[], out: LineBuilder): void {
-  const {bytes, spans} = task
+  const {bytes} = task
   let runStart = -1
   let runEnd = -1
   for (let n = 0; n < order.length; n++) {
     const m = order[n]
-    const keyOpen = spans[m + KEY_START] - 1
-    const keyClose = spans[m + KEY_END] + 1
-    const valueStart = spans[m + VALUE_START]
-    const valueEnd = spans[m + VALUE_END]
+    const keyOpen = task.keyStart(m) - 1
+    const keyClose = task.keyEnd(m) + 1
+    const valueStart = task.valueStart(m)
+    const valueEnd = task.valueEnd(m)
     const tight = bytes[keyClose] === COLON && valueStart === keyClose + 1
     // the one byte between a member's value and the next key can only be the comma
     if (tight && runStart !== -1 && keyOpen === runEnd + 1) {
@@ -195,13 +184,12 @@ export function exportBundleBytes(bytes: Buffer, out: LineBuilder): boolean {
   const provenance = bundleSlots[3]
   const known = (version === -1 ? 0 : 1) + (scenario === -1 ? 0 : 1) + 1 + (provenance === -1 ? 0 : 1)
   if (known * 4 !== bundle.spans.length || scenario === -1) return false
-  const {spans} = bundle
-  if (version !== -1 && !isStringOne(bytes, spans[version + VALUE_START], spans[version + VALUE_END])) return false
+  if (version !== -1 && !isStringOne(bytes, bundle.valueStart(version), bundle.valueEnd(version))) return false
   // an ID without escapes is its own UTF-8 bytes (valid, as read): no lone surrogate can be in them
-  const idStart = spans[scenario + VALUE_START] + 1
-  const idEnd = spans[scenario + VALUE_END] - 1
+  const idStart = bundle.valueStart(scenario) + 1
+  const idEnd = bundle.valueEnd(scenario) - 1
   if (bytes[idStart - 1] !== QUOTE || idEnd <= idStart || holdsEscape(bytes, idStart, idEnd)) return false
-  if (provenance !== -1 && bytes[spans[provenance + VALUE_START]] !== OPEN[0]) return false
+  if (provenance !== -1 && !bundle.isObjectAt(provenance)) return false
   TASK_SLOTS.locate(task, taskSlots)
   const params = taskSlots[0]
   const agentRef = taskSlots[1]
@@ -210,22 +198,22 @@ export function exportBundleBytes(bytes: Buffer, out: LineBuilder): boolean {
 
   const index = taskIndexOf(bytes.subarray(idStart, idEnd)).toString()
   let dumped = params === 0 && (agentRef === -1 || agentRef === 4)
-  for (let m = 0; dumped && m < task.spans.length; m += 4) if (isNullAt(task, m)) dumped = false
+  for (let m = 0; dumped && m < task.spans.length; m += 4) if (task.isNullAt(m)) dumped = false
   out.bytes(OPEN)
   if (dumped) {
-    out.bytes(bytes, spans[taskAt + VALUE_START] + 1, spans[taskAt + VALUE_END] - 1)
+    out.bytes(bytes, bundle.valueStart(taskAt) + 1, bundle.valueEnd(taskAt) - 1)
   } else {
     const order = [params]
-    if (agentRef !== -1 && !isNullAt(task, agentRef)) order.push(agentRef)
-    for (let m = 0; m < task.spans.length; m += 4) if (m !== params && m !== agentRef && !isNullAt(task, m)) order.push(m)
+    if (agentRef !== -1 && !task.isNullAt(agentRef)) order.push(agentRef)
+    for (let m = 0; m < task.spans.length; m += 4) if (m !== params && m !== agentRef && !task.isNullAt(m)) order.push(m)
     writeDumpedMembers(task, order, out)
   }
-  const idMember = id === -1 || isNullAt(task, id) ? `,"id":${index}` : ''
+  const idMember = id === -1 || task.isNullAt(id) ? `,"id":${index}` : ''
   out.text(`${idMember},"_ng_task_index":${index},"_dd_scenario_id":`)
   out.bytes(bytes, idStart - 1, idEnd + 1)
   if (provenance !== -1 && !isEmptyObjectAt(bundle, provenance)) {
     out.bytes(PROVENANCE_KEY)
-    out.bytes(bytes, spans[provenance + VALUE_START], spans[provenance + VALUE_END])
+    out.bytes(bytes, bundle.valueStart(provenance), bundle.valueEnd(provenance))
   }
   out.bytes(CLOSE)
   out.endLine()
