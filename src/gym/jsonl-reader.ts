@@ -206,7 +206,7 @@ export class LineReader {
    * next call), already checked to be valid UTF-8 and within the length limit.
    */
   async nextByteLines(): Promise<Buffer[] | undefined> {
-    const bytes = await this.nextBlock()
+    const bytes = await this.nextBlock(false)
     if (bytes === undefined) return undefined
     if (bytes === null) return []
     if (this.done) {
@@ -214,6 +214,15 @@ export class LineReader {
       return [bytes]
     }
     const lines: Buffer[] = []
+    const head = this.carriedLine
+    if (head !== undefined) {
+      this.checkLength(head.length, this.lineNo + 1)
+      lines.push(head)
+      if (this.carriedLineOnly) {
+        this.finishBlock(1)
+        return lines
+      }
+    }
     for (let start = 0; ; ) {
       const newline = bytes.indexOf(10, start)
       const end = newline === -1 ? bytes.length : newline
@@ -231,13 +240,14 @@ export class LineReader {
    * lastBytes too), null when it completes none, undefined at the end of the file. At the end
    * the unfinished last line is returned as a block of its own, with done set.
    */
-  private async nextBlock(): Promise<Buffer | null | undefined> {
+  private async nextBlock(joinCarried = true): Promise<Buffer | null | undefined> {
     if (this.done) return undefined
     const ahead = this.ahead
     this.ahead = undefined
     const {buffer, bytesRead} = await (ahead ?? this.readChunk())
     this.firstLine = this.lineNo + 1
     this.lastBytes = undefined
+    this.carriedLine = undefined
     if (bytesRead === 0) {
       this.done = true
       if (this.carry.length === 0) return undefined
@@ -258,9 +268,21 @@ export class LineReader {
       this.readAhead()
       return null
     }
-    const bytes = this.carry.length > 0 ? this.carry.take(chunk.subarray(0, last)) : chunk.subarray(0, last)
-    if (!isUtf8(bytes)) this.throwFirstBadLine(bytes)
-    this.lastBytes = bytes
+    let bytes: Buffer
+    if (this.carry.length === 0) {
+      bytes = chunk.subarray(0, last)
+    } else if (joinCarried) {
+      bytes = this.carry.take(chunk.subarray(0, last))
+    } else {
+      // only the carried line is joined: joining it to the whole block would copy the chunk again
+      const first = chunk.indexOf(10)
+      this.carriedLine = this.carry.take(chunk.subarray(0, first))
+      if (!isUtf8(this.carriedLine)) throw new JsonlPolicyError(this.lineNo + 1, POLICY_MESSAGES.utf8)
+      this.carriedLineOnly = first === last
+      bytes = chunk.subarray(first + 1, last)
+    }
+    if (!isUtf8(bytes)) this.throwFirstBadLine(bytes, this.carriedLine === undefined ? 0 : 1)
+    this.lastBytes = this.carriedLine === undefined ? bytes : undefined
     if (last + 1 < bytesRead) this.carry.append(Buffer.from(chunk.subarray(last + 1)))
     // the next chunk is read into the other buffer while the caller works on these lines
     this.readAhead()
@@ -281,9 +303,10 @@ export class LineReader {
     }
   }
 
-  private throwFirstBadLine(bytes: Buffer): never {
+  /** The first line of `bytes` that is not UTF-8, numbered after `before` lines of the block. */
+  private throwFirstBadLine(bytes: Buffer, before = 0): never {
     let start = 0
-    for (let n = 1; ; n++) {
+    for (let n = 1 + before; ; n++) {
       const newline = bytes.indexOf(10, start)
       const end = newline === -1 ? bytes.length : newline
       if (!isUtf8(bytes.subarray(start, end)) || newline === -1) throw new JsonlPolicyError(this.lineNo + n, POLICY_MESSAGES.utf8)
@@ -305,6 +328,13 @@ export class LineReader {
    * the unfinished last line). Valid until the next call: the reader reuses its buffers.
    */
   lastBytes: Buffer | undefined
+
+  /**
+   * nextByteLines(): the line carried over from the previous chunk and completed by this one,
+   * held on its own rather than joined to the block; carriedLineOnly when it is the block's only line.
+   */
+  private carriedLine: Buffer | undefined
+  private carriedLineOnly = false
 
   /** The read of the next chunk, started before the caller asked for it (nextTexts only). */
   private ahead: Promise<{buffer: Buffer; bytesRead: number}> | undefined

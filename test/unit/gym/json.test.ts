@@ -234,6 +234,40 @@ describe('readJsonlLines', () => {
     for await (const batch of readJsonlBatches(file, 'ROWS')) expect(batch.every((line) => line.bytes === undefined)).toBe(true)
   })
 
+  it('reads byte lines as the text reader does, a line carried across chunks included', async () => {
+    const dir = await tempDir()
+    const file = path.join(dir, 'carried.jsonl')
+    // a line longer than a chunk, then one whose newline is the only one in the chunk that ends it
+    const texts = [`{"s":"${'é'.repeat(150_000)}"}`, `{"t":"${'✓'.repeat(200_000)}"}`, '{"a":1}', `{"u":"${'x'.repeat(262_000)}"}`, '{"b":2}', '{"c":3}']
+    await writeFile(file, texts.map((text, n) => (n === 2 ? `${text}\r\n\n` : `${text}\n`)).join(''))
+    const seen: {line: number; text: string}[] = []
+    for await (const batch of readJsonlBatches(file, 'ROWS', undefined, {bytes: true, text: false})) {
+      for (const line of batch) seen.push({line: line.line, text: line.bytes.toString('utf8')})
+    }
+    expect(seen).toEqual(await collect(file))
+    expect(seen.map((l) => l.text)).toEqual(texts)
+  })
+
+  it('names the line of invalid UTF-8 when reading bytes, in a carried line or after it', async () => {
+    const dir = await tempDir()
+    const bad = Buffer.from([0xff, 0xfe])
+    const long = Buffer.from(`{"s":"${'x'.repeat(300_000)}`)
+    const cases: [Buffer, number][] = [
+      [Buffer.concat([long, bad, Buffer.from('"}\n{"a":1}\n')]), 1],
+      [Buffer.concat([long, Buffer.from('"}\n{"a":"'), bad, Buffer.from('"}\n')]), 2],
+      [Buffer.concat([long, Buffer.from('"}\n{"a":1}\n\n{"b":"'), bad, Buffer.from('"}\n')]), 4],
+    ]
+    for (const [content, line] of cases) {
+      const file = path.join(dir, `bad-${line}.jsonl`)
+      await writeFile(file, content)
+      const read = async () => {
+        for await (const batch of readJsonlBatches(file, 'ROWS', undefined, {bytes: true, text: false})) expect(batch.length).toBeGreaterThan(0)
+      }
+      await expect(read()).rejects.toMatchObject({code: 'E_JSONL_INVALID', location: {file, line}, message: 'line is not valid UTF-8'})
+      await expect(collect(file)).rejects.toMatchObject({location: {line}})
+    }
+  })
+
   it('decodes many short multi-byte lines of a chunk piece by piece without losing or splitting one', async () => {
     const dir = await tempDir()
     const file = path.join(dir, 'short.jsonl')
