@@ -56,7 +56,7 @@ function writeValue(out: LineBuilder, members: ByteMembers, m: number): void {
   out.bytes(members.bytes, members.valueStart(m), members.valueEnd(m))
 }
 
-/** The member at a path of nested objects below a top-level member, or -1 when absent or null (with the object holding it). */
+/** The member at a path of nested objects below the member at m, with the object holding it; undefined when absent or null. */
 function nestedMember(members: ByteMembers, m: number, rest: readonly string[]): {level: ByteMembers; m: number} | undefined {
   let level = members
   for (const key of rest) {
@@ -85,10 +85,9 @@ function writeFirstOf(out: LineBuilder, members: ByteMembers, slots: Int32Array,
 function findTask(members: ByteMembers, slots: Int32Array, tasks: Map<string, TaskEntry>): TaskEntry {
   const m = slots[TASK_INDEX]
   if (m === -1) throw new FieldError('_ng_task_index', 'missing, so the record cannot be joined to a task')
-  const {bytes, spans} = members
-  const first = bytes[spans[m + 2]]
+  const first = members.bytes[members.valueStart(m)]
   // a number is ASCII; anything else is decoded for the message
-  const raw = bytes.toString(first === 0x2d || (first >= 0x30 && first <= 0x39) ? 'latin1' : 'utf8', spans[m + 2], spans[m + 3])
+  const raw = members.bytes.toString(first === 0x2d || (first >= 0x30 && first <= 0x39) ? 'latin1' : 'utf8', members.valueStart(m), members.valueEnd(m))
   const key = indexKey(raw)
   const task = key === undefined ? undefined : tasks.get(key)
   if (key === undefined || !task) {

@@ -101,12 +101,14 @@ const PROVENANCE_KEY = Buffer.from(',"_dd_provenance":')
 
 const BUNDLE_SLOTS = new KeySlots(BUNDLE_FIELDS)
 const bundleSlots = new Int32Array(BUNDLE_FIELDS.length)
-const TASK_SLOTS = new KeySlots(['responses_create_params', 'agent_ref', 'id', ...MANAGED_TASK_FIELDS])
+/** The task keys the byte path reads, then those a task must not have. */
+const READ_TASK_KEYS = ['responses_create_params', 'agent_ref', 'id']
+const TASK_SLOTS = new KeySlots([...READ_TASK_KEYS, ...MANAGED_TASK_FIELDS])
 const taskSlots = new Int32Array(TASK_SLOTS.keys.length)
 
 /** checkGymTask's rules on the located task keys; false leaves the task to checkGymTask on the text path. */
 function passesGymTask(task: ByteMembers, params: number, agentRef: number): boolean {
-  for (let k = 3; k < taskSlots.length; k++) if (taskSlots[k] !== -1) return false
+  for (let k = READ_TASK_KEYS.length; k < taskSlots.length; k++) if (taskSlots[k] !== -1) return false
   if (params === -1 || !task.isObjectAt(params)) return false
   return agentRef === -1 || task.isNullAt(agentRef) || task.isObjectAt(agentRef)
 }
@@ -121,7 +123,7 @@ function holdsEscape(bytes: Buffer, start: number, end: number): boolean {
   return false
 }
 
-/** A valid JSON object value's bytes hold only whitespace between its braces. */
+/** Whether the object at m holds only whitespace between its braces (it is valid JSON: nothing else can make it empty). */
 function isEmptyObjectAt(members: ByteMembers, m: number): boolean {
   const {bytes} = members
   for (let i = members.valueStart(m) + 1; i < members.valueEnd(m) - 1; i++) {
