@@ -60,7 +60,7 @@ const SLAB_BYTES = 1 << 20
 
 /**
  * The table's bytes, carved out of large shared slabs: one allocation per megabyte instead of
- * three per task (small Buffers each cost an allocation and a slice of Node's pool).
+ * several per task (small Buffers each cost an allocation and a slice of Node's pool).
  */
 class ByteArena {
   private slab = Buffer.alloc(0)
@@ -77,7 +77,6 @@ class ByteArena {
     return view
   }
 }
-
 
 function taskEntry(line: ByteLine, {members: task, hasNonFinite}: ScannedBytes, arena: ByteArena): ParsedTask {
   TASK_KEYS.locate(task, taskSlots)
@@ -96,40 +95,42 @@ function taskEntry(line: ByteLine, {members: task, hasNonFinite}: ScannedBytes, 
   if (provenance !== -1 && !task.isObjectAt(provenance)) throw new FieldError('_dd_provenance', 'must be a JSON object')
   if (hasNonFinite) throw new FieldError(nonFiniteField(line.text, ''), POLICY_MESSAGES.nonFinite)
 
-  // one view holds the head, the provenance and the task pieces, each copied from the line
+  // one view of the arena holds the head, the provenance, the task pieces and agent_ref, each
+  // copied from the line
   const text = trimJsonBytes(line.bytes)
   const {bytes} = task
+  const agentRef = taskSlots[AGENT_REF]
   const idStart = task.valueStart(scenarioId)
   const idEnd = task.valueEnd(scenarioId)
-  const provenanceStart = provenance === -1 ? 0 : task.valueStart(provenance)
-  const provenanceEnd = provenance === -1 ? 0 : task.valueEnd(provenance)
-  const headLength = SCENARIO_OPEN.length + (idEnd - idStart) + INDEX_OPEN.length + key.length
-  const provenanceLength = PROVENANCE_OPEN.length + (provenance === -1 ? EMPTY_OBJECT.length : provenanceEnd - provenanceStart)
-  const taskLength = TASK_OPEN.length + text.length + ROLLOUT_OPEN.length
-  const view = arena.take(headLength + provenanceLength + taskLength)
+  const provenanceLength = provenance === -1 ? EMPTY_OBJECT.length : task.valueEnd(provenance) - task.valueStart(provenance)
+  const agentRefLength = agentRef === -1 ? 0 : task.valueEnd(agentRef) - task.valueStart(agentRef)
+  const view = arena.take(
+    SCENARIO_OPEN.length + idEnd - idStart + INDEX_OPEN.length + key.length + PROVENANCE_OPEN.length + provenanceLength + TASK_OPEN.length + text.length + ROLLOUT_OPEN.length + agentRefLength,
+  )
   let at = copyBytes(view, 0, SCENARIO_OPEN)
   at = copyBytes(view, at, bytes, idStart, idEnd)
   at = copyBytes(view, at, INDEX_OPEN)
   // the key is a decimal integer: ASCII
   for (let k = 0; k < key.length; k++) view[at++] = key.charCodeAt(k)
+  const headEnd = at
   at = copyBytes(view, at, PROVENANCE_OPEN)
-  at = provenance === -1 ? copyBytes(view, at, EMPTY_OBJECT) : copyBytes(view, at, bytes, provenanceStart, provenanceEnd)
+  at = provenance === -1 ? copyBytes(view, at, EMPTY_OBJECT) : copyBytes(view, at, bytes, task.valueStart(provenance), task.valueEnd(provenance))
+  const provenanceEnd = at
   at = copyBytes(view, at, TASK_OPEN)
+  const textStart = at
   at = copyBytes(view, at, text)
-  copyBytes(view, at, ROLLOUT_OPEN)
-  const agentRef = taskSlots[AGENT_REF]
+  const textEnd = at
+  at = copyBytes(view, at, ROLLOUT_OPEN)
+  const taskEnd = at
+  if (agentRef !== -1) copyBytes(view, at, bytes, task.valueStart(agentRef), task.valueEnd(agentRef))
   return {
     key,
     indexField,
     entry: {
       line: line.line,
-      text: view.subarray(headLength + provenanceLength + TASK_OPEN.length, headLength + provenanceLength + TASK_OPEN.length + text.length),
-      pieces: {
-        head: view.subarray(0, headLength),
-        provenance: view.subarray(headLength, headLength + provenanceLength),
-        task: view.subarray(headLength + provenanceLength),
-      },
-      agentRef: agentRef === -1 ? undefined : Buffer.from(bytes.subarray(task.valueStart(agentRef), task.valueEnd(agentRef))),
+      text: view.subarray(textStart, textEnd),
+      pieces: {head: view.subarray(0, headEnd), provenance: view.subarray(headEnd, provenanceEnd), task: view.subarray(provenanceEnd, taskEnd)},
+      agentRef: agentRef === -1 ? undefined : view.subarray(taskEnd),
     },
   }
 }
