@@ -18,7 +18,7 @@ if (process.argv.length === 3 && (process.argv[2] === '--version' || process.arg
   // left for the processes a command starts.
   const skipEngineCheck = process.env.OCLIF_DISABLE_ENGINE_WARNING === undefined
   if (skipEngineCheck) process.env.OCLIF_DISABLE_ENGINE_WARNING = '1'
-  const {execute} = await import('@oclif/core')
+  const {execute} = await import('../dist/oclif-core.js')
   if (skipEngineCheck) delete process.env.OCLIF_DISABLE_ENGINE_WARNING
   await execute({dir: import.meta.url})
 }

@@ -5,23 +5,104 @@
  * run. Each generated module carries the hash of what it was made from; when that differs from
  * the source in use (a template edited after the build), the caller compiles instead (the
  * string skipper: uses its JavaScript twin), so a stale build can be slower but never wrong.
+ *
+ * Beside a module the build may also leave V8's code cache for it (`<name>.cjs.v8-cache`, written
+ * by scripts/code-cache.mjs after running the module on the built-in recipes and sample configs,
+ * so it holds the functions those calls compiled): the first call of a 300 KB validator then
+ * costs under a millisecond instead of compiling it. A cache is used only for the exact source it
+ * was made from and only whole (it is headed by the sha256 of the source and of its own bytes:
+ * V8 checks neither, only the source's length), and V8 itself refuses one made by another V8
+ * version or with other flags (NODE_OPTIONS included); either way the module is compiled as usual.
  */
 import type {FormatDefinition, ValidateFunction} from 'ajv'
 import {createHash} from 'node:crypto'
-import {existsSync} from 'node:fs'
+import {existsSync, readFileSync, writeFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
-import {fileURLToPath} from 'node:url'
+import path from 'node:path'
+import vm from 'node:vm'
+
+import {builtFile} from './package-root.js'
 
 export function contentHash(text: string): string {
   return createHash('sha256').update(text).digest('hex')
 }
 
-/** The default export of dist/generated/<name>.cjs, or undefined when it was not generated. */
+const CODE_CACHE_SUFFIX = '.v8-cache'
+const HASH_LENGTH = 64
+const HEADER_LENGTH = 2 * HASH_LENGTH
+
+/**
+ * What loading a module did with its code cache: there was none, it was made from another source,
+ * its bytes are damaged, V8 refused it, or it was used.
+ */
+export type CodeCacheUse = 'none' | 'stale' | 'damaged' | 'rejected' | 'used'
+
+interface LoadedModule {
+  source: string
+  script: vm.Script
+  exports: unknown
+  codeCache: CodeCacheUse
+}
+
+/** The CommonJS files this process loaded through loadCommonJs, by path. */
+const loaded = new Map<string, LoadedModule>()
+
+function codeCacheOf(file: string, source: string): Buffer | 'none' | 'stale' | 'damaged' {
+  let cache: Buffer
+  try {
+    cache = readFileSync(file + CODE_CACHE_SUFFIX)
+  } catch {
+    return 'none'
+  }
+  if (cache.length <= HEADER_LENGTH) return 'damaged'
+  if (cache.toString('latin1', 0, HASH_LENGTH) !== contentHash(source)) return 'stale'
+  const data = cache.subarray(HEADER_LENGTH)
+  return cache.toString('latin1', HASH_LENGTH, HEADER_LENGTH) === bytesHash(data) ? data : 'damaged'
+}
+
+function bytesHash(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex')
+}
+
+/**
+ * Runs a CommonJS file as `require` would (once per process), through a script compiled with the
+ * code cache beside it when that was made from this very source.
+ */
+export function loadCommonJs(file: string): {exports: unknown; codeCache: CodeCacheUse} {
+  let module = loaded.get(file)
+  if (!module) {
+    const source = readFileSync(file, 'utf8')
+    const cache = codeCacheOf(file, source)
+    const cachedData = typeof cache === 'string' ? undefined : cache
+    const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {filename: file, cachedData})
+    const codeCache = typeof cache === 'string' ? cache : script.cachedDataRejected ? 'rejected' : 'used'
+    const commonJs = {exports: {} as unknown}
+    const wrapper = script.runInThisContext() as (...args: unknown[]) => void
+    wrapper.call(commonJs.exports, commonJs.exports, createRequire(file), commonJs, file, path.dirname(file))
+    module = {source, script, exports: commonJs.exports, codeCache}
+    loaded.set(file, module)
+  }
+  return {exports: module.exports, codeCache: module.codeCache}
+}
+
+/**
+ * Writes the code cache of every file loadCommonJs ran so far (the build does, once they have
+ * run on typical inputs), each headed by the sha256 of its source and of the cache; returns the
+ * bytes per file.
+ */
+export function writeCodeCaches(): Array<{file: string; bytes: number}> {
+  return [...loaded].map(([file, module]) => {
+    const data = module.script.createCachedData()
+    writeFileSync(file + CODE_CACHE_SUFFIX, Buffer.concat([Buffer.from(contentHash(module.source) + bytesHash(data), 'latin1'), data]))
+    return {file, bytes: data.length}
+  })
+}
+
+/** The exports of dist/generated/<name>.cjs, or undefined when it was not generated. */
 export function generatedModule(name: string): unknown {
-  const file = fileURLToPath(new URL(`./generated/${name}.cjs`, import.meta.url))
-  if (!existsSync(file)) return undefined
-  // require, not import: an ESM import of CommonJS scans the whole file for its export names first.
-  return createRequire(import.meta.url)(file) as unknown
+  const file = builtFile(`generated/${name}.cjs`)
+  if (file === undefined || !existsSync(file)) return undefined
+  return loadCommonJs(file).exports
 }
 
 /** The generated validator `name` when it was made from this schema, else `compile()`. */

@@ -1,12 +1,12 @@
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
-import {fileURLToPath} from 'node:url'
 
 import {ExitCode, GymError} from '../errors.js'
+import {PACKAGE_ROOT} from '../package-root.js'
 import {loadContractFile} from './load.js'
 import type {Archetype, RecipeContract} from './types.js'
 
-export const BUILTIN_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'recipes')
+export const BUILTIN_DIR = path.join(PACKAGE_ROOT, 'recipes')
 
 /** The built-in recipe each archetype starts from when no --from is given. */
 export const ARCHETYPE_BASE: Record<Archetype, string> = {

@@ -3,16 +3,16 @@ import runtimeModule from 'handlebars/runtime.js'
 import {createHash} from 'node:crypto'
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
-import {fileURLToPath} from 'node:url'
 
 import type {RecipeContract} from '../contract/types.js'
+import {PACKAGE_ROOT} from '../package-root.js'
 import {contentHash, generatedModule} from '../precompiled.js'
 import {shellQuote} from '../shell-words.js'
 import {pythonLiteral} from './python-literal.js'
 import {withoutRegionBodies} from './regions.js'
 import {buildView} from './view.js'
 
-export const TEMPLATES_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'templates')
+export const TEMPLATES_DIR = path.join(PACKAGE_ROOT, 'templates')
 
 /** Template file → which of the seven recipe files it renders. */
 const TEMPLATE_FOR_ROLE = {

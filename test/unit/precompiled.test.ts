@@ -4,6 +4,7 @@
  * compilers produce, and falls back to compiling when what it was built from has changed.
  */
 import {execa} from 'execa'
+import {mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import {describe, expect, it} from 'vitest'
@@ -16,9 +17,9 @@ import {repoRoot} from '../helpers/cli.js'
 const dist = path.join(repoRoot, 'dist')
 
 /** Run a snippet against the built modules; prints JSON. */
-async function inBuild(body: string): Promise<any> {
+async function inBuild(body: string, nodeFlags: string[] = []): Promise<any> {
   const script = `import {createRequire} from 'node:module'\nconst require = createRequire(${JSON.stringify(path.join(dist, 'index.js'))})\n${body}`
-  const r = await execa(process.execPath, ['--input-type=module', '-e', script], {cwd: repoRoot})
+  const r = await execa(process.execPath, [...nodeFlags, '--input-type=module', '-e', script], {cwd: repoRoot})
   return JSON.parse(r.stdout)
 }
 
@@ -155,5 +156,52 @@ describe('precompiled validators and templates', () => {
       const generated = require(${JSON.stringify(path.join(dist, 'generated/templates.cjs'))})
       console.log(JSON.stringify({now: (await readTemplateSources()).hash, built: generated.hash}))`)
     expect(result.built).toBe(result.now)
+  })
+
+  it('a built gymrecipe loads its generated modules with the code cache the build made for them', async () => {
+    const result = await inBuild(`
+      const {generatedModule, loadCommonJs} = await import(${JSON.stringify(path.join(dist, 'precompiled.js'))})
+      const names = ['recipe-validator', 'templates', 'call-resource-validator', 'call-harness-validator', 'task-spec-validator']
+      for (const name of names) generatedModule(name)
+      console.log(JSON.stringify(Object.fromEntries(names.map((name) => [name, loadCommonJs(${JSON.stringify(path.join(dist, 'generated'))} + '/' + name + '.cjs').codeCache]))))`)
+    expect(result).toEqual({'recipe-validator': 'used', templates: 'used', 'call-resource-validator': 'used', 'call-harness-validator': 'used', 'task-spec-validator': 'used'})
+  })
+
+  it('uses a code cache only for the source it was made from, whole, and runs the source whatever the cache holds', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'gr-code-cache-'))
+    const file = path.join(dir, 'answer.cjs')
+    const cacheFile = `${file}.v8-cache`
+    const load = (write = false, nodeFlags: string[] = []) =>
+      inBuild(
+        `
+      const {loadCommonJs, writeCodeCaches} = await import(${JSON.stringify(path.join(dist, 'precompiled.js'))})
+      const {exports, codeCache} = loadCommonJs(${JSON.stringify(file)})
+      const answer = exports.answer()
+      ${write ? 'writeCodeCaches()' : ''}
+      console.log(JSON.stringify({answer, codeCache}))`,
+        nodeFlags,
+      )
+    try {
+      await writeFile(file, 'module.exports.answer = () => "AAA"\n')
+      expect(await load(true)).toEqual({answer: 'AAA', codeCache: 'none'})
+      expect(await load()).toEqual({answer: 'AAA', codeCache: 'used'})
+      // Same length, other code: V8 alone would take the old cache for it.
+      await writeFile(file, 'module.exports.answer = () => "BBB"\n')
+      expect(await load()).toEqual({answer: 'BBB', codeCache: 'stale'})
+      await writeFile(file, 'module.exports.answer = () => "AAA"\n')
+      const cache = await readFile(cacheFile)
+      const damaged = Buffer.from(cache)
+      damaged[damaged.length - 9] ^= 0x5a
+      await writeFile(cacheFile, damaged)
+      expect(await load()).toEqual({answer: 'AAA', codeCache: 'damaged'})
+      await writeFile(cacheFile, cache.subarray(0, 100))
+      expect(await load()).toEqual({answer: 'AAA', codeCache: 'damaged'})
+      // Made by a process with other V8 flags: whole and of this source, and V8 refuses it.
+      await rm(cacheFile)
+      await load(true, ['--no-opt'])
+      expect(await load()).toEqual({answer: 'AAA', codeCache: 'rejected'})
+    } finally {
+      await rm(dir, {recursive: true, force: true})
+    }
   })
 })

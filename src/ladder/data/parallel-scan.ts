@@ -1,9 +1,9 @@
 import {existsSync} from 'node:fs'
 import {open, stat} from 'node:fs/promises'
 import os from 'node:os'
-import {fileURLToPath} from 'node:url'
 import {Worker} from 'node:worker_threads'
 
+import {builtFile} from '../../package-root.js'
 import {type JsonlStats, scanJsonlFile, type ScanOptions} from './jsonl-scan.js'
 import {RowSample, SAMPLE_BUDGET_BYTES, type SampledRow} from './sample.js'
 
@@ -53,13 +53,13 @@ const SAMPLE_SIZE = 48
 const SEED = 0x5eed
 const MAX_THREADS = 4
 /** The compiled worker; absent when running from TypeScript sources (tests), then one thread is used. */
-const WORKER_FILE = new URL('./scan-worker.js', import.meta.url)
+const WORKER_FILE = builtFile('ladder/data/scan-worker.js')
 
 export async function scanWithSample(file: string, o: SampledScanOptions): Promise<SampledScan> {
   const size = (await stat(file)).size
   const threads = Math.min(o.threads ?? os.availableParallelism(), MAX_THREADS)
-  const workerReady = WORKER_FILE.protocol === 'file:' && existsSync(fileURLToPath(WORKER_FILE))
-  const bounds = threads > 1 && workerReady && size >= (o.minParallelBytes ?? 64 * 1024 * 1024) ? await lineAlignedBounds(file, size, threads) : [0, size]
+  const workerFile = WORKER_FILE !== undefined && existsSync(WORKER_FILE) ? WORKER_FILE : undefined
+  const bounds = threads > 1 && workerFile !== undefined && size >= (o.minParallelBytes ?? 64 * 1024 * 1024) ? await lineAlignedBounds(file, size, threads) : [0, size]
   const jobs: RangeJob[] = bounds.slice(0, -1).map((start, k) => ({
     file,
     start,
@@ -70,7 +70,7 @@ export async function scanWithSample(file: string, o: SampledScanOptions): Promi
     sampleBudget: Math.floor(SAMPLE_BUDGET_BYTES / (bounds.length - 1)),
     seed: SEED + k,
   }))
-  const results = await Promise.all(jobs.map((job, k) => (k === 0 ? scanRangeHere(job, o.signal) : scanRangeInWorker(job, o.signal))))
+  const results = await Promise.all(jobs.map((job, k) => (k === 0 || workerFile === undefined ? scanRangeHere(job, o.signal) : scanRangeInWorker(workerFile, job, o.signal))))
   return {...stitch(results, o), threads: jobs.length}
 }
 
@@ -80,10 +80,10 @@ async function scanRangeHere(job: RangeJob, signal?: AbortSignal): Promise<Range
   return {stats, head: sample.headRows(), reservoir: sample.reservoirRows()}
 }
 
-function scanRangeInWorker(job: RangeJob, signal?: AbortSignal): Promise<RangeResult> {
+function scanRangeInWorker(workerFile: string, job: RangeJob, signal?: AbortSignal): Promise<RangeResult> {
   return new Promise((resolve, reject) => {
     // No inherited CLI flags (`-e`, `--input-type` would make the worker fail to start).
-    const worker = new Worker(WORKER_FILE, {workerData: job, execArgv: []})
+    const worker = new Worker(workerFile, {workerData: job, execArgv: []})
     const abort = () => void worker.terminate()
     signal?.addEventListener('abort', abort, {once: true})
     let settled = false

@@ -1,0 +1,94 @@
+/**
+ * What `npm run build` leaves for the CLI (scripts/bundle.mjs): each command is a bundle that
+ * loads nothing from node_modules but the packages deliberately left out, and the data rung's
+ * code, wherever the bundle put it, still starts its workers from the build. (Every other e2e
+ * test runs the bundled commands too.)
+ */
+import {execa} from 'execa'
+import {existsSync, readdirSync, readFileSync} from 'node:fs'
+import {mkdtemp, open, rm} from 'node:fs/promises'
+import {isBuiltin} from 'node:module'
+import os from 'node:os'
+import path from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {repoRoot} from '../helpers/cli.js'
+import {generatedRecipe} from '../helpers/recipes.js'
+
+const dist = path.join(repoRoot, 'dist')
+/** Loaded from node_modules on purpose: native add-ons, a compiler for stale builds, development only. */
+const LEFT_OUT = new Set(['dockerode', 'ajv', 'typescript'])
+
+function bundleModules(): string[] {
+  const commands = readdirSync(path.join(dist, 'commands'), {recursive: true, encoding: 'utf8'})
+    .filter((file) => file.endsWith('.js'))
+    .map((file) => path.join(dist, 'commands', file))
+  const chunks = readdirSync(path.join(dist, 'chunks'))
+    .filter((file) => file.endsWith('.js'))
+    .map((file) => path.join(dist, 'chunks', file))
+  return [...commands, ...chunks, path.join(dist, 'oclif-core.js')]
+}
+
+/** The module names a bundle imports or requires by a literal name. */
+function importedNames(file: string): string[] {
+  const text = readFileSync(file, 'utf8')
+  const names = [...text.matchAll(/^(?:import|export)\b[^;]*?\bfrom\s*"([^"\n]+)";?$/gm), ...text.matchAll(/\b(?:import|require)\("([^"\n]+)"\)/g)].map((m) => m[1])
+  return [...new Set(names)]
+}
+
+describe('the build', () => {
+  it('bundles every command: it imports Node built-ins, its own chunks and only the packages left out on purpose', () => {
+    const modules = bundleModules()
+    expect(modules.length).toBeGreaterThan(17)
+    const fromNodeModules = new Set<string>()
+    const missing: string[] = []
+    for (const file of modules) {
+      for (const name of importedNames(file)) {
+        if (isBuiltin(name)) continue
+        if (name.startsWith('.')) {
+          if (!existsSync(path.resolve(path.dirname(file), name))) missing.push(`${path.relative(dist, file)} → ${name}`)
+          continue
+        }
+        fromNodeModules.add(name.startsWith('@') ? name.split('/').slice(0, 2).join('/') : name.split('/')[0])
+      }
+    }
+    expect(missing).toEqual([])
+    expect([...fromNodeModules].filter((name) => !LEFT_OUT.has(name))).toEqual([])
+    // oclif runs from the bundle, one copy for bin/run.js and the commands
+    expect(importedNames(path.join(dist, 'oclif-core.js')).every((name) => name.startsWith('./chunks/') || isBuiltin(name))).toBe(true)
+  })
+
+  describe('a bundled command', () => {
+    let relaxRoot: string
+    let data: string
+
+    beforeAll(async () => {
+      ;({relaxRoot} = await generatedRecipe('calendar', 'render'))
+      data = await mkdtemp(path.join(os.tmpdir(), 'gr-build-data-'))
+    }, 120_000)
+
+    afterAll(async () => {
+      await rm(relaxRoot, {recursive: true, force: true})
+      await rm(data, {recursive: true, force: true})
+    })
+
+    it('splits a large data file across the worker threads of the build', async () => {
+      const row = '{"responses_create_params":{"input":[{"role":"user","content":"plan my day"}]},"exp_cal_state":{"1":{"event_id":1}}}\n'
+      const file = path.join(data, 'render_train.jsonl')
+      const handle = await open(file, 'w')
+      const block = row.repeat(8192)
+      // above the 64 MiB where the data rung starts using workers
+      let rows = 0
+      for (let written = 0; written < 66 * 1024 * 1024; written += block.length, rows += 8192) await handle.write(block)
+      await handle.close()
+      const r = await execa(process.execPath, [path.join(repoRoot, 'bin/run.js'), 'verify', 'render', '--relax-root', relaxRoot, '--only', 'data', '--json'], {
+        reject: false,
+        env: {NEMO_GYM_SOURCE_DATA: file, DOCKER_HOST: 'unix:///nonexistent/docker.sock'},
+      })
+      const checks = JSON.parse(r.stdout).result.rungs[0].checks as Array<{evidence?: {threads?: number; rows?: number}}>
+      const scanned = checks.find((check) => check.evidence?.threads !== undefined)
+      expect(scanned?.evidence?.threads).toBe(Math.min(os.availableParallelism(), 4))
+      expect(scanned?.evidence?.rows).toBe(rows)
+    }, 120_000)
+  })
+})
