@@ -1,5 +1,5 @@
 // Start-up cost of the CLI against bare `node -e 0`, measured in the same run.
-// Cases: --version, new --dry-run, call resource --dry-run, verify --level static.
+// Cases: --version, new --dry-run, call resource --dry-run, verify --level static, run in turn.
 // Usage: node bench/startup.mjs [--base <checkout>]   (RUNS=30 by default; needs a built dist/)
 //   --base: the same cases with another build (e.g. a worktree of an older commit), for before/after.
 import {execFileSync} from 'node:child_process'
@@ -20,18 +20,14 @@ function median(values) {
   return sorted[Math.floor(sorted.length / 2)]
 }
 
-function time(args, n = runs) {
-  const samples = []
-  for (let i = 0; i < n; i++) {
-    const start = process.hrtime.bigint()
-    try {
-      execFileSync(process.execPath, args, {stdio: 'ignore', cwd: repo})
-    } catch {
-      // a verdict other than pass still measures the start-up and the climb
-    }
-    samples.push(Number(process.hrtime.bigint() - start) / 1e6)
+function runOnce(args) {
+  const start = process.hrtime.bigint()
+  try {
+    execFileSync(process.execPath, args, {stdio: 'ignore', cwd: repo})
+  } catch {
+    // a verdict other than pass still measures the start-up and the climb
   }
-  return median(samples)
+  return Number(process.hrtime.bigint() - start) / 1e6
 }
 
 // One recipe for verify to judge (shellcheck and bash dominate that case; it runs fewer times).
@@ -50,7 +46,13 @@ for (const [label, root] of builds) {
   cases.push([`call resource --dry-run${label}`, [bin, 'call', 'resource', callRows, '--config', callConfig, '--dry-run', '--json'], runs])
   cases.push([`verify --level static${label}`, [bin, 'verify', 'calendar', '--level', 'static', '--relax-root', relax, '--gym-root', gym, '--json'], Math.max(3, Math.floor(runs / 5))])
 }
-const results = cases.map(([name, args, n]) => ({name, ms: time(args, n), n}))
+// Interleaved: round k runs every case once, so a machine that speeds up or slows down during the
+// run moves every case alike and the ratios hold.
+const samples = cases.map(() => [])
+for (let round = 0; round < runs; round++) {
+  for (const [k, [, args, n]] of cases.entries()) if (round < n) samples[k].push(runOnce(args))
+}
+const results = cases.map(([name, , n], k) => ({name, ms: median(samples[k]), n}))
 rmSync(relax, {recursive: true, force: true})
 const node = results[0].ms
 console.log(`start-up, median of ${runs} runs (verify: ${Math.max(3, Math.floor(runs / 5))})`)
