@@ -40,6 +40,8 @@ const result = await esbuild.build({
   external: ['dockerode', 'ajv', 'typescript'],
   banner: {js: banner},
   sourcemap: 'linked',
+  // stack traces (node --enable-source-maps) need the positions, not a copy of every source
+  sourcesContent: false,
   metafile: true,
   logLevel: 'warning',
 })
