@@ -1,12 +1,14 @@
-// Run by `npm run build` after precompile, in a process of its own (so the generated modules are
-// what it loads): runs each generated module the way a command does (every built-in recipe
-// validated and rendered, a sample config of each call kind and a task spec validated), then
-// writes V8's code cache beside it, holding the functions those calls compiled
-// (src/precompiled.ts uses a cache only for the exact source it was made from).
+// Run by `npm run build` after precompile and bundle, in a process of its own (so the generated
+// modules are what it loads): runs each generated module the way a command does (every built-in
+// recipe validated and rendered, a sample config of each call kind and a task spec validated;
+// oclif's bundle loading the CLI's config and a command and parsing its flags), then writes V8's
+// code cache beside each, holding the functions those calls compiled (src/precompiled.ts uses a
+// cache only for the exact source it was made from).
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
-const dist = path.join(path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..'), 'dist')
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const dist = path.join(repo, 'dist')
 const load = (file) => import(path.join(dist, file))
 
 const {writeCodeCaches} = await load('precompiled.js')
@@ -20,5 +22,10 @@ parseCallConfig('name: executed\nendpoint: http://127.0.0.1:9\nroute: /execute\n
 parseCallConfig('name: answer\nevidence_column: harness_evidence\nendpoint: http://127.0.0.1:9\nrow_id_column: id\nrequest_columns: {input: prompt}\n', 'harness')
 taskSpecFrom({name: 'tasks', processor_type: 'gym', messages: [{role: 'user', content_column: 'prompt'}], task_columns: {ground_truth: 'answer'}})
 
+const oclif = await load('oclif-core.js')
+const config = await oclif.Config.load({root: repo})
+const newCommand = await config.findCommand('new', {must: true}).load()
+await oclif.Parser.parse(['recipe', '--gym-root', repo, '--dry-run'], {flags: newCommand.flags, args: newCommand.args, strict: true})
+
 const caches = writeCodeCaches()
-console.log(`code cache: ${caches.map(({file, bytes}) => `${path.basename(file, '.cjs')} ${Math.round(bytes / 1024)} KB`).join(', ')} → dist/generated/`)
+console.log(`code cache: ${caches.map(({file, bytes}) => `${path.relative(dist, file)} ${Math.round(bytes / 1024)} KB`).join(', ')}`)

@@ -66,7 +66,10 @@ function bytesHash(bytes: Uint8Array): string {
 
 /**
  * Runs a CommonJS file as `require` would (once per process), through a script compiled with the
- * code cache beside it when that was made from this very source.
+ * code cache beside it when that was made from this very source. The file sees one more name,
+ * `importModule(specifier)`, for what it would `import()`: a script run this way may not call
+ * `import()` itself (Node allows that only with an experimental flag, and never from a cached
+ * compile), so the build rewrites oclif's `import()` calls to it (scripts/bundle.mjs).
  */
 export function loadCommonJs(file: string): {exports: unknown; codeCache: CodeCacheUse} {
   let module = loaded.get(file)
@@ -74,11 +77,12 @@ export function loadCommonJs(file: string): {exports: unknown; codeCache: CodeCa
     const source = readFileSync(file, 'utf8')
     const cache = codeCacheOf(file, source)
     const cachedData = typeof cache === 'string' ? undefined : cache
-    const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {filename: file, cachedData})
+    const script = new vm.Script(`(function (exports, require, module, __filename, __dirname, importModule) {${source}\n})`, {filename: file, cachedData})
     const codeCache = typeof cache === 'string' ? cache : script.cachedDataRejected ? 'rejected' : 'used'
     const commonJs = {exports: {} as unknown}
     const wrapper = script.runInThisContext() as (...args: unknown[]) => void
-    wrapper.call(commonJs.exports, commonJs.exports, createRequire(file), commonJs, file, path.dirname(file))
+    const importModule = (specifier: string): Promise<unknown> => import(specifier)
+    wrapper.call(commonJs.exports, commonJs.exports, createRequire(file), commonJs, file, path.dirname(file), importModule)
     module = {source, script, exports: commonJs.exports, codeCache}
     loaded.set(file, module)
   }

@@ -163,8 +163,13 @@ describe('precompiled validators and templates', () => {
       const {generatedModule, loadCommonJs} = await import(${JSON.stringify(path.join(dist, 'precompiled.js'))})
       const names = ['recipe-validator', 'templates', 'call-resource-validator', 'call-harness-validator', 'task-spec-validator']
       for (const name of names) generatedModule(name)
-      console.log(JSON.stringify(Object.fromEntries(names.map((name) => [name, loadCommonJs(${JSON.stringify(path.join(dist, 'generated'))} + '/' + name + '.cjs').codeCache]))))`)
-    expect(result).toEqual({'recipe-validator': 'used', templates: 'used', 'call-resource-validator': 'used', 'call-harness-validator': 'used', 'task-spec-validator': 'used'})
+      const uses = Object.fromEntries(names.map((name) => [name, loadCommonJs(${JSON.stringify(path.join(dist, 'generated'))} + '/' + name + '.cjs').codeCache]))
+      // oclif, as bin/run.js starts it
+      const oclif = await import(${JSON.stringify(path.join(dist, 'oclif-core.js'))})
+      uses.oclif = loadCommonJs(${JSON.stringify(path.join(dist, 'oclif.cjs'))}).codeCache
+      uses.oclifRuns = typeof oclif.execute === 'function' && typeof oclif.Command === 'function'
+      console.log(JSON.stringify(uses))`)
+    expect(result).toEqual({'recipe-validator': 'used', templates: 'used', 'call-resource-validator': 'used', 'call-harness-validator': 'used', 'task-spec-validator': 'used', oclif: 'used', oclifRuns: true})
   })
 
   it('uses a code cache only for the source it was made from, whole, and runs the source whatever the cache holds', async () => {
@@ -176,19 +181,20 @@ describe('precompiled validators and templates', () => {
         `
       const {loadCommonJs, writeCodeCaches} = await import(${JSON.stringify(path.join(dist, 'precompiled.js'))})
       const {exports, codeCache} = loadCommonJs(${JSON.stringify(file)})
-      const answer = exports.answer()
+      const answer = await exports.answer()
       ${write ? 'writeCodeCaches()' : ''}
       console.log(JSON.stringify({answer, codeCache}))`,
         nodeFlags,
       )
     try {
-      await writeFile(file, 'module.exports.answer = () => "AAA"\n')
+      // import() through the loader's importModule works from a cached compile too
+      await writeFile(file, 'module.exports.answer = async () => (await importModule("node:path")).basename("/x/AAA")\n')
       expect(await load(true)).toEqual({answer: 'AAA', codeCache: 'none'})
       expect(await load()).toEqual({answer: 'AAA', codeCache: 'used'})
       // Same length, other code: V8 alone would take the old cache for it.
-      await writeFile(file, 'module.exports.answer = () => "BBB"\n')
+      await writeFile(file, 'module.exports.answer = async () => (await importModule("node:path")).basename("/x/BBB")\n')
       expect(await load()).toEqual({answer: 'BBB', codeCache: 'stale'})
-      await writeFile(file, 'module.exports.answer = () => "AAA"\n')
+      await writeFile(file, 'module.exports.answer = async () => (await importModule("node:path")).basename("/x/AAA")\n')
       const cache = await readFile(cacheFile)
       const damaged = Buffer.from(cache)
       damaged[damaged.length - 9] ^= 0x5a
