@@ -6,10 +6,11 @@
  * the source in use (a template edited after the build), the caller compiles instead (the
  * string skipper: uses its JavaScript twin), so a stale build can be slower but never wrong.
  *
- * Beside a module the build may also leave V8's code cache for it (`<name>.cjs.v8-cache`, written
- * by scripts/code-cache.mjs after running the module on the built-in recipes and sample configs,
- * so it holds the functions those calls compiled): the first call of a 300 KB validator then
- * costs under a millisecond instead of compiling it. A cache is used only for the exact source it
+ * Beside each generated module, and beside oclif's bundle (dist/oclif.cjs), the build leaves V8's
+ * code cache (`<file>.v8-cache`, written by scripts/code-cache.mjs after running them on the
+ * built-in recipes, sample configs and the CLI's own config, so it holds the functions those calls
+ * compiled): the first call of a 300 KB validator then costs under a millisecond instead of
+ * compiling it. Node 20 keeps no code cache for ES modules or `require`, hence loadCommonJs. A cache is used only for the exact source it
  * was made from and only whole (it is headed by the sha256 of the source and of its own bytes:
  * V8 checks neither, only the source's length), and V8 itself refuses one made by another V8
  * version or with other flags (NODE_OPTIONS included); either way the module is compiled as usual.

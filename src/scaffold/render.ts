@@ -72,10 +72,12 @@ export interface TemplateSources {
 
 export async function readTemplateSources(): Promise<TemplateSources> {
   const partialsDir = path.join(TEMPLATES_DIR, 'partials')
-  const partials: Record<string, string> = {}
-  for (const entry of (await fsp.readdir(partialsDir)).sort()) partials[entry.replace(/\.hbs$/, '')] = await fsp.readFile(path.join(partialsDir, entry), 'utf8')
-  const templates: Record<string, string> = {}
-  for (const file of Object.values(TEMPLATE_FOR_ROLE)) templates[file] = await fsp.readFile(path.join(TEMPLATES_DIR, file), 'utf8')
+  const partialFiles = (await fsp.readdir(partialsDir)).sort()
+  const templateFiles = Object.values(TEMPLATE_FOR_ROLE)
+  // read at once: one after the other, the waits for the file system add up at every start
+  const texts = await Promise.all([...partialFiles.map((entry) => path.join(partialsDir, entry)), ...templateFiles.map((file) => path.join(TEMPLATES_DIR, file))].map((file) => fsp.readFile(file, 'utf8')))
+  const partials = Object.fromEntries(partialFiles.map((entry, k) => [entry.replace(/\.hbs$/, ''), texts[k]]))
+  const templates = Object.fromEntries(templateFiles.map((file, k) => [file, texts[partialFiles.length + k]]))
   const hash = contentHash(JSON.stringify({partials, templates, options: TEMPLATE_OPTIONS}))
   return {partials, templates, hash}
 }
