@@ -30,14 +30,15 @@ if (readFileSync(facade, 'utf8').startsWith(GENERATED)) {
 // Source maps without the sources: stack traces (node --enable-source-maps) need only positions.
 const shared = {bundle: true, platform: 'node', target: 'node20', sourcemap: 'linked', sourcesContent: false, logLevel: 'warning', metafile: true}
 
-// oclif loads commands (and lilconfig config files) with `await import(...)`, which a script run
+// oclif loads commands (and lilconfig config files) with `await import(path)`, which a script run
 // by loadCommonJs may not call; it calls the `importModule` the loader gives it instead.
 let rewrittenImports = 0
 const importThroughLoader = {
   name: 'import-through-loader',
   setup(build) {
     build.onLoad({filter: /[\\/]node_modules[\\/](@oclif[\\/]core|lilconfig)[\\/].*\.js$/}, (args) => {
-      const contents = readFileSync(args.path, 'utf8').replace(/\bawait import\(/g, () => {
+      // a literal name stays an import() for esbuild to bundle
+      const contents = readFileSync(args.path, 'utf8').replace(/\bawait import\((?!\s*['"])/g, () => {
         rewrittenImports++
         return 'await importModule('
       })

@@ -68,6 +68,9 @@ describe('the build', () => {
     const oclif = readFileSync(path.join(dist, 'oclif.cjs'), 'utf8')
     expect(oclif).toContain('await importModule(')
     expect(oclif.match(/\bimport\(\s*[^'"\s)]/g)).toBeNull()
+    // oclif's own dependencies are in its bundle too: nothing named is left to import() or require
+    expect(oclif).not.toMatch(/importModule\(\s*['"]/)
+    expect(importedNames(path.join(dist, 'oclif.cjs')).filter((name) => !isBuiltin(name))).toEqual(['typescript'])
   })
 
   describe('a bundled command', () => {
