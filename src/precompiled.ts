@@ -25,8 +25,9 @@ import vm from 'node:vm'
 
 import {builtFile} from './package-root.js'
 
-export function contentHash(text: string): string {
-  return createHash('sha256').update(text).digest('hex')
+/** sha256 in hex, of text or of bytes (a file's bytes hash in half the time of its decoded text). */
+export function contentHash(content: string | Uint8Array): string {
+  return createHash('sha256').update(content).digest('hex')
 }
 
 const CODE_CACHE_SUFFIX = '.v8-cache'
@@ -40,7 +41,7 @@ const HEADER_LENGTH = 2 * HASH_LENGTH
 export type CodeCacheUse = 'none' | 'stale' | 'damaged' | 'rejected' | 'used'
 
 interface LoadedModule {
-  /** sha256 of the file's bytes (hashed as bytes: twice as fast as the decoded text) */
+  /** sha256 of the file's bytes */
   sourceHash: string
   script: vm.Script
   exports: unknown
@@ -60,11 +61,7 @@ function codeCacheOf(file: string, sourceHash: string): Buffer | 'none' | 'stale
   if (cache.length <= HEADER_LENGTH) return 'damaged'
   if (cache.toString('latin1', 0, HASH_LENGTH) !== sourceHash) return 'stale'
   const data = cache.subarray(HEADER_LENGTH)
-  return cache.toString('latin1', HASH_LENGTH, HEADER_LENGTH) === bytesHash(data) ? data : 'damaged'
-}
-
-function bytesHash(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex')
+  return cache.toString('latin1', HASH_LENGTH, HEADER_LENGTH) === contentHash(data) ? data : 'damaged'
 }
 
 /**
@@ -78,7 +75,7 @@ export function loadCommonJs(file: string): {exports: unknown; codeCache: CodeCa
   let module = loaded.get(file)
   if (!module) {
     const bytes = readFileSync(file)
-    const sourceHash = bytesHash(bytes)
+    const sourceHash = contentHash(bytes)
     const source = bytes.toString('utf8')
     const cache = codeCacheOf(file, sourceHash)
     const cachedData = typeof cache === 'string' ? undefined : cache
@@ -102,7 +99,7 @@ export function loadCommonJs(file: string): {exports: unknown; codeCache: CodeCa
 export function writeCodeCaches(): Array<{file: string; bytes: number}> {
   return [...loaded].map(([file, module]) => {
     const data = module.script.createCachedData()
-    writeFileSync(file + CODE_CACHE_SUFFIX, Buffer.concat([Buffer.from(module.sourceHash + bytesHash(data), 'latin1'), data]))
+    writeFileSync(file + CODE_CACHE_SUFFIX, Buffer.concat([Buffer.from(module.sourceHash + contentHash(data), 'latin1'), data]))
     return {file, bytes: data.length}
   })
 }

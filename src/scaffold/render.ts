@@ -75,9 +75,10 @@ export async function readTemplateSources(): Promise<TemplateSources> {
   const partialFiles = (await fsp.readdir(partialsDir)).sort()
   const templateFiles = Object.values(TEMPLATE_FOR_ROLE)
   // read at once: one after the other, the waits for the file system add up at every start
-  const texts = await Promise.all([...partialFiles.map((entry) => path.join(partialsDir, entry)), ...templateFiles.map((file) => path.join(TEMPLATES_DIR, file))].map((file) => fsp.readFile(file, 'utf8')))
-  const partials = Object.fromEntries(partialFiles.map((entry, k) => [entry.replace(/\.hbs$/, ''), texts[k]]))
-  const templates = Object.fromEntries(templateFiles.map((file, k) => [file, texts[partialFiles.length + k]]))
+  const read = (dir: string, files: string[]) => Promise.all(files.map((file) => fsp.readFile(path.join(dir, file), 'utf8')))
+  const [partialTexts, templateTexts] = await Promise.all([read(partialsDir, partialFiles), read(TEMPLATES_DIR, templateFiles)])
+  const partials = Object.fromEntries(partialFiles.map((entry, k) => [entry.replace(/\.hbs$/, ''), partialTexts[k]]))
+  const templates = Object.fromEntries(templateFiles.map((file, k) => [file, templateTexts[k]]))
   const hash = contentHash(JSON.stringify({partials, templates, options: TEMPLATE_OPTIONS}))
   return {partials, templates, hash}
 }
