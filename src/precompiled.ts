@@ -111,11 +111,20 @@ export function generatedModule(name: string): unknown {
   return loadCommonJs(file).exports
 }
 
-/** The generated validator `name` when it was made from this schema, else `compile()`. */
-export async function schemaValidator<T>(name: string, schema: object, compile: () => Promise<ValidateFunction<T>>): Promise<ValidateFunction<T>> {
-  const generated = generatedModule(name)
-  if (typeof generated === 'function' && (generated as {schemaHash?: unknown}).schemaHash === contentHash(JSON.stringify(schema))) return generated as ValidateFunction<T>
-  return compile()
+/**
+ * The generated validator `name` when it was made from this schema, else `compile()`; resolved on
+ * first use, so importing a module that validates costs nothing until it does.
+ */
+export function schemaValidator<T>(name: string, schema: object, compile: () => ValidateFunction<T>): () => ValidateFunction<T> {
+  let validate: ValidateFunction<T> | undefined
+  return () => {
+    if (!validate) {
+      const generated = generatedModule(name)
+      const fresh = typeof generated === 'function' && (generated as {schemaHash?: unknown}).schemaHash === contentHash(JSON.stringify(schema))
+      validate = fresh ? (generated as ValidateFunction<T>) : compile()
+    }
+    return validate
+  }
 }
 
 /**

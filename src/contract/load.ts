@@ -1,5 +1,6 @@
 import type {ErrorObject} from 'ajv'
 import {promises as fsp} from 'node:fs'
+import {createRequire} from 'node:module'
 import {LineCounter, parseDocument, type Document} from 'yaml'
 
 import {codeOf, GymError, messageOf, ExitCode} from '../errors.js'
@@ -21,8 +22,9 @@ export interface ContractProblem {
 
 export const RECIPE_AJV_OPTIONS = {allErrors: true, strict: true, allowUnionTypes: true, verbose: true} as const
 // Generated at build time; compiled here only when the build has none (or an older schema).
-const validateSchema = await schemaValidator<RecipeContract>('recipe-validator', recipeSchema, async () => {
-  const {Ajv} = await import('ajv')
+const validateSchema = schemaValidator<RecipeContract>('recipe-validator', recipeSchema, () => {
+  // loaded only here: the compiler is the slow part of start-up
+  const {Ajv} = createRequire(import.meta.url)('ajv') as typeof import('ajv')
   return new Ajv(RECIPE_AJV_OPTIONS).compile<RecipeContract>(recipeSchema)
 })
 
@@ -63,7 +65,8 @@ export function contractError(file: string, problems: ContractProblem[]): GymErr
 
 /** Validate an in-memory contract (schema + invariants); returns problems, empty when valid. */
 export function contractProblems(value: unknown, file = '<contract>', doc?: Document, lineCounter?: LineCounter): ContractProblem[] {
-  if (!validateSchema(value)) return problemsFromSchema(validateSchema.errors ?? [], file, doc, lineCounter)
+  const validate = validateSchema()
+  if (!validate(value)) return problemsFromSchema(validate.errors ?? [], file, doc, lineCounter)
   return checkContractInvariants(value).map((v) => ({
     file,
     line: lineOf(doc, lineCounter, v.pointer),

@@ -1,4 +1,5 @@
 import {promises as fsp} from 'node:fs'
+import {createRequire} from 'node:module'
 
 import type {ErrorObject} from 'ajv'
 import {LineCounter, parseDocument} from 'yaml'
@@ -74,8 +75,9 @@ export const TASK_SPEC_SCHEMA = {
 } as const
 
 export const TASK_SPEC_AJV_OPTIONS = {allErrors: true, verbose: true, allowUnionTypes: true} as const
-const validateShape = await schemaValidator<Record<string, unknown>>('task-spec-validator', TASK_SPEC_SCHEMA, async () => {
-  const {Ajv} = await import('ajv')
+const validateShape = schemaValidator<Record<string, unknown>>('task-spec-validator', TASK_SPEC_SCHEMA, () => {
+  // loaded only here: the compiler is the slow part of start-up
+  const {Ajv} = createRequire(import.meta.url)('ajv') as typeof import('ajv')
   return new Ajv(TASK_SPEC_AJV_OPTIONS).compile<Record<string, unknown>>(TASK_SPEC_SCHEMA)
 })
 
@@ -170,8 +172,9 @@ function orUndefined<T>(value: T | null | undefined): T | undefined {
 
 /** Validate a parsed spec document (plain JS values; integers as bigint). Throws FieldError. */
 export function taskSpecFrom(raw: unknown): TaskSpec {
-  if (!validateShape(raw)) {
-    const [first] = schemaProblems(validateShape.errors ?? [], specWording)
+  const validate = validateShape()
+  if (!validate(raw)) {
+    const [first] = schemaProblems(validate.errors ?? [], specWording)
     throw new FieldError(first.path.length > 0 ? fieldName(first.path) : undefined, first.expected)
   }
   // The schema has admitted it: TaskSpec's fields, each optional or null, the JSON ones not yet converted.
