@@ -1,16 +1,17 @@
-// Run by `npm run build` after precompile: rewrites every command module in dist/commands/ as an
-// ES module holding its own code and its dependencies' (code shared by several commands goes to
-// dist/chunks/), so starting a command reads a few files instead of some 300 and Node resolves a
-// few imports instead of hundreds. Nothing depends on it: after a bare `tsc` the commands run
-// unbundled, only slower to start.
+// Run by `npm run build` after precompile: rewrites every command in dist/commands/ as one
+// CommonJS bundle holding its code and its dependencies' (dist/bundles/<command>.cjs), so starting
+// a command reads a few files instead of some 300, and from the V8 code cache scripts/code-cache.mjs
+// keeps beside it (Node 20 keeps none for ES modules). dist/commands/<command>.js, what oclif
+// imports, becomes a small ES module that runs the bundle through src/precompiled.ts's
+// loadCommonJs and hands it the process's oclif and loader. Nothing depends on it: after a bare
+// `tsc` the commands run unbundled, only slower to start.
 //
-// oclif becomes one CommonJS file, dist/oclif.cjs, and dist/oclif-core.js is rewritten to load it
-// through src/precompiled.ts's loadCommonJs, so it starts from the V8 code cache that
-// scripts/code-cache.mjs keeps (Node 20 keeps none for ES modules). bin/run.js starts oclif from
-// dist/oclif-core.js and the bundles import it as `#oclif-core` (package.json "imports"), so the
-// CLI and its commands share one copy. Left out: the Docker client (native add-ons), Ajv (only
-// needed when a generated validator is stale) and TypeScript (oclif reads tsconfig.json with it
-// in development only).
+// oclif becomes one CommonJS file too, dist/oclif.cjs, and dist/oclif-core.js is rewritten to load
+// it the same way; bin/run.js starts oclif from dist/oclif-core.js and the command facades import
+// it as `#oclif-core` (package.json "imports"), so the CLI and its commands share one copy. Left
+// out: the Docker client (native add-ons), Ajv (only needed when a generated validator is stale)
+// and TypeScript (oclif reads tsconfig.json with it in development only). Whitespace and syntax
+// are minified (names are kept; the linked source maps give positions): less to read and hash.
 import * as esbuild from 'esbuild'
 import {readdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
@@ -28,20 +29,29 @@ if (readFileSync(facade, 'utf8').startsWith(GENERATED)) {
 }
 
 // Source maps without the sources: stack traces (node --enable-source-maps) need only positions.
-const shared = {bundle: true, platform: 'node', target: 'node20', sourcemap: 'linked', sourcesContent: false, logLevel: 'warning', metafile: true}
+const shared = {bundle: true, minifyWhitespace: true, minifySyntax: true, platform: 'node', target: 'node20', sourcemap: 'linked', sourcesContent: false, logLevel: 'warning', metafile: true}
 
 // oclif loads commands (and lilconfig config files) with `await import(path)`, which a script run
 // by loadCommonJs may not call; it calls the `importModule` the loader gives it instead.
 let rewrittenImports = 0
-const importThroughLoader = {
-  name: 'import-through-loader',
+// oclif sorts each plugin's command IDs with localeCompare, and the first localeCompare in a
+// process sets up ICU's collator: 7 ms of every start-up, to order IDs that are lowercase ASCII
+// (test/e2e/build.test.ts checks they are), where code-point order is the same.
+const LOCALE_SORT = '.sort((a, b) => a.id.localeCompare(b.id))'
+let rewrittenSorts = 0
+const oclifForLoader = {
+  name: 'oclif-for-loader',
   setup(build) {
     build.onLoad({filter: /[\\/]node_modules[\\/](@oclif[\\/]core|lilconfig)[\\/].*\.js$/}, (args) => {
       // a literal name stays an import() for esbuild to bundle
-      const contents = readFileSync(args.path, 'utf8').replace(/\bawait import\((?!\s*['"])/g, () => {
+      let contents = readFileSync(args.path, 'utf8').replace(/\bawait import\((?!\s*['"])/g, () => {
         rewrittenImports++
         return 'await importModule('
       })
+      if (contents.includes(LOCALE_SORT)) {
+        rewrittenSorts++
+        contents = contents.replace(LOCALE_SORT, '.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))')
+      }
       return {contents, loader: 'js'}
     })
   },
@@ -52,11 +62,11 @@ const oclif = await esbuild.build({
   format: 'cjs',
   outfile: path.join(dist, 'oclif.cjs'),
   external: ['typescript'],
-  plugins: [importThroughLoader],
+  plugins: [oclifForLoader],
 })
 const left = readFileSync(path.join(dist, 'oclif.cjs'), 'utf8').match(/\bimport\(\s*[^'"\s)]/g)
-if (rewrittenImports === 0 || left) {
-  console.error(`dist/oclif.cjs: ${rewrittenImports} import() calls rewritten, ${left?.length ?? 0} left (${left?.join(', ')}); oclif's code has changed shape`)
+if (rewrittenImports === 0 || left || rewrittenSorts !== 1) {
+  console.error(`dist/oclif.cjs: ${rewrittenImports} import() calls rewritten, ${left?.length ?? 0} left (${left?.join(', ')}), ${rewrittenSorts} command sorts rewritten (1 expected); oclif's code has changed shape`)
   process.exit(1)
 }
 const names = Object.keys(createRequire(import.meta.url)('@oclif/core'))
@@ -72,27 +82,50 @@ export const {${names.join(', ')}} = oclif
 
 const entryPoints = readdirSync(commands, {recursive: true, encoding: 'utf8'})
   .filter((file) => file.endsWith('.js'))
-  .map((file) => path.join(commands, file))
-const sharedOclif = {
-  name: 'shared-oclif',
+  .map((file) => file.slice(0, -'.js'.length))
+// oclif and the code-cache loader are the facade's copies, handed to the bundle: one of each per
+// process (the loader keeps what it loaded, and calls import() for oclif, which a bundle may not).
+const provided = {
+  name: 'provided-by-facade',
   setup(build) {
     build.onResolve({filter: /^@oclif\/core$/}, () => ({path: '#oclif-core', external: true}))
+    build.onResolve({filter: /[\\/]precompiled\.js$/}, () => ({path: '#precompiled', external: true}))
   },
 }
+const bundles = path.join(dist, 'bundles')
 const result = await esbuild.build({
   ...shared,
-  entryPoints,
-  outdir: dist,
-  outbase: dist,
-  allowOverwrite: true,
-  splitting: true,
-  format: 'esm',
-  chunkNames: 'chunks/[name]-[hash]',
+  entryPoints: entryPoints.map((name) => ({in: path.join(commands, `${name}.js`), out: name})),
+  outdir: bundles,
+  outExtension: {'.js': '.cjs'},
+  format: 'cjs',
   external: ['dockerode', 'ajv', 'typescript'],
-  plugins: [sharedOclif],
-  // CommonJS dependencies require Node's built-ins; an ES module has no `require` of its own.
-  banner: {js: "import {createRequire as createRequireForBundle} from 'node:module'; const require = createRequireForBundle(import.meta.url);"},
+  plugins: [provided],
+  // the module's own address, for code that finds package files from it (src/package-root.ts)
+  define: {'import.meta.url': 'moduleUrl'},
+  banner: {js: "const moduleUrl = require('node:url').pathToFileURL(__filename).href;"},
 })
+for (const [file] of Object.entries(result.metafile.outputs).filter(([name]) => name.endsWith('.cjs'))) {
+  const computed = readFileSync(file, 'utf8').match(/\bimport\(/g)
+  if (computed) {
+    console.error(`${file}: ${computed.length} import() calls, which a script run by loadCommonJs may not make`)
+    process.exit(1)
+  }
+}
+// What oclif imports for each command: an ES module that runs the bundle and hands it oclif.
+for (const name of entryPoints) {
+  const up = '../'.repeat(name.split('/').length)
+  writeFileSync(
+    path.join(commands, `${name}.js`),
+    `${GENERATED}: the command from dist/bundles/${name}.cjs, loaded with its code cache.
+import * as oclif from '#oclif-core'
+import {fileURLToPath} from 'node:url'
+import * as precompiled from '${up}precompiled.js'
+const bundle = fileURLToPath(new URL('${up}bundles/${name}.cjs', import.meta.url))
+export default precompiled.loadCommonJs(bundle, {'#oclif-core': oclif, '#precompiled': precompiled}).exports.default
+`,
+  )
+}
 const outputs = [...Object.entries(result.metafile.outputs), ...Object.entries(oclif.metafile.outputs)].filter(([file]) => /\.c?js$/.test(file))
 const bytes = outputs.reduce((sum, [, output]) => sum + output.bytes, 0)
-console.log(`bundled: ${entryPoints.length} commands into ${outputs.length} modules and oclif into dist/oclif.cjs (${(bytes / 1024 / 1024).toFixed(1)} MB)`)
+console.log(`bundled: ${entryPoints.length} commands and oclif into dist/bundles and dist/oclif.cjs (${(bytes / 1024 / 1024).toFixed(1)} MB)`)

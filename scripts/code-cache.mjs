@@ -1,9 +1,12 @@
 // Run by `npm run build` after precompile and bundle, in a process of its own (so the generated
 // modules are what it loads): runs each generated module the way a command does (every built-in
 // recipe validated and rendered, a sample config of each call kind and a task spec validated;
-// oclif's bundle loading the CLI's config and a command and parsing its flags), then writes V8's
-// code cache beside each, holding the functions those calls compiled (src/precompiled.ts uses a
-// cache only for the exact source it was made from).
+// oclif's bundle loading the CLI's config, every command's bundle and parsing flags; `new` and
+// `call resource` run as users start them), then writes V8's code cache beside each, holding the
+// functions those calls compiled (src/precompiled.ts uses a cache only for the exact source it
+// was made from).
+import {existsSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
@@ -26,6 +29,26 @@ const oclif = await load('oclif-core.js')
 const config = await oclif.Config.load({root: repo})
 const newCommand = await config.findCommand('new', {must: true}).load()
 await oclif.Parser.parse(['recipe', '--gym-root', repo, '--dry-run'], {flags: newCommand.flags, args: newCommand.args, strict: true})
+
+// The commands users start most, run once with their output discarded (`new` on the repository's
+// Gym fixtures, when present), so their caches hold what a run compiles too.
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'gymrecipe-build-'))
+const write = process.stdout.write
+process.stdout.write = () => true
+try {
+  const gym = path.join(repo, 'test/fixtures/nemo-gym-snapshot')
+  if (existsSync(gym)) {
+    await config.runCommand('new', ['warm', '--gym-root', gym, '--gym-config', 'environments/calendar/config.yaml', '--relax-root', scratch, '--dry-run', '--json'])
+  }
+  const callConfig = path.join(scratch, 'call.yaml')
+  const rows = path.join(scratch, 'rows.jsonl')
+  writeFileSync(callConfig, 'name: executed\nendpoint: http://127.0.0.1:9\nroute: /execute\nrow_id_column: id\nrequest_columns: {sql: sql}\n')
+  writeFileSync(rows, '{"id": "row-1", "sql": "select 1"}\n')
+  await config.runCommand('call:resource', [rows, '--config', callConfig, '--dry-run', '--json'])
+} finally {
+  process.stdout.write = write
+  rmSync(scratch, {recursive: true, force: true})
+}
 
 const caches = writeCodeCaches()
 console.log(`code cache: ${caches.map(({file, bytes}) => `${path.relative(dist, file)} ${Math.round(bytes / 1024)} KB`).join(', ')}`)

@@ -6,10 +6,10 @@
  * the source in use (a template edited after the build), the caller compiles instead (the
  * string skipper: uses its JavaScript twin), so a stale build can be slower but never wrong.
  *
- * Beside each generated module, and beside oclif's bundle (dist/oclif.cjs), the build leaves V8's
- * code cache (`<file>.v8-cache`, written by scripts/code-cache.mjs after running them on the
- * built-in recipes, sample configs and the CLI's own config, so it holds the functions those calls
- * compiled): the first call of a 300 KB validator then costs under a millisecond instead of
+ * Beside each generated module, beside oclif's bundle (dist/oclif.cjs) and each command's
+ * (dist/bundles/), the build leaves V8's code cache (`<file>.v8-cache`, written by
+ * scripts/code-cache.mjs after running them on the built-in recipes, sample configs, the CLI's own
+ * config and its most started commands, so it holds the functions those calls compiled): the first call of a 300 KB validator then costs under a millisecond instead of
  * compiling it. Node 20 keeps no code cache for ES modules or `require`, hence loadCommonJs.
  * A cache is used only for the exact source it was made from and only whole (it is headed by the
  * sha256 of the source and of its own bytes: V8 checks neither, only the source's length), and V8
@@ -66,12 +66,14 @@ function codeCacheOf(file: string, sourceHash: string): Buffer | 'none' | 'stale
 
 /**
  * Runs a CommonJS file as `require` would (once per process), through a script compiled with the
- * code cache beside it when that was made from this very source. The file sees one more name,
+ * code cache beside it when that was made from this very source. Its `require(name)` answers
+ * `provided[name]` when given (a command's bundle gets the process's one oclif this way), else
+ * what Node's would. The file sees one more name,
  * `importModule(specifier)`, for what it would `import()`: a script run this way may not call
  * `import()` itself (Node allows that only with an experimental flag, and never from a cached
  * compile), so the build rewrites oclif's `import()` calls to it (scripts/bundle.mjs).
  */
-export function loadCommonJs(file: string): {exports: unknown; codeCache: CodeCacheUse} {
+export function loadCommonJs(file: string, provided: Record<string, unknown> = {}): {exports: unknown; codeCache: CodeCacheUse} {
   let module = loaded.get(file)
   if (!module) {
     const bytes = readFileSync(file)
@@ -84,7 +86,9 @@ export function loadCommonJs(file: string): {exports: unknown; codeCache: CodeCa
     const commonJs = {exports: {} as unknown}
     const wrapper = script.runInThisContext() as (...args: unknown[]) => void
     const importModule = (specifier: string): Promise<unknown> => import(specifier)
-    wrapper.call(commonJs.exports, commonJs.exports, createRequire(file), commonJs, file, path.dirname(file), importModule)
+    const nodeRequire = createRequire(file)
+    const require = (id: string): unknown => (Object.hasOwn(provided, id) ? provided[id] : nodeRequire(id))
+    wrapper.call(commonJs.exports, commonJs.exports, require, commonJs, file, path.dirname(file), importModule)
     module = {sourceHash, script, exports: commonJs.exports, codeCache}
     loaded.set(file, module)
   }

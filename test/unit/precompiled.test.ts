@@ -172,8 +172,34 @@ describe('precompiled validators and templates', () => {
       const oclif = await import(${JSON.stringify(path.join(dist, 'oclif-core.js'))})
       uses.oclif = loadCommonJs(${JSON.stringify(path.join(dist, 'oclif.cjs'))}).codeCache
       uses.oclifRuns = typeof oclif.execute === 'function' && typeof oclif.Command === 'function'
+      // every command, as oclif imports it: its facade runs its bundle
+      const {readdirSync} = await import('node:fs')
+      const commands = readdirSync(${JSON.stringify(path.join(dist, 'commands'))}, {recursive: true, encoding: 'utf8'}).filter((file) => file.endsWith('.js'))
+      uses.commands = {}
+      for (const file of commands) {
+        const command = (await import(${JSON.stringify(path.join(dist, 'commands'))} + '/' + file)).default
+        const bundle = ${JSON.stringify(path.join(dist, 'bundles'))} + '/' + file.slice(0, -'.js'.length) + '.cjs'
+        uses.commands[file] = command.prototype instanceof oclif.Command ? loadCommonJs(bundle).codeCache : 'not a command of this oclif'
+      }
       console.log(JSON.stringify(uses))`)
-    expect(result).toEqual({'recipe-validator': 'used', templates: 'used', 'call-resource-validator': 'used', 'call-harness-validator': 'used', 'task-spec-validator': 'used', oclif: 'used', oclifRuns: true})
+    const {commands, ...modules} = result
+    expect(modules).toEqual({'recipe-validator': 'used', templates: 'used', 'call-resource-validator': 'used', 'call-harness-validator': 'used', 'task-spec-validator': 'used', oclif: 'used', oclifRuns: true})
+    expect(Object.keys(commands).length).toBe(17)
+    expect(Object.values(commands).filter((use) => use !== 'used')).toEqual([])
+  })
+
+  it('hands a module what it is given for a name, and Node the rest', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'gr-code-cache-'))
+    const file = path.join(dir, 'provided.cjs')
+    try {
+      await writeFile(file, 'module.exports = {given: require("#given").value, builtin: require("node:path").sep}\n')
+      const result = await inBuild(`
+        const {loadCommonJs} = await import(${JSON.stringify(path.join(dist, 'precompiled.js'))})
+        console.log(JSON.stringify(loadCommonJs(${JSON.stringify(file)}, {'#given': {value: 42}}).exports))`)
+      expect(result).toEqual({given: 42, builtin: '/'})
+    } finally {
+      await rm(dir, {recursive: true, force: true})
+    }
   })
 
   it('uses a code cache only for the source it was made from, whole, and runs the source whatever the cache holds', async () => {
