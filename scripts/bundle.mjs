@@ -1,19 +1,20 @@
-// Run by `npm run build` after precompile: rewrites every command in dist/commands/ as one
-// CommonJS bundle holding its code and its dependencies' (dist/bundles/<command>.cjs), so starting
-// a command reads a few files instead of some 300, and from the V8 code cache scripts/code-cache.mjs
-// keeps beside it (Node 20 keeps none for ES modules). dist/commands/<command>.js, what oclif
-// imports, becomes a small ES module that runs the bundle through src/precompiled.ts's
-// loadCommonJs and hands it the process's oclif and loader. Nothing depends on it: after a bare
-// `tsc` the commands run unbundled, only slower to start.
+// Run by `npm run build` after precompile: rewrites every command in dist/commands/ as CommonJS
+// bundles of its code and its dependencies' (dist/bundles/<command>.cjs, code shared by commands
+// in dist/bundles/chunks/), so starting a command reads a few files instead of some 300, and
+// from the V8 code cache scripts/code-cache.mjs keeps beside each (Node 20 keeps none for ES
+// modules). dist/commands/<command>.js, what oclif imports, becomes a small ES module that runs
+// the bundle through src/precompiled.ts's loadCommonJs and hands it the process's oclif and
+// loader. Nothing depends on it: after a bare `tsc` the commands run unbundled, only slower to
+// start.
 //
 // oclif becomes one CommonJS file too, dist/oclif.cjs, and dist/oclif-core.js is rewritten to load
 // it the same way; bin/run.js starts oclif from dist/oclif-core.js and the command facades import
 // it as `#oclif-core` (package.json "imports"), so the CLI and its commands share one copy. Left
 // out: the Docker client (native add-ons), Ajv (only needed when a generated validator is stale)
-// and TypeScript (oclif reads tsconfig.json with it in development only). Whitespace and syntax
-// are minified (names are kept; the linked source maps give positions): less to read and hash.
+// and TypeScript (oclif reads tsconfig.json with it in development only). Every file is minified
+// but for names (the linked source maps give positions): less to read and hash.
 import * as esbuild from 'esbuild'
-import {readdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -29,7 +30,7 @@ if (readFileSync(facade, 'utf8').startsWith(GENERATED)) {
 }
 
 // Source maps without the sources: stack traces (node --enable-source-maps) need only positions.
-const shared = {bundle: true, minifyWhitespace: true, minifySyntax: true, platform: 'node', target: 'node20', sourcemap: 'linked', sourcesContent: false, logLevel: 'warning', metafile: true}
+const shared = {bundle: true, platform: 'node', target: 'node20', sourcemap: 'linked', sourcesContent: false, logLevel: 'warning', metafile: true}
 
 // oclif loads commands (and lilconfig config files) with `await import(path)`, which a script run
 // by loadCommonJs may not call; it calls the `importModule` the loader gives it instead.
@@ -61,6 +62,8 @@ const oclif = await esbuild.build({
   stdin: {contents: "module.exports = require('@oclif/core')", resolveDir: repo, sourcefile: 'oclif-core-bundle.cjs'},
   format: 'cjs',
   outfile: path.join(dist, 'oclif.cjs'),
+  minifyWhitespace: true,
+  minifySyntax: true,
   external: ['typescript'],
   plugins: [oclifForLoader],
 })
@@ -93,22 +96,42 @@ const provided = {
   },
 }
 const bundles = path.join(dist, 'bundles')
-const result = await esbuild.build({
+// Two passes: esbuild splits code shared by commands into chunks only for ES modules, so the
+// commands are bundled as ES modules first, then each output file is rewritten as CommonJS
+// (the source maps carry through both). Chunks are required by relative name, which the loader
+// answers with the chunk run from its own cache; `import()` of a chunk becomes a require.
+const split = path.join(dist, '.bundles-esm')
+const modules = await esbuild.build({
   ...shared,
   entryPoints: entryPoints.map((name) => ({in: path.join(commands, `${name}.js`), out: name})),
+  outdir: split,
+  outExtension: {'.js': '.cjs'},
+  splitting: true,
+  format: 'esm',
+  chunkNames: 'chunks/[name]-[hash]',
+  external: ['dockerode', 'ajv', 'typescript'],
+  plugins: [provided],
+})
+const result = await esbuild.build({
+  ...shared,
+  bundle: false,
+  entryPoints: Object.keys(modules.metafile.outputs).filter((file) => file.endsWith('.cjs')),
+  outbase: split,
   outdir: bundles,
   outExtension: {'.js': '.cjs'},
   format: 'cjs',
-  external: ['dockerode', 'ajv', 'typescript'],
-  plugins: [provided],
+  supported: {'dynamic-import': false},
+  minifyWhitespace: true,
+  minifySyntax: true,
   // the module's own address, for code that finds package files from it (src/package-root.ts)
   define: {'import.meta.url': 'moduleUrl'},
   banner: {js: "const moduleUrl = require('node:url').pathToFileURL(__filename).href;"},
 })
+rmSync(split, {recursive: true})
 for (const [file] of Object.entries(result.metafile.outputs).filter(([name]) => name.endsWith('.cjs'))) {
-  const computed = readFileSync(file, 'utf8').match(/\bimport\(/g)
-  if (computed) {
-    console.error(`${file}: ${computed.length} import() calls, which a script run by loadCommonJs may not make`)
+  const left = readFileSync(file, 'utf8').match(/\bimport\(/g)
+  if (left) {
+    console.error(`${file}: ${left.length} import() calls, which a script run by loadCommonJs may not make`)
     process.exit(1)
   }
 }

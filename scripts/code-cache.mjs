@@ -1,11 +1,11 @@
-// Run by `npm run build` after precompile and bundle, in a process of its own (so the generated
+// Run by `npm run build` after precompile, bundle and `oclif manifest`, in a process of its own (so the generated
 // modules are what it loads): runs each generated module the way a command does (every built-in
 // recipe validated and rendered, a sample config of each call kind and a task spec validated;
 // oclif's bundle loading the CLI's config, every command's bundle and parsing flags; `new` and
 // `call resource` run as users start them), then writes V8's code cache beside each, holding the
 // functions those calls compiled (src/precompiled.ts uses a cache only for the exact source it
 // was made from).
-import {existsSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -27,6 +27,8 @@ taskSpecFrom({name: 'tasks', processor_type: 'gym', messages: [{role: 'user', co
 
 const oclif = await load('oclif-core.js')
 const config = await oclif.Config.load({root: repo})
+// every command's bundle, as oclif loads one (from the manifest, which the build wrote before this)
+for (const command of config.commands) await command.load()
 const newCommand = await config.findCommand('new', {must: true}).load()
 await oclif.Parser.parse(['recipe', '--gym-root', repo, '--dry-run'], {flags: newCommand.flags, args: newCommand.args, strict: true})
 
@@ -48,6 +50,14 @@ try {
 } finally {
   process.stdout.write = write
   rmSync(scratch, {recursive: true, force: true})
+}
+
+// and the chunks only a later step loads (execa, the Handlebars compiler, listr2's output), for
+// their top level at least
+const precompiled = await load('precompiled.js')
+const chunks = path.join(dist, 'bundles', 'chunks')
+for (const chunk of readdirSync(chunks).filter((file) => file.endsWith('.cjs'))) {
+  precompiled.loadCommonJs(path.join(chunks, chunk), {'#oclif-core': oclif, '#precompiled': precompiled})
 }
 
 const caches = writeCodeCaches()

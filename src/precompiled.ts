@@ -44,7 +44,8 @@ interface LoadedModule {
   /** sha256 of the file's bytes */
   sourceHash: string
   script: vm.Script
-  exports: unknown
+  /** `module` as the file sees it: its exports are what it last assigned */
+  commonJs: {exports: unknown}
   codeCache: CodeCacheUse
 }
 
@@ -67,8 +68,9 @@ function codeCacheOf(file: string, sourceHash: string): Buffer | 'none' | 'stale
 /**
  * Runs a CommonJS file as `require` would (once per process), through a script compiled with the
  * code cache beside it when that was made from this very source. Its `require(name)` answers
- * `provided[name]` when given (a command's bundle gets the process's one oclif this way), else
- * what Node's would. The file sees one more name,
+ * `provided[name]` when given (a command's bundle gets the process's one oclif this way), a
+ * relative name with that file loaded the same way (a bundle's chunks) and given the same, and
+ * anything else as Node's would. The file sees one more name,
  * `importModule(specifier)`, for what it would `import()`: a script run this way may not call
  * `import()` itself (Node allows that only with an experimental flag, and never from a cached
  * compile), so the build rewrites oclif's `import()` calls to it (scripts/bundle.mjs).
@@ -84,15 +86,20 @@ export function loadCommonJs(file: string, provided: Record<string, unknown> = {
     const script = new vm.Script(`(function (exports, require, module, __filename, __dirname, importModule) {${source}\n})`, {filename: file, cachedData})
     const codeCache = typeof cache === 'string' ? cache : script.cachedDataRejected ? 'rejected' : 'used'
     const commonJs = {exports: {} as unknown}
+    // known before it runs, as with require: a cycle of files gets the exports made so far
+    module = {sourceHash, script, commonJs, codeCache}
+    loaded.set(file, module)
     const wrapper = script.runInThisContext() as (...args: unknown[]) => void
     const importModule = (specifier: string): Promise<unknown> => import(specifier)
     const nodeRequire = createRequire(file)
-    const require = (id: string): unknown => (Object.hasOwn(provided, id) ? provided[id] : nodeRequire(id))
+    const require = (id: string): unknown => {
+      if (Object.hasOwn(provided, id)) return provided[id]
+      if (id.startsWith('./') || id.startsWith('../')) return loadCommonJs(path.resolve(path.dirname(file), id), provided).exports
+      return nodeRequire(id)
+    }
     wrapper.call(commonJs.exports, commonJs.exports, require, commonJs, file, path.dirname(file), importModule)
-    module = {sourceHash, script, exports: commonJs.exports, codeCache}
-    loaded.set(file, module)
   }
-  return {exports: module.exports, codeCache: module.codeCache}
+  return {exports: module.commonJs.exports, codeCache: module.codeCache}
 }
 
 /**
