@@ -1,10 +1,10 @@
-// Run by `npm run build` after precompile, bundle and `oclif manifest`, in a process of its own (so the generated
-// modules are what it loads): runs each generated module the way a command does (every built-in
-// recipe validated and rendered, a sample config of each call kind and a task spec validated;
-// oclif's bundle loading the CLI's config, every command's bundle and parsing flags; `new` and
-// `call resource` run as users start them), then writes V8's code cache beside each, holding the
-// functions those calls compiled (src/precompiled.ts uses a cache only for the exact source it
-// was made from).
+// Run by `npm run build` after precompile, bundle and `oclif manifest`, in a process of its own
+// (so the generated modules are what it loads): runs each generated module the way a command does
+// (every built-in recipe validated and rendered, a sample config of each call kind and a task spec
+// validated; oclif's bundle loading the CLI's config, every command's bundle and parsing flags;
+// `new` and `call resource` run as users start them), then writes V8's code cache beside each,
+// holding the functions those calls compiled (src/precompiled.ts uses a cache only for the exact
+// source it was made from).
 import {existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -14,7 +14,7 @@ const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const dist = path.join(repo, 'dist')
 const load = (file) => import(path.join(dist, file))
 
-const {writeCodeCaches} = await load('precompiled.js')
+const precompiled = await load('precompiled.js')
 const {listBuiltins, loadBuiltin} = await load('contract/builtin.js')
 const {renderRecipe} = await load('scaffold/render.js')
 const {parseCallConfig} = await load('gym/call/config.js')
@@ -54,11 +54,10 @@ try {
 
 // and the chunks only a later step loads (execa, the Handlebars compiler, listr2's output), for
 // their top level at least
-const precompiled = await load('precompiled.js')
 const chunks = path.join(dist, 'bundles', 'chunks')
 for (const chunk of readdirSync(chunks).filter((file) => file.endsWith('.cjs'))) {
   precompiled.loadCommonJs(path.join(chunks, chunk), {'#oclif-core': oclif, '#precompiled': precompiled})
 }
 
-const caches = writeCodeCaches()
+const caches = precompiled.writeCodeCaches()
 console.log(`code cache: ${caches.map(({file, bytes}) => `${path.relative(dist, file)} ${Math.round(bytes / 1024)} KB`).join(', ')}`)

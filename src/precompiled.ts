@@ -122,6 +122,11 @@ export function generatedModule(name: string): unknown {
   return loadCommonJs(file).exports
 }
 
+/** Ajv's compiler, for a validator the build did not generate; loaded only then: it is the slow part of start-up. */
+export function ajvCompiler(): typeof import('ajv').Ajv {
+  return (createRequire(import.meta.url)('ajv') as typeof import('ajv')).Ajv
+}
+
 /**
  * The generated validator `name` when it was made from this schema, else `compile()`; resolved on
  * first use, so importing a module that validates costs nothing until it does.

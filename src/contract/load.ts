@@ -1,13 +1,12 @@
 import type {ErrorObject} from 'ajv'
 import {promises as fsp} from 'node:fs'
-import {createRequire} from 'node:module'
 import {LineCounter, parseDocument, type Document} from 'yaml'
 
 import {codeOf, GymError, messageOf, ExitCode} from '../errors.js'
 import {checkContractInvariants} from './invariants.js'
 import {recipeSchema} from './schema.js'
 import type {RecipeContract} from './types.js'
-import {schemaValidator} from '../precompiled.js'
+import {ajvCompiler, schemaValidator} from '../precompiled.js'
 import {pointerPath, schemaProblems, yamlLineOf} from '../schema-errors.js'
 import {yamlValue} from '../yaml-value.js'
 
@@ -23,9 +22,7 @@ export interface ContractProblem {
 export const RECIPE_AJV_OPTIONS = {allErrors: true, strict: true, allowUnionTypes: true, verbose: true} as const
 // Generated at build time; compiled here only when the build has none (or an older schema).
 const validateSchema = schemaValidator<RecipeContract>('recipe-validator', recipeSchema, () => {
-  // loaded only here: the compiler is the slow part of start-up
-  const {Ajv} = createRequire(import.meta.url)('ajv') as typeof import('ajv')
-  return new Ajv(RECIPE_AJV_OPTIONS).compile<RecipeContract>(recipeSchema)
+  return new (ajvCompiler())(RECIPE_AJV_OPTIONS).compile<RecipeContract>(recipeSchema)
 })
 
 function hintFor(error: ErrorObject): string {

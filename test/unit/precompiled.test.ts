@@ -175,20 +175,20 @@ describe('precompiled validators and templates', () => {
       // every command, as oclif imports it: its facade runs its bundle
       const {readdirSync} = await import('node:fs')
       const commands = readdirSync(${JSON.stringify(path.join(dist, 'commands'))}, {recursive: true, encoding: 'utf8'}).filter((file) => file.endsWith('.js'))
-      uses.commands = {}
+      uses.bundles = {}
       for (const file of commands) {
         const command = (await import(${JSON.stringify(path.join(dist, 'commands'))} + '/' + file)).default
         const bundle = ${JSON.stringify(path.join(dist, 'bundles'))} + '/' + file.slice(0, -'.js'.length) + '.cjs'
-        uses.commands[file] = command.prototype instanceof oclif.Command ? loadCommonJs(bundle).codeCache : 'not a command of this oclif'
+        uses.bundles[file] = command.prototype instanceof oclif.Command ? loadCommonJs(bundle).codeCache : 'not a command of this oclif'
       }
       // and their chunks, those a command loads later included
       const chunks = ${JSON.stringify(path.join(dist, 'bundles/chunks'))}
-      for (const file of readdirSync(chunks).filter((file) => file.endsWith('.cjs'))) uses.commands[file] = loadCommonJs(chunks + '/' + file, {'#oclif-core': oclif}).codeCache
+      for (const file of readdirSync(chunks).filter((file) => file.endsWith('.cjs'))) uses.bundles[file] = loadCommonJs(chunks + '/' + file, {'#oclif-core': oclif}).codeCache
       console.log(JSON.stringify(uses))`)
-    const {commands, ...modules} = result
+    const {bundles, ...modules} = result
     expect(modules).toEqual({'recipe-validator': 'used', templates: 'used', 'call-resource-validator': 'used', 'call-harness-validator': 'used', 'task-spec-validator': 'used', oclif: 'used', oclifRuns: true})
-    expect(Object.keys(commands).length).toBeGreaterThan(17)
-    expect(Object.values(commands).filter((use) => use !== 'used')).toEqual([])
+    expect(Object.keys(bundles).length).toBeGreaterThan(17)
+    expect(Object.values(bundles).filter((use) => use !== 'used')).toEqual([])
   })
 
   it('hands a module what it is given for a name, its relative requires loaded the same way, and Node the rest', async () => {

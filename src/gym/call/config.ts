@@ -1,7 +1,6 @@
 import type {ErrorObject, FormatDefinition, ValidateFunction} from 'ajv'
 import {LosslessNumber} from 'lossless-json'
 import {promises as fsp} from 'node:fs'
-import {createRequire} from 'node:module'
 import {LineCounter, parseDocument} from 'yaml'
 
 import {codeOf, GymError, messageOf, ExitCode} from '../../errors.js'
@@ -9,7 +8,7 @@ import {isDotPath} from './paths.js'
 import type {CallConfig, CallKind, SessionConfig, SessionStepConfig} from './types.js'
 import {yamlValue} from '../../yaml-value.js'
 import {pointerPath, schemaProblems, yamlLineOf} from '../../schema-errors.js'
-import {formatValidator} from '../../precompiled.js'
+import {ajvCompiler, formatValidator} from '../../precompiled.js'
 
 /** Defaults for what the contract leaves open (documented in the README). */
 export const CALL_DEFAULTS = {
@@ -111,9 +110,7 @@ function validatorOf(kind: CallKind): ValidateFunction {
   let validate = validators.get(kind)
   if (!validate) {
     validate = formatValidator(`call-${kind}-validator`, callConfigSchema(kind), CALL_CONFIG_FORMATS, () => {
-      // loaded only here: the compiler is the slow part of start-up
-      const {Ajv} = createRequire(import.meta.url)('ajv') as typeof import('ajv')
-      const ajv = new Ajv(CALL_AJV_OPTIONS)
+      const ajv = new (ajvCompiler())(CALL_AJV_OPTIONS)
       for (const [name, format] of Object.entries(CALL_CONFIG_FORMATS)) ajv.addFormat(name, format)
       return ajv.compile(callConfigSchema(kind))
     })

@@ -1,5 +1,4 @@
 import {promises as fsp} from 'node:fs'
-import {createRequire} from 'node:module'
 
 import type {ErrorObject} from 'ajv'
 import {LineCounter, parseDocument} from 'yaml'
@@ -8,7 +7,7 @@ import {ExitCode, GymError} from '../../errors.js'
 import {FieldError, type JsonObject, type JsonValue, LosslessNumber, setMember} from '../json.js'
 import {compareCodePoints, pythonFloatRepr, pythonStrip} from './python.js'
 import {MANAGED_TASK_FIELDS} from './task.js'
-import {schemaValidator} from '../../precompiled.js'
+import {ajvCompiler, schemaValidator} from '../../precompiled.js'
 import {yamlValue} from '../../yaml-value.js'
 import {fieldName, pointerPath, schemaProblems, yamlLineOf} from '../../schema-errors.js'
 
@@ -76,9 +75,7 @@ export const TASK_SPEC_SCHEMA = {
 
 export const TASK_SPEC_AJV_OPTIONS = {allErrors: true, verbose: true, allowUnionTypes: true} as const
 const validateShape = schemaValidator<Record<string, unknown>>('task-spec-validator', TASK_SPEC_SCHEMA, () => {
-  // loaded only here: the compiler is the slow part of start-up
-  const {Ajv} = createRequire(import.meta.url)('ajv') as typeof import('ajv')
-  return new Ajv(TASK_SPEC_AJV_OPTIONS).compile<Record<string, unknown>>(TASK_SPEC_SCHEMA)
+  return new (ajvCompiler())(TASK_SPEC_AJV_OPTIONS).compile<Record<string, unknown>>(TASK_SPEC_SCHEMA)
 })
 
 const RESERVED_TASK_FIELDS = [...MANAGED_TASK_FIELDS, 'responses_create_params']
