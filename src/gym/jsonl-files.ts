@@ -64,20 +64,20 @@ export async function* readJsonlLines(file: string, flag: string, onProgress?: (
 /**
  * readJsonlLines a chunk (about 256 KiB) at a time: one await per chunk instead of one per line.
  * With `bytes`, each line also carries its bytes (see JsonlLine.bytes); `text: false` skips
- * decoding as well, and a line's text is then decoded only if it is read.
+ * decoding as well, and yields a ByteBatch per chunk, whose lines' text is decoded only if read.
  */
 export function readJsonlBatches(file: string, flag: string, onProgress?: (progress: ReadProgress) => void, options?: {bytes?: boolean; text?: true}): AsyncGenerator<JsonlLine[]>
-export function readJsonlBatches(file: string, flag: string, onProgress: ((progress: ReadProgress) => void) | undefined, options: {bytes: true; text: false}): AsyncGenerator<ByteLine[]>
-export async function* readJsonlBatches(file: string, flag: string, onProgress?: (progress: ReadProgress) => void, options: {bytes?: boolean; text?: boolean} = {}): AsyncGenerator<JsonlLine[]> {
+export function readJsonlBatches(file: string, flag: string, onProgress: ((progress: ReadProgress) => void) | undefined, options: {bytes: true; text: false}): AsyncGenerator<ByteBatch>
+export async function* readJsonlBatches(file: string, flag: string, onProgress?: (progress: ReadProgress) => void, options: {bytes?: boolean; text?: boolean} = {}): AsyncGenerator<JsonlLine[] | ByteBatch> {
   const totalBytes = await assertJsonlFile(file, flag)
   const reader = await LineReader.open(file)
   const progress = () => onProgress?.({file, bytes: reader.bytesRead, totalBytes, lines: reader.firstLine - 1})
   try {
     if (options.text === false) {
-      for (let lines = await policyChecked(reader.nextByteLines(), file); lines; lines = await policyChecked(reader.nextByteLines(), file)) {
+      const batch = new ByteBatch(reader, file)
+      while (await policyChecked(reader.nextByteBlock(), file)) {
         progress()
-        const batch = byteLines(lines, reader.firstLine)
-        if (batch.length > 0) yield batch
+        yield batch
       }
       return
     }
@@ -121,16 +121,32 @@ export class ByteLine implements JsonlLine {
   }
 }
 
-/** The non-blank lines among a block's byte lines (a trailing CR dropped), the first numbered `first`. */
-function byteLines(lines: Buffer[], first: number): ByteLine[] {
-  const batch: ByteLine[] = []
-  for (let n = 0; n < lines.length; n++) {
-    let bytes = lines[n]
-    if (bytes[bytes.length - 1] === 0x0d) bytes = bytes.subarray(0, -1)
-    const line = new ByteLine(first + n, bytes)
-    if (!isBlank(line)) batch.push(line)
+/**
+ * One chunk's lines read as bytes, handed out one at a time by next(), blank lines skipped and a
+ * trailing CR dropped. Nothing is held per line, so a line dies young unless its caller keeps it.
+ * A line's bytes are valid until the next batch is asked for; so is the batch.
+ */
+export class ByteBatch {
+  constructor(
+    private readonly reader: LineReader,
+    private readonly file: string,
+  ) {}
+
+  /** The next non-blank line, or undefined once the chunk is used up; throws E_JSONL_INVALID for a line the input policy refuses. */
+  next(): ByteLine | undefined {
+    for (;;) {
+      let bytes: Buffer | undefined
+      try {
+        bytes = this.reader.nextByteLine()
+      } catch (error) {
+        throw policyError(error, this.file)
+      }
+      if (bytes === undefined) return undefined
+      if (bytes[bytes.length - 1] === 0x0d) bytes = bytes.subarray(0, -1)
+      const line = new ByteLine(this.reader.lineNumber, bytes)
+      if (!isBlank(line)) return line
+    }
   }
-  return batch
 }
 
 /** BLANK on a line's bytes: only a line of spaces and non-ASCII bytes needs decoding to tell. */
@@ -162,9 +178,12 @@ async function policyChecked<T>(read: Promise<T>, file: string): Promise<T> {
   try {
     return await read
   } catch (error) {
-    if (error instanceof JsonlPolicyError) throw inputError('E_JSONL_INVALID', error.message, {file, line: error.line}, error.hint)
-    throw error
+    throw policyError(error, file)
   }
+}
+
+function policyError(error: unknown, file: string): unknown {
+  return error instanceof JsonlPolicyError ? inputError('E_JSONL_INVALID', error.message, {file, line: error.line}, error.hint) : error
 }
 
 /**

@@ -202,38 +202,62 @@ export class LineReader {
   }
 
   /**
-   * nextTexts() without decoding: the lines as views of the reader's buffers (valid until the
-   * next call), already checked to be valid UTF-8 and within the length limit.
+   * Start the next chunk's lines without decoding them; nextByteLine() then hands them out one
+   * at a time. False at the end of the file.
    */
-  async nextByteLines(): Promise<Buffer[] | undefined> {
+  async nextByteBlock(): Promise<boolean> {
     const bytes = await this.nextBlock(false)
-    if (bytes === undefined) return undefined
-    if (bytes === null) return []
-    if (this.done) {
-      this.lineNo++
-      return [bytes]
-    }
-    const lines: Buffer[] = []
-    const head = this.carriedLine
-    if (head !== undefined) {
-      this.checkLength(head.length, this.lineNo + 1)
-      lines.push(head)
-      if (this.carriedLineOnly) {
-        this.finishBlock(1)
-        return lines
-      }
-    }
-    for (let start = 0; ; ) {
-      const newline = bytes.indexOf(10, start)
-      const end = newline === -1 ? bytes.length : newline
-      this.checkLength(end - start, this.lineNo + 1 + lines.length)
-      lines.push(bytes.subarray(start, end))
-      if (newline === -1) break
-      start = newline + 1
-    }
-    this.finishBlock(lines.length)
-    return lines
+    if (bytes === undefined) return false
+    this.head = this.carriedLine
+    this.block = bytes === null || (this.head !== undefined && this.carriedLineOnly) ? undefined : bytes
+    this.blockAt = 0
+    // the final unfinished line, and a chunk that completes no line, leave no carry to check
+    this.finishPending = bytes !== null && !this.done
+    return true
   }
+
+  /**
+   * The current block's next line, as a view of the reader's buffers (valid until the next
+   * nextByteBlock()), already checked to be valid UTF-8 and within the length limit; undefined
+   * once the block is used up. Lines are split as they are asked for, so no object is held per
+   * line: a chunk's worth of line views outlived young collections, and the survivors made V8
+   * grow its young generation to the maximum on long inputs. lineNumber is the line's number.
+   */
+  nextByteLine(): Buffer | undefined {
+    const head = this.head
+    if (head !== undefined) {
+      this.head = undefined
+      this.checkLength(head.length, this.lineNo + 1)
+      this.lineNo++
+      return head
+    }
+    const block = this.block
+    if (block === undefined) {
+      if (this.finishPending) {
+        this.finishPending = false
+        this.finishBlock(0)
+      }
+      return undefined
+    }
+    const start = this.blockAt
+    const newline = block.indexOf(10, start)
+    const end = newline === -1 ? block.length : newline
+    this.checkLength(end - start, this.lineNo + 1)
+    this.lineNo++
+    if (newline === -1) this.block = undefined
+    else this.blockAt = newline + 1
+    return block.subarray(start, end)
+  }
+
+  /** Number of the line nextByteLine() returned last. */
+  get lineNumber(): number {
+    return this.lineNo
+  }
+
+  private head: Buffer | undefined
+  private block: Buffer | undefined
+  private blockAt = 0
+  private finishPending = false
 
   /**
    * Read the next chunk: the bytes of its complete lines (newline-separated, valid UTF-8, in
@@ -330,7 +354,7 @@ export class LineReader {
   lastBytes: Buffer | undefined
 
   /**
-   * nextByteLines(): the line carried over from the previous chunk and completed by this one,
+   * nextByteBlock(): the line carried over from the previous chunk and completed by this one,
    * held on its own rather than joined to the block; carriedLineOnly when it is the block's only line.
    */
   private carriedLine: Buffer | undefined

@@ -29,7 +29,8 @@ async function joinFile(file: string, flag: string, status: RolloutStatus, tasks
   let records = 0
   const built = new LineBuilder()
   for await (const batch of readJsonlBatches(file, flag, onProgress, {bytes: true, text: false})) {
-    for (const line of batch) {
+    for (let line = batch.next(); line; line = batch.next()) {
+      records++
       const scanned = scanObjectByteLine(line, file)
       try {
         if (scanned.hasNonFinite) throw new FieldError(nonFiniteField(line.text, ''), POLICY_MESSAGES.nonFinite)
@@ -40,7 +41,6 @@ async function joinFile(file: string, flag: string, status: RolloutStatus, tasks
     }
     // the batch's bytes are copied before the next batch is read over them
     await out.writeBuilt(built)
-    records += batch.length
   }
   return records
 }

@@ -153,7 +153,7 @@ export async function loadTaskTable(file: string): Promise<TaskTable> {
   const hint = 'Tasks for ingest come from `gymrecipe tasks export`.'
   const arena = new ByteArena()
   for await (const batch of readJsonlBatches(file, '--tasks', undefined, {bytes: true, text: false})) {
-    for (const line of batch) {
+    for (let line = batch.next(); line; line = batch.next()) {
       table.lines++
       const task = scanObjectByteLine(line, file)
       let parsed: ParsedTask

@@ -236,7 +236,7 @@ export async function exportTasks(options: {input: string; output: string; dryRu
   const tasks = await withJsonlOutput(output, dryRun, async (out) => {
     const built = new LineBuilder()
     for await (const batch of readJsonlBatches(input, 'SCENARIOS', options.onProgress, {bytes: true, text: false})) {
-      for (const line of batch) {
+      for (let line = batch.next(); line; line = batch.next()) {
         if (exportBundleBytes(line.bytes, built)) continue
         const bundle = scanObjectLine(line, input, 'task')
         try {

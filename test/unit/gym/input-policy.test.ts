@@ -48,6 +48,17 @@ async function readAllWithOffsets(p: string, maxLineBytes?: number): Promise<str
   return out
 }
 
+async function readAllBytes(p: string, maxLineBytes?: number): Promise<string[]> {
+  const reader = await LineReader.open(p, {maxLineBytes})
+  const out: string[] = []
+  try {
+    while (await reader.nextByteBlock()) for (let line = reader.nextByteLine(); line; line = reader.nextByteLine()) out.push(line.toString('utf8'))
+  } finally {
+    await reader.close()
+  }
+  return out
+}
+
 function scanLines(text: string | Buffer, options: {maxLineBytes?: number; chunk?: number} = {}) {
   const bytes = typeof text === 'string' ? Buffer.from(text) : text
   const scanner = new JsonlScanner({fields: ['a'], maxLineBytes: options.maxLineBytes})
@@ -62,6 +73,7 @@ describe('the line reader', () => {
   const both = [
     ['nextTexts', readAll],
     ['next', readAllWithOffsets],
+    ['nextByteLine', readAllBytes],
   ] as const
 
   it.each(both)('%s: refuses a byte order mark as line 1', async (_name, read) => {
@@ -79,6 +91,12 @@ describe('the line reader', () => {
     const p = await file('long.jsonl', `{"a":1}\n${long}\n{"a":2}\n`)
     await expect(read(p, 1 << 20)).rejects.toMatchObject({line: 2, message: 'line is longer than the 1 MiB limit'})
     expect((await read(p, 4 << 20)).filter(Boolean)).toHaveLength(3)
+  })
+
+  it.each(both)('%s: refuses a line over the limit in the middle of a chunk, naming it', async (_name, read) => {
+    const p = await file('middle.jsonl', `{"a":1}\n\n{"a":"${'x'.repeat(200)}"}\n{"a":2}\n`)
+    await expect(read(p, 100)).rejects.toMatchObject({line: 3, message: 'line is longer than the 100 bytes limit'})
+    expect((await read(p, 300)).filter(Boolean)).toHaveLength(3)
   })
 
   it.each(both)('%s: counts bytes, not characters, against a small limit', async (_name, read) => {

@@ -242,7 +242,7 @@ describe('readJsonlLines', () => {
     await writeFile(file, texts.map((text, n) => (n === 2 ? `${text}\r\n\n` : `${text}\n`)).join(''))
     const seen: {line: number; text: string}[] = []
     for await (const batch of readJsonlBatches(file, 'ROWS', undefined, {bytes: true, text: false})) {
-      for (const line of batch) seen.push({line: line.line, text: line.bytes.toString('utf8')})
+      for (let line = batch.next(); line; line = batch.next()) seen.push({line: line.line, text: line.bytes.toString('utf8')})
     }
     expect(seen).toEqual(await collect(file))
     expect(seen.map((l) => l.text)).toEqual(texts)
@@ -261,7 +261,7 @@ describe('readJsonlLines', () => {
       const file = path.join(dir, `bad-${line}.jsonl`)
       await writeFile(file, content)
       const read = async () => {
-        for await (const batch of readJsonlBatches(file, 'ROWS', undefined, {bytes: true, text: false})) expect(batch.length).toBeGreaterThan(0)
+        for await (const batch of readJsonlBatches(file, 'ROWS', undefined, {bytes: true, text: false})) while (batch.next());
       }
       await expect(read()).rejects.toMatchObject({code: 'E_JSONL_INVALID', location: {file, line}, message: 'line is not valid UTF-8'})
       await expect(collect(file)).rejects.toMatchObject({location: {line}})
