@@ -3,7 +3,8 @@
 //   - `gymrecipe rollouts ingest`: 1,000,000 rollouts joined onto 100,000 tasks
 //     (and a quarter of the rollouts, to show memory follows the task table,
 //     not the rollout count);
-//   - `gymrecipe tasks export`: 1,000,000 scenario bundles.
+//   - `gymrecipe tasks export`: 1,000,000 scenario bundles (and a quarter of them, to show
+//     memory does not follow the input).
 // The baseline is python3 with the standard json module doing the same join and
 // export, streaming line by line. Both run as fresh processes; wall time
 // includes start-up. Peak RSS: the CLI's own maxRSS (reported by a preload on
@@ -271,6 +272,8 @@ try {
   await writeLines(file('rollouts.jsonl'), ROLLOUTS, rolloutLine)
   await writeLines(file('rollouts-quarter.jsonl'), quarter, rolloutLine)
   await writeLines(file('bundles.jsonl'), BUNDLES, bundleLine)
+  const quarterBundles = Math.max(1, Math.round(BUNDLES / 4))
+  await writeLines(file('bundles-quarter.jsonl'), quarterBundles, bundleLine)
   writeFileSync(file('baseline.py'), PYTHON)
   for (const name of ['tasks.jsonl', 'rollouts.jsonl', 'bundles.jsonl']) console.log(`  ${name}: ${mb(statSync(file(name)).size)} MB`)
   // the inputs go to disk before anything is timed, so the first run does not pay for writing back 1 GB of them
@@ -286,11 +289,16 @@ try {
     await report(label, rows, ours, theirs, [file('ours-normalized.jsonl'), file('py-normalized.jsonl')])
     await againstBase(label, rows, ours, args)
   }
-  const exportArgs = ['tasks', 'export', file('bundles.jsonl'), '--output', file('ours-tasks.jsonl')]
-  const ours = await gymrecipe(exportArgs)
-  const theirs = await python(['export', file('bundles.jsonl'), file('py-tasks.jsonl')])
-  await report('tasks export', BUNDLES, ours, theirs, [file('ours-tasks.jsonl'), file('py-tasks.jsonl')])
-  await againstBase('tasks export', BUNDLES, ours, exportArgs)
+  for (const [label, bundles, rows] of [
+    ['tasks export', 'bundles.jsonl', BUNDLES],
+    ['tasks export (1/4 bundles)', 'bundles-quarter.jsonl', quarterBundles],
+  ]) {
+    const args = ['tasks', 'export', file(bundles), '--output', file('ours-tasks.jsonl')]
+    const ours = await gymrecipe(args)
+    const theirs = await python(['export', file(bundles), file('py-tasks.jsonl')])
+    await report(label, rows, ours, theirs, [file('ours-tasks.jsonl'), file('py-tasks.jsonl')])
+    await againstBase(label, rows, ours, args)
+  }
 } finally {
   rmSync(work, {recursive: true, force: true})
 }
