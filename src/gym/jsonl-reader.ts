@@ -208,8 +208,7 @@ export class LineReader {
   async nextByteBlock(): Promise<boolean> {
     const bytes = await this.nextBlock(false)
     if (bytes === undefined) return false
-    this.head = this.carriedLine
-    this.block = bytes === null || (this.head !== undefined && this.carriedLineOnly) ? undefined : bytes
+    this.block = bytes === null || (this.carriedLine !== undefined && this.carriedLineOnly) ? undefined : bytes
     this.blockAt = 0
     // the final unfinished line, and a chunk that completes no line, leave no carry to check
     this.finishPending = bytes !== null && !this.done
@@ -224,9 +223,9 @@ export class LineReader {
    * grow its young generation to the maximum on long inputs. lineNumber is the line's number.
    */
   nextByteLine(): Buffer | undefined {
-    const head = this.head
+    const head = this.carriedLine
     if (head !== undefined) {
-      this.head = undefined
+      this.carriedLine = undefined
       this.checkLength(head.length, this.lineNo + 1)
       this.lineNo++
       return head
@@ -254,7 +253,6 @@ export class LineReader {
     return this.lineNo
   }
 
-  private head: Buffer | undefined
   private block: Buffer | undefined
   private blockAt = 0
   private finishPending = false
@@ -355,7 +353,8 @@ export class LineReader {
 
   /**
    * nextByteBlock(): the line carried over from the previous chunk and completed by this one,
-   * held on its own rather than joined to the block; carriedLineOnly when it is the block's only line.
+   * held on its own rather than joined to the block (nextByteLine() hands it out first, then
+   * clears it); carriedLineOnly when it is the block's only line.
    */
   private carriedLine: Buffer | undefined
   private carriedLineOnly = false

@@ -70,36 +70,36 @@ function scanLines(text: string | Buffer, options: {maxLineBytes?: number; chunk
 const deep = (n: number) => `{"a":${'['.repeat(n)}${']'.repeat(n)}}`
 
 describe('the line reader', () => {
-  const both = [
+  const readers = [
     ['nextTexts', readAll],
     ['next', readAllWithOffsets],
     ['nextByteLine', readAllBytes],
   ] as const
 
-  it.each(both)('%s: refuses a byte order mark as line 1', async (_name, read) => {
+  it.each(readers)('%s: refuses a byte order mark as line 1', async (_name, read) => {
     const p = await file('bom.jsonl', '\uFEFF{"a":1}\n')
     await expect(read(p)).rejects.toMatchObject({name: 'JsonlPolicyError', line: 1, message: POLICY_MESSAGES.bom})
   })
 
-  it.each(both)('%s: refuses invalid UTF-8 with its line, never replacing it by U+FFFD', async (_name, read) => {
+  it.each(readers)('%s: refuses invalid UTF-8 with its line, never replacing it by U+FFFD', async (_name, read) => {
     const p = await file('utf8.jsonl', Buffer.concat([Buffer.from('{"a":1}\n{"a":2}\n{"a":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}\n')]))
     await expect(read(p)).rejects.toMatchObject({line: 3, message: POLICY_MESSAGES.utf8})
   })
 
-  it.each(both)('%s: refuses a line over the limit, also one that spans many chunks, naming it', async (_name, read) => {
+  it.each(readers)('%s: refuses a line over the limit, also one that spans many chunks, naming it', async (_name, read) => {
     const long = `{"a":"${'x'.repeat(3 << 20)}"}`
     const p = await file('long.jsonl', `{"a":1}\n${long}\n{"a":2}\n`)
     await expect(read(p, 1 << 20)).rejects.toMatchObject({line: 2, message: 'line is longer than the 1 MiB limit'})
     expect((await read(p, 4 << 20)).filter(Boolean)).toHaveLength(3)
   })
 
-  it.each(both)('%s: refuses a line over the limit in the middle of a chunk, naming it', async (_name, read) => {
+  it.each(readers)('%s: refuses a line over the limit in the middle of a chunk, naming it', async (_name, read) => {
     const p = await file('middle.jsonl', `{"a":1}\n\n{"a":"${'x'.repeat(200)}"}\n{"a":2}\n`)
     await expect(read(p, 100)).rejects.toMatchObject({line: 3, message: 'line is longer than the 100 bytes limit'})
     expect((await read(p, 300)).filter(Boolean)).toHaveLength(3)
   })
 
-  it.each(both)('%s: counts bytes, not characters, against a small limit', async (_name, read) => {
+  it.each(readers)('%s: counts bytes, not characters, against a small limit', async (_name, read) => {
     const p = await file('multibyte.jsonl', `{"a":"${'é'.repeat(30)}"}\n`) // 68 bytes, 38 characters
     await expect(read(p, 60)).rejects.toBeInstanceOf(JsonlPolicyError)
     expect((await read(p, 68)).filter(Boolean)).toEqual([`{"a":"${'é'.repeat(30)}"}`])
