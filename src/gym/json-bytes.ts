@@ -79,6 +79,8 @@ interface Scan {
   nonFinite: boolean
   /** Index just past the closing quote of the key scanKey read last. */
   keyEnd: number
+  /** The object to split the nested key's members into; a new one when undefined. */
+  nestedMembers: ByteMembers | undefined
 }
 
 /** Returned instead of an index when the bytes are not valid JSON (or break the nesting limit). */
@@ -161,22 +163,28 @@ function scanKey(scan: Scan, i: number): number {
   return scan.bytes[colon] === COLON ? skipSpace(scan.bytes, colon + 1) : REJECTED
 }
 
+/**
+ * The closing bytes of the containers scanValue has open. scanValue never runs inside another
+ * scanValue, so one stack serves every scan (an array per value was most of a line's garbage).
+ */
+const closers = new Uint8Array(MAX_NESTING)
+
 /** The value at i (`depth`: containers open around it); index just past it. */
 function scanValue(scan: Scan, i: number, depth: number): number {
   const {bytes} = scan
   let c = bytes[i]
   if (c !== OPEN_BRACE && c !== OPEN_BRACKET) return scanScalar(scan, i)
-  const closers: number[] = []
+  let open = 0
   for (;;) {
     c = bytes[i]
     if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      if (closers.length + depth >= MAX_NESTING) return REJECTED
+      if (open + depth >= MAX_NESTING) return REJECTED
       const closer = c === OPEN_BRACE ? CLOSE_BRACE : CLOSE_BRACKET
       i = skipSpace(bytes, i + 1)
       if (bytes[i] === closer) {
         i++
       } else {
-        closers.push(closer)
+        closers[open++] = closer
         if (closer === CLOSE_BRACE) i = scanKey(scan, i)
         if (i === REJECTED) return REJECTED
         continue
@@ -187,12 +195,12 @@ function scanValue(scan: Scan, i: number, depth: number): number {
     }
     // After a complete value: close finished containers until one continues with a comma.
     for (;;) {
-      if (closers.length === 0) return i
+      if (open === 0) return i
       i = skipSpace(bytes, i)
       const next = bytes[i]
-      const closer = closers[closers.length - 1]
+      const closer = closers[open - 1]
       if (next === closer) {
-        closers.pop()
+        open--
         i++
       } else if (next === COMMA) {
         i = skipSpace(bytes, i + 1)
@@ -212,22 +220,45 @@ function scanValue(scan: Scan, i: number, depth: number): number {
  * as bytes, so none is decoded unless it holds an escape. Valid while the line's bytes are.
  */
 export class ByteMembers {
-  /** keyStart, keyEnd (inside the quotes), valueStart, valueEnd of each member, in source order. */
+  /**
+   * keyStart, keyEnd (inside the quotes), valueStart, valueEnd of each member, in source order,
+   * up to spanLength (past it: what an earlier object left, when the spans are reused).
+   */
   readonly spans: number[] = []
+  /** Where the spans end: four times the number of members. */
+  spanLength = 0
   /** Decoded keys of the members whose key holds an escape, by their index in spans. */
   private escapedKeys?: Map<number, string>
 
-  constructor(readonly bytes: Buffer) {}
+  constructor(public bytes: Buffer) {}
+
+  /** Start over, empty, for the members of another object. */
+  reset(bytes: Buffer): void {
+    this.bytes = bytes
+    this.spanLength = 0
+    this.escapedKeys = undefined
+  }
 
   add(keyStart: number, keyEnd: number, valueStart: number, valueEnd: number): void {
     for (let k = keyStart; k < keyEnd; k++) {
       if (this.bytes[k] === BACKSLASH) {
         this.escapedKeys ??= new Map()
-        this.escapedKeys.set(this.spans.length, JSON.parse(this.bytes.toString('utf8', keyStart - 1, keyEnd + 1)) as string)
+        this.escapedKeys.set(this.spanLength, JSON.parse(this.bytes.toString('utf8', keyStart - 1, keyEnd + 1)) as string)
         break
       }
     }
-    this.spans.push(keyStart, keyEnd, valueStart, valueEnd)
+    const {spans} = this
+    const at = this.spanLength
+    // a reused array is written over, never shortened (V8 would give its memory back)
+    if (at === spans.length) {
+      spans.push(keyStart, keyEnd, valueStart, valueEnd)
+    } else {
+      spans[at] = keyStart
+      spans[at + 1] = keyEnd
+      spans[at + 2] = valueStart
+      spans[at + 3] = valueEnd
+    }
+    this.spanLength = at + 4
   }
 
   /** Where the key of the member at m (an index into spans) starts and ends in bytes, inside its quotes. */
@@ -276,7 +307,7 @@ export class ByteMembers {
   indexOf(key: string): number {
     let ascii = true
     for (let k = 0; k < key.length; k++) if (key.charCodeAt(k) > 0x7f) ascii = false
-    for (let m = this.spans.length - 4; m >= 0; m -= 4) {
+    for (let m = this.spanLength - 4; m >= 0; m -= 4) {
       if (this.isKey(m, key, ascii)) return m
     }
     return -1
@@ -288,8 +319,8 @@ export class ByteMembers {
    */
   hasPlainDistinctKeys(): boolean {
     if (this.escapedKeys) return false
-    const {bytes, spans} = this
-    for (let m = 4; m < spans.length; m += 4) {
+    const {bytes, spans, spanLength} = this
+    for (let m = 4; m < spanLength; m += 4) {
       const length = spans[m + 1] - spans[m]
       for (let other = 0; other < m; other += 4) {
         if (spans[other + 1] - spans[other] === length && bytes.compare(bytes, spans[m], spans[m + 1], spans[other], spans[other + 1]) === 0) return false
@@ -331,8 +362,8 @@ export class KeySlots {
   /** Fill slots (length: keys.length) for the members. */
   locate(members: ByteMembers, slots: Int32Array): void {
     slots.fill(-1)
-    const {bytes, spans} = members
-    for (let m = 0; m < spans.length; m += 4) {
+    const {bytes, spans, spanLength} = members
+    for (let m = 0; m < spanLength; m += 4) {
       const escaped = members.escapedKeyAt(m)
       if (escaped !== undefined) {
         const k = this.keys.indexOf(escaped)
@@ -370,6 +401,20 @@ function viewOf(memory: ArrayBufferLike): DataView {
   return lastView
 }
 
+// Scans run one at a time, to the end, so they share one state object.
+const NO_BYTES = Buffer.alloc(0)
+const currentScan: Scan = {bytes: NO_BYTES, view: viewOf(NO_BYTES.buffer), base: 0, nonFinite: false, keyEnd: 0, nestedMembers: undefined}
+
+function startScan(bytes: Buffer, nestedMembers: ByteMembers | undefined): Scan {
+  currentScan.bytes = bytes
+  currentScan.nestedMembers = nestedMembers
+  currentScan.view = viewOf(bytes.buffer)
+  currentScan.base = bytes.byteOffset
+  currentScan.nonFinite = false
+  currentScan.keyEnd = 0
+  return currentScan
+}
+
 /** What scanObjectBytes found: the members, and those of the `nested` key's value when it is an object. */
 export interface ScannedBytes {
   members: ByteMembers
@@ -394,7 +439,8 @@ function scanMembers(scan: Scan, i: number, depth: number, members: ByteMembers,
     let valueEnd: number
     if (nested !== undefined && isAsciiKey(bytes, keyStart + 1, keyEnd - 1, nested)) {
       if (bytes[valueStart] === OPEN_BRACE) {
-        const inner = new ByteMembers(bytes)
+        const inner = scan.nestedMembers ?? new ByteMembers(bytes)
+        inner.reset(bytes)
         valueEnd = scanMembers(scan, valueStart, depth + 1, inner, found)
         found.nested = inner
       } else {
@@ -420,11 +466,31 @@ function scanMembers(scan: Scan, i: number, depth: number, members: ByteMembers,
  * too deep, or not an object (scan its text to learn which).
  */
 export function scanObjectBytes(bytes: Buffer, nested?: string): ScannedBytes | undefined {
-  const scan: Scan = {bytes, view: viewOf(bytes.buffer), base: bytes.byteOffset, nonFinite: false, keyEnd: 0}
-  const found: ScannedBytes = {members: new ByteMembers(bytes), hasNonFinite: false}
+  return scanInto({members: new ByteMembers(bytes), hasNonFinite: false}, bytes, nested)
+}
+
+/**
+ * scanObjectBytes for a loop that is done with each line's members before it scans the next:
+ * every scan fills the same objects, so a line costs no garbage. What scan() returns is valid
+ * until the next call.
+ */
+export class ReusedObjectScan {
+  private readonly found: ScannedBytes = {members: new ByteMembers(NO_BYTES), hasNonFinite: false}
+  private readonly nestedMembers = new ByteMembers(NO_BYTES)
+
+  scan(bytes: Buffer, nested?: string): ScannedBytes | undefined {
+    this.found.members.reset(bytes)
+    this.found.nested = undefined
+    return scanInto(this.found, bytes, nested, this.nestedMembers)
+  }
+}
+
+function scanInto(found: ScannedBytes, bytes: Buffer, nested?: string, nestedMembers?: ByteMembers): ScannedBytes | undefined {
   const start = skipSpace(bytes, 0)
   if (bytes[start] !== OPEN_BRACE) return undefined
+  const scan = startScan(bytes, nestedMembers)
   const end = scanMembers(scan, start, 1, found.members, found, nested)
+  scan.bytes = NO_BYTES
   if (end === REJECTED || skipSpace(bytes, end) !== bytes.length) return undefined
   found.hasNonFinite = scan.nonFinite
   return found

@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest'
 
-import {KeySlots, scanObjectBytes} from '../../../src/gym/json-bytes.js'
+import {ByteMembers, KeySlots, ReusedObjectScan, ScannedBytes, scanObjectBytes} from '../../../src/gym/json-bytes.js'
 import {MAX_NESTING} from '../../../src/gym/input-policy.js'
 import {scanObjectMembers} from '../../../src/gym/json.js'
 
@@ -141,5 +141,67 @@ describe('scanObjectBytes', () => {
     slots.locate(scanObjectBytes(Buffer.from('{}'))!.members, found)
     expect([...found]).toEqual([-1, -1, -1, -1, -1])
     expect(() => new KeySlots(['é'])).toThrow(/printable ASCII/)
+  })
+})
+
+/** Everything a scan found, as plain values: each member in order (key decoded), the flags, the nested members. */
+function snapshot(scanned: ScannedBytes | undefined): unknown {
+  if (!scanned) return 'rejected'
+  const list = (members: ByteMembers) => {
+    const out: [string, string][] = []
+    for (let m = 0; m < members.spanLength; m += 4) {
+      out.push([members.escapedKeyAt(m) ?? members.bytes.toString('utf8', members.keyStart(m), members.keyEnd(m)), members.valueAt(m)])
+    }
+    return {out, plain: members.hasPlainDistinctKeys()}
+  }
+  return {members: list(scanned.members), hasNonFinite: scanned.hasNonFinite, nested: scanned.nested && list(scanned.nested)}
+}
+
+describe('ReusedObjectScan', () => {
+  const nestedLines = [
+    '{"task":{"a":1,"b":[{"c":2}],"\\u0064":"escaped","e":3,"f":4},"x":0}',
+    '{"task":{"a":1},"task":[1]}',
+    '{"task":{"z":9}}',
+    '{"x":1e400}',
+    '{"task":{}}',
+    '{"task":{"a":' + '['.repeat(MAX_NESTING) + ']'.repeat(MAX_NESTING) + '}}',
+    '{"task":{"a":1}',
+    '{"task":{"only":"one"}}',
+  ]
+
+  it('finds on each line exactly what a fresh scan finds, whatever the lines before it held', () => {
+    const reused = new ReusedObjectScan()
+    const sequence = [...LINES, ...[...LINES].reverse(), ...nestedLines, ...[...nestedLines].reverse()]
+    for (const text of sequence) {
+      const nested = text.includes('"task"') ? 'task' : undefined
+      expect(snapshot(reused.scan(Buffer.from(text), nested)), text).toEqual(snapshot(scanObjectBytes(Buffer.from(text), nested)))
+    }
+  })
+
+  it('forgets the keys of a longer line before: lookups see only the current members', () => {
+    const reused = new ReusedObjectScan()
+    reused.scan(Buffer.from('{"a":1,"b":2,"\\u0063":3,"d":{"e":5}}'), 'd')
+    const scanned = reused.scan(Buffer.from('{"b":"two"}'), 'd')!
+    expect(scanned.members.get('b')).toBe('"two"')
+    for (const gone of ['a', 'c', 'd']) expect(scanned.members.indexOf(gone), gone).toBe(-1)
+    expect(scanned.members.escapedKeyAt(8)).toBeUndefined()
+    expect(scanned.nested).toBeUndefined()
+    const slots = new KeySlots(['a', 'b', 'c'])
+    const found = new Int32Array(3)
+    slots.locate(scanned.members, found)
+    expect([...found]).toEqual([-1, 0, -1])
+    // the stale span of "a" would point at the a inside the new value
+    reused.scan(Buffer.from('{"b":1,"a":2}'))
+    const shorter = reused.scan(Buffer.from('{"b":"xya"}'))!
+    expect(shorter.members.get('a')).toBeUndefined()
+    slots.locate(shorter.members, found)
+    expect([...found]).toEqual([-1, 0, -1])
+  })
+
+  it('scans a valid line right after one refused deep inside its nesting', () => {
+    const reused = new ReusedObjectScan()
+    const deep = `{"a":${'[{"b":'.repeat(20)}[${'x'}`
+    expect(reused.scan(Buffer.from(deep))).toBeUndefined()
+    expect(snapshot(reused.scan(Buffer.from('{"a":[[1],{"b":[2]}],"c":3}')))).toEqual({members: {out: [['a', '[[1],{"b":[2]}]'], ['c', '3']], plain: true}, hasNonFinite: false, nested: undefined})
   })
 })
