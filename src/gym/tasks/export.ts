@@ -1,5 +1,5 @@
 import {POLICY_MESSAGES} from '../input-policy.js'
-import {type ByteMembers, KeySlots, scanObjectBytes} from '../json-bytes.js'
+import {type ByteMembers, KeySlots, ReusedObjectScan} from '../json-bytes.js'
 import {FieldError, jsonKind, LineBuilder, locate, nonFiniteField, rawString, type ReadProgress, readJsonlBatches, type ScannedObject, scanObjectLine, withJsonlOutput} from '../json.js'
 import {isEncodableId, taskIndexOf} from './identity.js'
 import {checkGymTask, kindsOfRaw, MANAGED_TASK_FIELDS} from './task.js'
@@ -97,6 +97,9 @@ const OPEN = Buffer.from('{')
 const COLON_PIECE = Buffer.from(':')
 const COMMA_PIECE = Buffer.from(',')
 const CLOSE = Buffer.from('}')
+const ID_KEY = Buffer.from(',"id":')
+const TASK_INDEX_KEY = Buffer.from(',"_ng_task_index":')
+const SCENARIO_ID_KEY = Buffer.from(',"_dd_scenario_id":')
 const PROVENANCE_KEY = Buffer.from(',"_dd_provenance":')
 
 const BUNDLE_SLOTS = new KeySlots(BUNDLE_FIELDS)
@@ -134,38 +137,58 @@ function isEmptyObjectAt(members: ByteMembers, m: number): boolean {
 }
 
 /**
- * The task's members as dumpedMembers writes them (`"key":value`, comma-separated), copied from
- * the line's bytes: members next to each other in the line, written without spaces, go as one.
+ * Writes a task's members as dumpedMembers does (`"key":value`, comma-separated), copied from the
+ * line's bytes: members next to each other in the line, written without spaces, go as one copy.
  */
-function writeDumpedMembers(task: ByteMembers, order: number[], out: LineBuilder): void {
-  const {bytes} = task
-  let runStart = -1
-  let runEnd = -1
-  for (let n = 0; n < order.length; n++) {
-    const m = order[n]
+class MemberCopier {
+  private runStart = -1
+  private runEnd = -1
+  private count = 0
+
+  begin(): void {
+    this.runStart = -1
+    this.count = 0
+  }
+
+  add(task: ByteMembers, m: number, out: LineBuilder): void {
+    const {bytes} = task
     const keyOpen = task.keyStart(m) - 1
     const keyClose = task.keyEnd(m) + 1
     const valueStart = task.valueStart(m)
     const valueEnd = task.valueEnd(m)
     const tight = bytes[keyClose] === COLON && valueStart === keyClose + 1
     // the one byte between a member's value and the next key can only be the comma
-    if (tight && runStart !== -1 && keyOpen === runEnd + 1) {
-      runEnd = valueEnd
-      continue
+    if (tight && this.runStart !== -1 && keyOpen === this.runEnd + 1) {
+      this.runEnd = valueEnd
+      this.count++
+      return
     }
-    if (runStart !== -1) out.bytes(bytes, runStart, runEnd)
-    runStart = -1
-    if (n > 0) out.bytes(COMMA_PIECE)
+    this.flush(bytes, out)
+    if (this.count++ > 0) out.bytes(COMMA_PIECE)
     if (tight) {
-      runStart = keyOpen
-      runEnd = valueEnd
+      this.runStart = keyOpen
+      this.runEnd = valueEnd
     } else {
       out.bytes(bytes, keyOpen, keyClose)
       out.bytes(COLON_PIECE)
       out.bytes(bytes, valueStart, valueEnd)
     }
   }
-  if (runStart !== -1) out.bytes(bytes, runStart, runEnd)
+
+  end(task: ByteMembers, out: LineBuilder): void {
+    this.flush(task.bytes, out)
+  }
+
+  private flush(bytes: Buffer, out: LineBuilder): void {
+    if (this.runStart !== -1) out.bytes(bytes, this.runStart, this.runEnd)
+    this.runStart = -1
+  }
+}
+
+/** What exportBundleBytes reuses from line to line, writing to one LineBuilder. */
+export class BundleScanner {
+  readonly scan = new ReusedObjectScan()
+  readonly copier = new MemberCopier()
 }
 
 /**
@@ -174,8 +197,8 @@ function writeDumpedMembers(task: ByteMembers, order: number[], out: LineBuilder
  * the provenance as the bytes they were read as. False when the line is anything else, invalid
  * included: the text path then decides, so verdicts, messages and output are the text path's.
  */
-export function exportBundleBytes(bytes: Buffer, out: LineBuilder): boolean {
-  const scanned = scanObjectBytes(bytes, 'task')
+export function exportBundleBytes(bytes: Buffer, out: LineBuilder, scanner = new BundleScanner()): boolean {
+  const scanned = scanner.scan.scan(bytes, 'task')
   if (!scanned || scanned.hasNonFinite || !scanned.nested) return false
   const {members: bundle, nested: task} = scanned
   if (!bundle.hasPlainDistinctKeys() || !task.hasPlainDistinctKeys()) return false
@@ -185,7 +208,7 @@ export function exportBundleBytes(bytes: Buffer, out: LineBuilder): boolean {
   const taskAt = bundleSlots[2]
   const provenance = bundleSlots[3]
   const known = (version === -1 ? 0 : 1) + (scenario === -1 ? 0 : 1) + 1 + (provenance === -1 ? 0 : 1)
-  if (known * 4 !== bundle.spans.length || scenario === -1) return false
+  if (known * 4 !== bundle.spanLength || scenario === -1) return false
   if (version !== -1 && !isStringOne(bytes, bundle.valueStart(version), bundle.valueEnd(version))) return false
   // an ID without escapes is its own UTF-8 bytes (valid, as read): no lone surrogate can be in them
   const idStart = bundle.valueStart(scenario) + 1
@@ -200,18 +223,25 @@ export function exportBundleBytes(bytes: Buffer, out: LineBuilder): boolean {
 
   const index = taskIndexOf(bytes.subarray(idStart, idEnd)).toString()
   let dumped = params === 0 && (agentRef === -1 || agentRef === 4)
-  for (let m = 0; dumped && m < task.spans.length; m += 4) if (task.isNullAt(m)) dumped = false
+  for (let m = 0; dumped && m < task.spanLength; m += 4) if (task.isNullAt(m)) dumped = false
   out.bytes(OPEN)
   if (dumped) {
     out.bytes(bytes, bundle.valueStart(taskAt) + 1, bundle.valueEnd(taskAt) - 1)
   } else {
-    const order = [params]
-    if (agentRef !== -1 && !task.isNullAt(agentRef)) order.push(agentRef)
-    for (let m = 0; m < task.spans.length; m += 4) if (m !== params && m !== agentRef && !task.isNullAt(m)) order.push(m)
-    writeDumpedMembers(task, order, out)
+    const {copier} = scanner
+    copier.begin()
+    copier.add(task, params, out)
+    if (agentRef !== -1 && !task.isNullAt(agentRef)) copier.add(task, agentRef, out)
+    for (let m = 0; m < task.spanLength; m += 4) if (m !== params && m !== agentRef && !task.isNullAt(m)) copier.add(task, m, out)
+    copier.end(task, out)
   }
-  const idMember = id === -1 || task.isNullAt(id) ? `,"id":${index}` : ''
-  out.text(`${idMember},"_ng_task_index":${index},"_dd_scenario_id":`)
+  if (id === -1 || task.isNullAt(id)) {
+    out.bytes(ID_KEY)
+    out.text(index)
+  }
+  out.bytes(TASK_INDEX_KEY)
+  out.text(index)
+  out.bytes(SCENARIO_ID_KEY)
   out.bytes(bytes, idStart - 1, idEnd + 1)
   if (provenance !== -1 && !isEmptyObjectAt(bundle, provenance)) {
     out.bytes(PROVENANCE_KEY)
@@ -235,9 +265,10 @@ export async function exportTasks(options: {input: string; output: string; dryRu
   const {input, output, dryRun} = options
   const tasks = await withJsonlOutput(output, dryRun, async (out) => {
     const built = new LineBuilder()
+    const scanner = new BundleScanner()
     for await (const batch of readJsonlBatches(input, 'SCENARIOS', options.onProgress, {bytes: true, text: false})) {
       for (let line = batch.next(); line; line = batch.next()) {
-        if (exportBundleBytes(line.bytes, built)) continue
+        if (exportBundleBytes(line.bytes, built, scanner)) continue
         const bundle = scanObjectLine(line, input, 'task')
         try {
           built.text(exportBundle(bundle))

@@ -4,7 +4,7 @@ import path from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {FieldError, LineBuilder, scanObjectMembers} from '../../../src/gym/json.js'
-import {exportBundle, exportBundleBytes, exportTasks} from '../../../src/gym/tasks/export.js'
+import {BundleScanner, exportBundle, exportBundleBytes, exportTasks} from '../../../src/gym/tasks/export.js'
 
 function exported(bundleText: string): string {
   return exportBundle(scanObjectMembers(bundleText, 'task')!)
@@ -93,9 +93,9 @@ describe('exportBundle (reference §3)', () => {
 })
 
 /** What the byte path makes of a bundle: the line it writes, or 'declined' (the text path decides). */
-function byBytes(bundleText: string): string {
+function byBytes(bundleText: string, scanner?: BundleScanner): string {
   const built = new LineBuilder()
-  const taken = exportBundleBytes(Buffer.from(bundleText), built)
+  const taken = exportBundleBytes(Buffer.from(bundleText), built, scanner)
   const {bytes, lines} = built.take()
   if (!taken) {
     expect({bundleText, bytes: bytes.length, lines}).toEqual({bundleText, bytes: 0, lines: 0})
@@ -135,6 +135,14 @@ describe('exportBundleBytes', () => {
 
   it('writes what the text path writes, byte for byte', () => {
     for (const bundle of TAKEN) expect({bundle, line: byBytes(bundle)}).toEqual({bundle, line: `${exported(bundle)}\n`})
+  })
+
+  it('writes the same with one scanner for every line, whatever came before', () => {
+    const scanner = new BundleScanner()
+    const lines = [...TAKEN, ...DECLINED]
+    for (const bundle of [...lines, ...lines.reverse()]) {
+      expect({bundle, line: byBytes(bundle, scanner)}).toEqual({bundle, line: byBytes(bundle)})
+    }
   })
 
   it('leaves escaped and repeated keys to the text path, which still exports them', () => {
