@@ -13,14 +13,6 @@ if (process.argv.length === 3 && (process.argv[2] === '--version' || process.arg
   process.on('exit', (code) => {
     if (code === 127) process.exitCode = 2
   })
-  // `tasks export` streams with flat memory, and its lines die young: V8's first 1 MiB young
-  // generation is enough for it. V8 would double it twice (oclif's start-up survives, then the
-  // stream's in-flight batches): 4 MB of RSS, for 2% of the time. Set before anything loads.
-  const [command, subcommand] = process.argv.slice(2)
-  if ((command === 'tasks' && subcommand === 'export') || command === 'tasks:export') {
-    const {setFlagsFromString} = await import('node:v8')
-    setFlagsFromString('--semi-space-growth-factor=1')
-  }
   // oclif checks Node against its own engines range, older than ours (package.json engines), when
   // it is imported, and loads semver to do it: about 20 ms of every start-up. The variable is not
   // left for the processes a command starts.

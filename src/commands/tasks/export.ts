@@ -2,6 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, outputUnlessDryRun, plural, OUTPUT_WRITE_STATUS, PARTIAL_OUTPUT_INTERRUPT_STATUS} from '../../cli/base-command.js'
 import {type ExportSummary, exportTasks} from '../../gym/tasks/export.js'
+import {stopYoungGenerationGrowth} from '../../runtime/heap.js'
 
 export default class TasksExport extends BaseCommand<typeof TasksExport> {
   static override removesPartialOutputOnInterrupt = true
@@ -32,6 +33,8 @@ EXIT STATUS
     const output = outputUnlessDryRun(this.flags.output, this.flags['dry-run'])
     this.dataOutput(output)
     const progress = this.readProgress('tasks export')
+    // the stream's lines die young: the young generation start-up left is enough for them
+    stopYoungGenerationGrowth()
     const summary = await exportTasks({input: this.args.scenarios, output, dryRun: this.flags['dry-run'], onProgress: progress.update}).finally(progress.stop)
     this.say(`${summary.dryRun ? 'Would write' : 'Wrote'} ${plural(summary.tasks, 'Gym task')}${summary.output ? ` to ${summary.output}` : ''}`)
     return summary
