@@ -229,7 +229,7 @@ async function againstBase(name, rows, ours, args) {
     [
       `${name} (base)`.padEnd(30),
       `${rows.toLocaleString('en-US').padStart(10)} rows`,
-      `base ${before.seconds.toFixed(2)}s (cpu ${before.cpu.toFixed(2)}s) ${mb(before.rss).padStart(5)} MB`,
+      `base ${before.seconds.toFixed(2)}s (cpu ${before.cpu.toFixed(2)}s) ${mib(before.rss).padStart(6)} MB`,
       `this/base: time ${(ours.seconds / before.seconds).toFixed(2)} cpu ${(ours.cpu / before.cpu).toFixed(2)} RSS ${(ours.rss / before.rss).toFixed(2)}`,
     ].join(' | '),
   )
@@ -251,15 +251,19 @@ async function countLines(target) {
 const mb = (bytes) => (bytes / 2 ** 20).toFixed(0)
 const rate = (rows, seconds) => Math.round(rows / seconds).toLocaleString('en-US')
 
+const mib = (bytes) => (bytes / 2 ** 20).toFixed(1)
+const results = {}
+
 async function report(name, rows, ours, theirs, outputs) {
+  results[name] = {ours, theirs}
   const [ourOut, theirOut] = await Promise.all(outputs.map(countLines))
   if (ourOut !== rows || theirOut !== rows) throw new Error(`${name}: expected ${rows} output lines, got ${ourOut} (gymrecipe) and ${theirOut} (python)`)
   console.log(
     [
       name.padEnd(30),
       `${rows.toLocaleString('en-US').padStart(10)} rows`,
-      `gymrecipe ${ours.seconds.toFixed(2)}s (cpu ${ours.cpu.toFixed(2)}s) ${rate(rows, ours.seconds).padStart(9)} rows/s ${mb(ours.rss).padStart(5)} MB`,
-      `python ${theirs.seconds.toFixed(2)}s (cpu ${theirs.cpu.toFixed(2)}s) ${rate(rows, theirs.seconds).padStart(9)} rows/s ${mb(theirs.rss).padStart(5)} MB`,
+      `gymrecipe ${ours.seconds.toFixed(2)}s (cpu ${ours.cpu.toFixed(2)}s) ${rate(rows, ours.seconds).padStart(9)} rows/s ${mib(ours.rss).padStart(6)} MB`,
+      `python ${theirs.seconds.toFixed(2)}s (cpu ${theirs.cpu.toFixed(2)}s) ${rate(rows, theirs.seconds).padStart(9)} rows/s ${mib(theirs.rss).padStart(6)} MB`,
       `gymrecipe/python: time ${(ours.seconds / theirs.seconds).toFixed(2)} cpu ${(ours.cpu / theirs.cpu).toFixed(2)} RSS ${(ours.rss / theirs.rss).toFixed(2)}`,
     ].join(' | '),
   )
@@ -299,6 +303,15 @@ try {
     await report(label, rows, ours, theirs, [file('ours-tasks.jsonl'), file('py-tasks.jsonl')])
     await againstBase(label, rows, ours, args)
   }
+  const verdict = (met) => (met ? 'met' : 'NOT met')
+  const ingest = results['rollouts ingest']
+  const exported = results['tasks export']
+  const exportedQuarter = results['tasks export (1/4 bundles)']
+  const faster = (name) => results[name].theirs.seconds / results[name].ours.seconds
+  console.log(`aim: ingest >= 3x python -> ${faster('rollouts ingest').toFixed(2)}x ${verdict(faster('rollouts ingest') >= 3)}`)
+  console.log(`aim: ingest RSS <= python's -> ${mib(ingest.ours.rss)} against ${mib(ingest.theirs.rss)} MB ${verdict(ingest.ours.rss <= ingest.theirs.rss)}`)
+  console.log(`aim: export >= 2x python -> ${faster('tasks export').toFixed(2)}x ${verdict(faster('tasks export') >= 2)}`)
+  console.log(`aim: export RSS < 64 MB -> ${mib(exported.ours.rss)} MB (${mib(exportedQuarter.ours.rss)} MB for a quarter of the bundles) ${verdict(exported.ours.rss < 64 * 2 ** 20)}`)
 } finally {
   rmSync(work, {recursive: true, force: true})
 }
