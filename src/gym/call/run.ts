@@ -14,7 +14,7 @@ import type {RowCallContext, RowOutcome} from './lifecycle.js'
 import {CallPass, inputChanged, OrderedOutput, outputLine, type RunWindow, runWindow} from './pass.js'
 import {Limiter} from './limiter.js'
 import {buildRowPlan} from './request.js'
-import {type HttpTransport, nodeHttpTransport} from '../../runtime/call-transport.js'
+import {type HttpTransport, pooledHttpTransport} from '../../runtime/call-transport.js'
 import type {CallConfig, FailureKind, ResourceEnvelope} from './types.js'
 import {verbatim} from '../../json-document.js'
 
@@ -317,7 +317,7 @@ async function callEveryRow(run: EveryRow): Promise<{interrupted: boolean; unexp
 
   const limiter = new Limiter(config.max_parallel_requests)
   // one keep-alive pool per origin, never more sockets than row lifecycles that can run at once
-  const ownTransport = options.transport ? undefined : nodeHttpTransport({maxSocketsPerOrigin: config.max_parallel_requests})
+  const ownTransport = options.transport ? undefined : pooledHttpTransport({maxSocketsPerOrigin: config.max_parallel_requests})
   const ctx: RowCallContext = {
     config,
     transport: options.transport ?? ownTransport!,

@@ -3,7 +3,7 @@ import type {AddressInfo, Socket} from 'node:net'
 import {afterEach, describe, expect, it} from 'vitest'
 
 import {RowSession} from '../../../src/gym/call/session.js'
-import {AbortedError, Cancel, type HttpRequest, nodeHttpTransport, TransportError} from '../../../src/runtime/call-transport.js'
+import {AbortedError, Cancel, type HttpRequest, pooledHttpTransport, TransportError} from '../../../src/runtime/call-transport.js'
 
 interface Seen {
   port: number
@@ -54,7 +54,7 @@ describe('pooled transport', () => {
   it('shares keep-alive connections between rows and never opens more than maxSocketsPerOrigin per origin', async () => {
     const a = await service((_req, res) => setTimeout(() => res.end('{"ok":true}'), 20))
     const b = await service((_req, res) => setTimeout(() => res.end('{"ok":true}'), 20))
-    const transport = nodeHttpTransport({maxSocketsPerOrigin: 2})
+    const transport = pooledHttpTransport({maxSocketsPerOrigin: 2})
     cleanups.push(a.stop, b.stop, () => transport.close())
     // 12 rows at once against each of two origins: each origin gets its own pool of at most 2 sockets
     await Promise.all(
@@ -76,7 +76,7 @@ describe('pooled transport', () => {
 
   it('sends only the headers of the request itself on a reused connection', async () => {
     const s = await service()
-    const transport = nodeHttpTransport({maxSocketsPerOrigin: 1})
+    const transport = pooledHttpTransport({maxSocketsPerOrigin: 1})
     cleanups.push(s.stop, () => transport.close())
     const first = transport.openRowClient()
     await first.send!(post(s.url + '/a', '{}', {'x-session-token': 'first-row-token', authorization: 'Bearer first', cookie: 'sid=first'}), new Cancel())
@@ -96,7 +96,7 @@ describe('pooled transport', () => {
       if (req.url === '/login') res.setHeader('set-cookie', `sid=${JSON.parse(body).row}; Path=/`)
       res.end(JSON.stringify({cookie: req.headers.cookie ?? null}))
     })
-    const transport = nodeHttpTransport({maxSocketsPerOrigin: 1})
+    const transport = pooledHttpTransport({maxSocketsPerOrigin: 1})
     cleanups.push(s.stop, () => transport.close())
     const rowA = new RowSession(transport.openRowClient(), new Map(), [])
     const rowB = new RowSession(transport.openRowClient(), new Map(), [])
@@ -116,7 +116,7 @@ describe('pooled transport', () => {
       if (req.url === '/slow') setTimeout(() => res.end('{}'), 2000)
       else res.end('{}')
     })
-    const transport = nodeHttpTransport({maxSocketsPerOrigin: 1})
+    const transport = pooledHttpTransport({maxSocketsPerOrigin: 1})
     cleanups.push(s.stop, () => transport.close())
     const client = transport.openRowClient()
     const cancel = new Cancel()
@@ -133,7 +133,7 @@ describe('pooled transport', () => {
 
   it('never retries: a connection reset fails the request after one attempt', async () => {
     const s = await service((req) => req.socket.destroy())
-    const transport = nodeHttpTransport({maxSocketsPerOrigin: 4})
+    const transport = pooledHttpTransport({maxSocketsPerOrigin: 4})
     cleanups.push(s.stop, () => transport.close())
     const error = await transport
       .openRowClient()
@@ -149,7 +149,7 @@ describe('pooled transport', () => {
     const saved = {HTTP_PROXY: process.env.HTTP_PROXY, http_proxy: process.env.http_proxy}
     process.env.HTTP_PROXY = proxy.url
     process.env.http_proxy = proxy.url
-    const transport = nodeHttpTransport()
+    const transport = pooledHttpTransport()
     cleanups.push(s.stop, proxy.stop, () => transport.close(), () => {
       for (const [k, v] of Object.entries(saved)) {
         if (v === undefined) delete process.env[k]
@@ -166,8 +166,40 @@ describe('pooled transport', () => {
     expect(proxy.seen).toHaveLength(0)
   })
 
+  it('never sends a request cancelled while it waited for a pooled connection, and keeps the pool usable', async () => {
+    const s = await service((req, res) => {
+      if (req.url === '/slow') setTimeout(() => res.end('{}'), 200)
+      else res.end('{}')
+    })
+    const transport = pooledHttpTransport({maxSocketsPerOrigin: 1})
+    cleanups.push(s.stop, () => transport.close())
+    const client = transport.openRowClient()
+    const slow = client.send!(post(s.url + '/slow'), new Cancel())
+    const waiting = new Cancel()
+    const queued = client.send!(post(s.url + '/queued'), waiting)
+    await later(20)
+    waiting.abort('timeout')
+    await expect(queued).rejects.toBeInstanceOf(AbortedError)
+    expect((await slow).status).toBe(200)
+    expect((await client.send!(post(s.url + '/after'), new Cancel())).status).toBe(200)
+    // slow and after reached the service; the cancelled one never did
+    expect(s.seen).toHaveLength(2)
+  })
+
+  it('refuses a response body larger than maxResponseBytes and drops its connection', async () => {
+    const s = await service((req, res) => res.end(req.url === '/big' ? JSON.stringify({pad: 'x'.repeat(4096)}) : '{}'))
+    const transport = pooledHttpTransport({maxSocketsPerOrigin: 1, maxResponseBytes: 1024})
+    cleanups.push(s.stop, () => transport.close())
+    const client = transport.openRowClient()
+    const error = await client.send!(post(s.url + '/big'), new Cancel()).catch((e) => e)
+    expect(error).toBeInstanceOf(TransportError)
+    expect(error).toMatchObject({code: 'ETOOLARGE'})
+    expect((await client.send!(post(s.url + '/small'), new Cancel())).body).toBe('{}')
+    expect(s.seen[1].port).not.toBe(s.seen[0].port)
+  })
+
   it('refuses requests after the transport is closed', async () => {
-    const transport = nodeHttpTransport()
+    const transport = pooledHttpTransport()
     transport.close()
     await expect(transport.openRowClient().send!(post('http://127.0.0.1:9/x'), new Cancel())).rejects.toMatchObject({code: 'ECLOSED'})
   })
