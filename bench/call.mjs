@@ -13,7 +13,9 @@
  *              request bodies built from the same rows file (read and parsed
  *              inside the timed window, as gymrecipe does), every response
  *              read; no envelope, evidence, journal or output
- *   floor      (unless --no-floor) the bare client plus the evidence bytes
+ *   undici     the same bare client on undici's Pool dispatch, the HTTP client
+ *              gymrecipe's transport uses
+ *   floor      (unless --no-floor) the undici bare client plus the evidence bytes
  *              gymrecipe writes per row (attempt line with the native request
  *              and response, journal line, output line), batched every 10 ms,
  *              journal after attempts, and nothing else: what keeping the
@@ -32,7 +34,8 @@
  * and prints rows/s (best of --repeat runs, median in brackets), peak RSS (the
  * largest of the runs), client CPU per row (user + system in the timed window,
  * median of the runs) and the gymrecipe/bare throughput ratio of the best runs
- * (the machine may be shared and noisy; the ratio of the medians is printed too).
+ * (the machine may be shared and noisy; the ratio of the medians is printed too)
+ * and its ratio to the undici bare client.
  */
 import {execFileSync, spawn} from 'node:child_process'
 import {randomUUID} from 'node:crypto'
@@ -43,6 +46,7 @@ import os from 'node:os'
 import path from 'node:path'
 import {createInterface} from 'node:readline'
 import {fileURLToPath} from 'node:url'
+import {Pool} from 'undici'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const args = process.argv.slice(2)
@@ -53,22 +57,61 @@ const opt = (name, fallback) => {
 
 const SQL = 'select 1 as one'
 
-/** The bare client: same rows file, same bodies, same concurrency, keep-alive pool. */
-async function bare(url, rowsFile, concurrency) {
-  const agent = new http.Agent({keepAlive: true, maxSockets: concurrency})
+/**
+ * A POST of a JSON body through one keep-alive pool of `concurrency`
+ * connections, resolving to the status, headers and body text: node:http's
+ * Agent, or undici's Pool dispatch (what gymrecipe's transport uses).
+ */
+function poster(client, url, concurrency) {
   const target = new URL('/execute', url)
+  if (client === 'undici') {
+    const pool = new Pool(url, {connections: concurrency, pipelining: 1})
+    const post = (body) =>
+      new Promise((resolve, reject) => {
+        const chunks = []
+        let status = 0
+        let headers
+        pool.dispatch(
+          {path: target.pathname, method: 'POST', headers: {'content-type': 'application/json', accept: 'application/json'}, body},
+          {
+            onRequestStart() {},
+            onResponseStart(_c, code, h) {
+              status = code
+              headers = h
+            },
+            onResponseData(_c, chunk) {
+              chunks.push(chunk)
+            },
+            onResponseEnd() {
+              resolve({status, headers, text: Buffer.concat(chunks).toString('utf8')})
+            },
+            onResponseError(_c, error) {
+              reject(error)
+            },
+          },
+        )
+      })
+    return {post, close: () => pool.destroy()}
+  }
+  const agent = new http.Agent({keepAlive: true, maxSockets: concurrency})
   const post = (body) =>
     new Promise((resolve, reject) => {
       const headers = {'content-type': 'application/json', accept: 'application/json', 'content-length': Buffer.byteLength(body)}
       const req = http.request(target, {method: 'POST', agent, headers}, (res) => {
         const chunks = []
         res.on('data', (c) => chunks.push(c))
-        res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
+        res.on('end', () => resolve({status: res.statusCode, headers: res.headers, text: Buffer.concat(chunks).toString('utf8')}))
         res.on('error', reject)
       })
       req.on('error', reject)
       req.end(body)
     })
+  return {post, close: () => agent.destroy()}
+}
+
+/** The bare client: same rows file, same bodies, same concurrency, keep-alive pool. */
+async function bare(client, url, rowsFile, concurrency) {
+  const {post, close} = poster(client, url, concurrency)
   const cpu = process.cpuUsage()
   const start = performance.now()
   const bodies = (await fsp.readFile(rowsFile, 'utf8'))
@@ -81,14 +124,14 @@ async function bare(url, rowsFile, concurrency) {
     Array.from({length: concurrency}, async () => {
       while (next < bodies.length) {
         const body = bodies[next++]
-        const text = await post(body)
+        const {text} = await post(body)
         if (JSON.parse(text).row_count === 1) ok++
       }
     }),
   )
   const ms = performance.now() - start
   const used = process.cpuUsage(cpu)
-  agent.destroy()
+  await close()
   return {rows: bodies.length, ok, ms, cpuUs: used.user + used.system}
 }
 
@@ -102,20 +145,9 @@ async function bare(url, rowsFile, concurrency) {
  * on this machine, whoever writes it.
  */
 async function bareWithEvidence(url, rowsFile, concurrency, workdir) {
-  const agent = new http.Agent({keepAlive: true, maxSockets: concurrency})
+  // the HTTP client gymrecipe's transport uses, so the difference is the evidence and the row logic
+  const {post, close} = poster('undici', url, concurrency)
   const target = new URL('/execute', url)
-  const post = (body) =>
-    new Promise((resolve, reject) => {
-      const headers = {'content-type': 'application/json', accept: 'application/json', 'content-length': Buffer.byteLength(body)}
-      const req = http.request(target, {method: 'POST', agent, headers}, (res) => {
-        const chunks = []
-        res.on('data', (c) => chunks.push(c))
-        res.on('end', () => resolve({status: res.statusCode, headers: res.headers, text: Buffer.concat(chunks).toString('utf8')}))
-        res.on('error', reject)
-      })
-      req.on('error', reject)
-      req.end(body)
-    })
   await fsp.mkdir(path.join(workdir, 'ev', 'attempts'), {recursive: true})
   const attempts = await fsp.open(path.join(workdir, 'ev', 'attempts', 'a.jsonl'), 'a')
   const journal = await fsp.open(path.join(workdir, 'ev', 'journal.jsonl'), 'a')
@@ -171,7 +203,7 @@ async function bareWithEvidence(url, rowsFile, concurrency, workdir) {
   await Promise.all([attempts.close(), journal.close(), output.close()])
   const ms = performance.now() - start
   const used = process.cpuUsage(cpu)
-  agent.destroy()
+  await close()
   return {rows: bodies.length, ok, ms, cpuUs: used.user + used.system}
 }
 
@@ -202,8 +234,8 @@ async function child() {
   const concurrency = Number(opt('concurrency'))
   const workdir = opt('workdir')
   const result =
-    variant === 'bare'
-      ? await bare(url, rowsFile, concurrency)
+    variant === 'bare' || variant === 'undici'
+      ? await bare(variant === 'bare' ? 'node:http' : 'undici', url, rowsFile, concurrency)
       : variant === 'floor'
         ? await bareWithEvidence(url, rowsFile, concurrency, workdir)
         : await gymrecipe(variant === 'base' ? opt('base') : root, url, rowsFile, concurrency, workdir)
@@ -302,7 +334,7 @@ async function main() {
   const table = []
   const httpx = !args.includes('--no-httpx') && httpxAvailable()
   if (!httpx && !args.includes('--no-httpx')) console.log('httpx peer skipped: no python3-httpx for /usr/bin/python3 (apt-get install -y python3-httpx)')
-  const variants = ['bare', ...(args.includes('--no-floor') ? [] : ['floor']), 'gymrecipe', ...(httpx ? ['httpx'] : []), ...(base ? ['base'] : [])]
+  const variants = ['bare', 'undici', ...(args.includes('--no-floor') ? [] : ['floor']), 'gymrecipe', ...(httpx ? ['httpx'] : []), ...(base ? ['base'] : [])]
   try {
     for (const concurrency of concurrencies) {
       const runs = Object.fromEntries(variants.map((v) => [v, []]))
@@ -328,10 +360,11 @@ async function main() {
       const ratioMedian = cell.gymrecipe.median / cell.bare.median
       const ratioBase = base ? cell.base.best.rowsPerSecond / cell.bare.best.rowsPerSecond : undefined
       const ratioFloor = cell.floor ? cell.floor.best.rowsPerSecond / cell.bare.best.rowsPerSecond : undefined
+      const ratioUndici = cell.gymrecipe.best.rowsPerSecond / cell.undici.best.rowsPerSecond
       const ratioHttpx = cell.httpx ? cell.gymrecipe.best.rowsPerSecond / cell.httpx.best.rowsPerSecond : undefined
       table.push({concurrency, ratio, ratioFloor})
       console.log(
-        `${' '.repeat(13)}gymrecipe/bare: ${(ratio * 100).toFixed(1)}% (medians: ${(ratioMedian * 100).toFixed(1)}%)${ratioFloor === undefined ? '' : `   floor/bare: ${(ratioFloor * 100).toFixed(1)}% (medians: ${((cell.floor.median / cell.bare.median) * 100).toFixed(1)}%)`}${ratioBase === undefined ? '' : `   base/bare: ${(ratioBase * 100).toFixed(1)}%`}${ratioHttpx === undefined ? '' : `   gymrecipe/httpx: ${ratioHttpx.toFixed(2)}x`}`,
+        `${' '.repeat(13)}gymrecipe/bare: ${(ratio * 100).toFixed(1)}% (medians: ${(ratioMedian * 100).toFixed(1)}%)   gymrecipe/undici: ${(ratioUndici * 100).toFixed(1)}%${ratioFloor === undefined ? '' : `   floor/bare: ${(ratioFloor * 100).toFixed(1)}% (medians: ${((cell.floor.median / cell.bare.median) * 100).toFixed(1)}%)`}${ratioBase === undefined ? '' : `   base/bare: ${(ratioBase * 100).toFixed(1)}%`}${ratioHttpx === undefined ? '' : `   gymrecipe/httpx: ${ratioHttpx.toFixed(2)}x`}`,
       )
     }
   } finally {

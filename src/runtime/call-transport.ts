@@ -1,4 +1,4 @@
-import {type Dispatcher, Pool} from 'undici'
+import type {Dispatcher, Pool} from 'undici'
 
 /** How long an idle pooled socket is kept (see the agent options below). */
 const IDLE_SOCKET_MS = 2000
@@ -122,7 +122,10 @@ const MAX_CACHED_URLS = 1024
  * delivers a response without node:http's streams and listeners per request,
  * which at 32 rows in flight is about a fifth more rows per second (bench/call.mjs).
  */
-export function pooledHttpTransport(options: PooledHttpTransportOptions = {}): HttpTransport & {close(): void; readonly origins: number} {
+export async function pooledHttpTransport(options: PooledHttpTransportOptions = {}): Promise<HttpTransport & {close(): void; readonly origins: number}> {
+  // loaded only when a run calls something: a dry run and every other command start without it
+  // module.exports is `default` both for node's own import() of a CommonJS module and in the bundle
+  const {Pool} = (await import('undici')).default
   const maxBytes = options.maxResponseBytes ?? 64 * 1024 * 1024
   const maxSockets = Math.max(1, Math.floor(options.maxSocketsPerOrigin ?? 4))
   const pools = new Map<string, Pool>()

@@ -317,7 +317,7 @@ async function callEveryRow(run: EveryRow): Promise<{interrupted: boolean; unexp
 
   const limiter = new Limiter(config.max_parallel_requests)
   // one keep-alive pool per origin, never more sockets than row lifecycles that can run at once
-  const ownTransport = options.transport ? undefined : pooledHttpTransport({maxSocketsPerOrigin: config.max_parallel_requests})
+  const ownTransport = options.transport ? undefined : await pooledHttpTransport({maxSocketsPerOrigin: config.max_parallel_requests})
   const ctx: RowCallContext = {
     config,
     transport: options.transport ?? ownTransport!,

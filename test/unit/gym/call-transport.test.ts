@@ -54,7 +54,7 @@ describe('pooled transport', () => {
   it('shares keep-alive connections between rows and never opens more than maxSocketsPerOrigin per origin', async () => {
     const a = await service((_req, res) => setTimeout(() => res.end('{"ok":true}'), 20))
     const b = await service((_req, res) => setTimeout(() => res.end('{"ok":true}'), 20))
-    const transport = pooledHttpTransport({maxSocketsPerOrigin: 2})
+    const transport = await pooledHttpTransport({maxSocketsPerOrigin: 2})
     cleanups.push(a.stop, b.stop, () => transport.close())
     // 12 rows at once against each of two origins: each origin gets its own pool of at most 2 sockets
     await Promise.all(
@@ -76,7 +76,7 @@ describe('pooled transport', () => {
 
   it('sends only the headers of the request itself on a reused connection', async () => {
     const s = await service()
-    const transport = pooledHttpTransport({maxSocketsPerOrigin: 1})
+    const transport = await pooledHttpTransport({maxSocketsPerOrigin: 1})
     cleanups.push(s.stop, () => transport.close())
     const first = transport.openRowClient()
     await first.send!(post(s.url + '/a', '{}', {'x-session-token': 'first-row-token', authorization: 'Bearer first', cookie: 'sid=first'}), new Cancel())
@@ -96,7 +96,7 @@ describe('pooled transport', () => {
       if (req.url === '/login') res.setHeader('set-cookie', `sid=${JSON.parse(body).row}; Path=/`)
       res.end(JSON.stringify({cookie: req.headers.cookie ?? null}))
     })
-    const transport = pooledHttpTransport({maxSocketsPerOrigin: 1})
+    const transport = await pooledHttpTransport({maxSocketsPerOrigin: 1})
     cleanups.push(s.stop, () => transport.close())
     const rowA = new RowSession(transport.openRowClient(), new Map(), [])
     const rowB = new RowSession(transport.openRowClient(), new Map(), [])
@@ -116,7 +116,7 @@ describe('pooled transport', () => {
       if (req.url === '/slow') setTimeout(() => res.end('{}'), 2000)
       else res.end('{}')
     })
-    const transport = pooledHttpTransport({maxSocketsPerOrigin: 1})
+    const transport = await pooledHttpTransport({maxSocketsPerOrigin: 1})
     cleanups.push(s.stop, () => transport.close())
     const client = transport.openRowClient()
     const cancel = new Cancel()
@@ -133,7 +133,7 @@ describe('pooled transport', () => {
 
   it('never retries: a connection reset fails the request after one attempt', async () => {
     const s = await service((req) => req.socket.destroy())
-    const transport = pooledHttpTransport({maxSocketsPerOrigin: 4})
+    const transport = await pooledHttpTransport({maxSocketsPerOrigin: 4})
     cleanups.push(s.stop, () => transport.close())
     const error = await transport
       .openRowClient()
@@ -149,7 +149,7 @@ describe('pooled transport', () => {
     const saved = {HTTP_PROXY: process.env.HTTP_PROXY, http_proxy: process.env.http_proxy}
     process.env.HTTP_PROXY = proxy.url
     process.env.http_proxy = proxy.url
-    const transport = pooledHttpTransport()
+    const transport = await pooledHttpTransport()
     cleanups.push(s.stop, proxy.stop, () => transport.close(), () => {
       for (const [k, v] of Object.entries(saved)) {
         if (v === undefined) delete process.env[k]
@@ -171,7 +171,7 @@ describe('pooled transport', () => {
       if (req.url === '/slow') setTimeout(() => res.end('{}'), 200)
       else res.end('{}')
     })
-    const transport = pooledHttpTransport({maxSocketsPerOrigin: 1})
+    const transport = await pooledHttpTransport({maxSocketsPerOrigin: 1})
     cleanups.push(s.stop, () => transport.close())
     const client = transport.openRowClient()
     const slow = client.send!(post(s.url + '/slow'), new Cancel())
@@ -188,7 +188,7 @@ describe('pooled transport', () => {
 
   it('refuses a response body larger than maxResponseBytes and drops its connection', async () => {
     const s = await service((req, res) => res.end(req.url === '/big' ? JSON.stringify({pad: 'x'.repeat(4096)}) : '{}'))
-    const transport = pooledHttpTransport({maxSocketsPerOrigin: 1, maxResponseBytes: 1024})
+    const transport = await pooledHttpTransport({maxSocketsPerOrigin: 1, maxResponseBytes: 1024})
     cleanups.push(s.stop, () => transport.close())
     const client = transport.openRowClient()
     const error = await client.send!(post(s.url + '/big'), new Cancel()).catch((e) => e)
@@ -199,7 +199,7 @@ describe('pooled transport', () => {
   })
 
   it('refuses requests after the transport is closed', async () => {
-    const transport = pooledHttpTransport()
+    const transport = await pooledHttpTransport()
     transport.close()
     await expect(transport.openRowClient().send!(post('http://127.0.0.1:9/x'), new Cancel())).rejects.toMatchObject({code: 'ECLOSED'})
   })
