@@ -123,9 +123,11 @@ const MAX_CACHED_URLS = 1024
  * which at 32 rows in flight is about a fifth more rows per second (bench/call.mjs).
  */
 export async function pooledHttpTransport(options: PooledHttpTransportOptions = {}): Promise<HttpTransport & {close(): void; readonly origins: number}> {
-  // loaded only when a run calls something: a dry run and every other command start without it
-  // module.exports is `default` both for node's own import() of a CommonJS module and in the bundle
-  const {Pool} = (await import('undici')).default
+  // loaded only when a run calls something: a dry run and every other command start without it.
+  // Only the Pool and what it needs: the package's index (fetch, WebSocket, caches, mocks) takes
+  // about three times as long to load. module.exports is `default` both for node's own import()
+  // of a CommonJS module and in the bundle.
+  const Pool = (await import('undici/lib/dispatcher/pool.js')).default
   const maxBytes = options.maxResponseBytes ?? 64 * 1024 * 1024
   const maxSockets = Math.max(1, Math.floor(options.maxSocketsPerOrigin ?? 4))
   const pools = new Map<string, Pool>()
