@@ -138,6 +138,11 @@ export class EvidenceDir implements AttemptWriter {
     return this.attempts.append(text)
   }
 
+  /** Characters of attempt lines queued or being written. */
+  get pendingChars(): number {
+    return this.attempts.pendingChars
+  }
+
   /** Record a finished row; writes are batched and kept in order. */
   recordFinished(index: number, line: number, attemptId: string | undefined, columnsText: string): void {
     this.buffer.push(`{"i":${index},"line":${line},"attempt_id":${JSON.stringify(attemptId ?? null)},"columns":${columnsText}}\n`)
@@ -211,6 +216,8 @@ class AttemptLog {
   private queue: {segment: string; text: string; batch: Batch}[] = []
   private writing: Promise<void> = Promise.resolve()
   private dirty = false
+  /** Characters of lines queued or being written (what rows waiting for their evidence hold). */
+  pendingChars = 0
   private readonly stamp = new Date().toISOString().replace(/[-:]/gu, '').replace(/\.\d+Z$/u, 'Z')
 
   constructor(private readonly dir: string) {}
@@ -220,6 +227,7 @@ class AttemptLog {
     if (this.segment === '' || this.bytes > SEGMENT_BYTES) this.rotate()
     this.line++
     this.bytes += text.length + 1
+    this.pendingChars += text.length + 1
     let last = this.queue.length > 0 ? this.queue[this.queue.length - 1] : undefined
     if (!last || last.segment !== this.segment) {
       if (this.queue.length === 0) setTimeout(() => (this.writing = this.writing.then(() => this.flush())), FLUSH_MS)
@@ -266,6 +274,8 @@ class AttemptLog {
         part.batch.resolve()
       } catch (error) {
         part.batch.reject(error as Error)
+      } finally {
+        this.pendingChars -= part.text.length
       }
     }
   }

@@ -22,6 +22,8 @@ export interface AttemptWriter {
    * reference at once and a promise of the batch write it is part of.
    */
   appendAttempt?(text: string): {ref: string; written: Promise<void>}
+  /** Optional: characters of attempts queued or being written, which the run window bounds. */
+  readonly pendingChars?: number
 }
 
 export interface RowCallContext {

@@ -89,24 +89,28 @@ export class OrderedOutput {
 
 /**
  * What a run holds in memory, whatever the length of the input:
- *   inFlight  rows started and not finished: the max_parallel_requests rows
- *             holding a slot plus rows writing their evidence after cleanup
- *   rows      rows between the oldest row whose output line is not written
- *             yet and the newest row read (in flight, finished and waiting
- *             for an earlier row, or resumed)
- *   chars     characters of finished output lines waiting for an earlier row
+ *   inFlight      rows started and not finished: the max_parallel_requests rows
+ *                 holding a slot plus rows waiting for their evidence write
+ *                 after cleanup (on a fast service, the rows of a few batches)
+ *   evidenceChars characters of attempt artifacts queued or being written,
+ *                 which those waiting rows hold (large responses)
+ *   rows          rows between the oldest row whose output line is not written
+ *                 yet and the newest row read (in flight, finished and waiting
+ *                 for an earlier row, or resumed)
+ *   chars         characters of finished output lines waiting for an earlier row
  * When a bound is reached, no further row starts until rows finish (for
  * `rows` and `chars`: until the oldest unfinished row finishes, which its
  * timeouts bound).
  */
 export interface RunWindow {
   inFlight: number
+  evidenceChars: number
   rows: number
   chars: number
 }
 
 export function runWindow(maxParallel: number): RunWindow {
-  return {inFlight: Math.max(4 * maxParallel, 256), rows: Math.max(4096, 16 * maxParallel), chars: 64 * 1024 * 1024}
+  return {inFlight: Math.max(16 * maxParallel, 2048), evidenceChars: 64 * 1024 * 1024, rows: Math.max(4096, 16 * maxParallel), chars: 64 * 1024 * 1024}
 }
 
 /**
@@ -178,11 +182,11 @@ export class CallPass {
 
   /** Start the rows of one chunk; false when the run stops. */
   private async startLines(lines: string[], first: number, input: string): Promise<boolean> {
-    const {ctx, output, window, previous} = this
+    const {ctx, output, previous} = this
     for (let n = 0; n < lines.length; n++) {
       const raw = lines[n].trim()
       if (raw === '') continue
-      while ((this.inFlight >= window.inFlight || this.index - output.next >= window.rows || output.pendingBytes >= window.chars) && !this.stopped) await this.nextEvent()
+      while (this.windowFull() && !this.stopped) await this.nextEvent()
       if (this.stopped) return false
       const i = this.index++
       if (previous.has(i)) {
@@ -212,6 +216,16 @@ export class CallPass {
       void this.runRow(prepared, admission, i, first + n, raw)
     }
     return true
+  }
+
+  private windowFull(): boolean {
+    const {window, output} = this
+    return (
+      this.inFlight >= window.inFlight ||
+      (this.ctx.evidence.pendingChars ?? 0) >= window.evidenceChars ||
+      this.index - output.next >= window.rows ||
+      output.pendingBytes >= window.chars
+    )
   }
 
   private admission(): Admission | undefined {

@@ -4,7 +4,6 @@ import path from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {parseCallConfig} from '../../../src/gym/call/config.js'
-import {runWindow} from '../../../src/gym/call/pass.js'
 import {runCall, type RunCallOptions} from '../../../src/gym/call/run.js'
 import type {HttpRequest, HttpResponse, HttpTransport} from '../../../src/runtime/call-transport.js'
 
@@ -51,7 +50,7 @@ describe('streamed run: memory bounds', () => {
       if (JSON.parse(req.body).row === 'r0') await gate
       return ok()
     })
-    const done = run(ws, {config: config('max_parallel_requests: 4\n'), transport, window: {inFlight: 4, rows: 8, chars: 1e9}})
+    const done = run(ws, {config: config('max_parallel_requests: 4\n'), transport, window: {inFlight: 4, evidenceChars: 1e9, rows: 8, chars: 1e9}})
     await new Promise((r) => setTimeout(r, 200))
     // r0 is stuck: r1..r7 may run and wait for it, nothing beyond
     expect(transport.calls.length).toBeLessThanOrEqual(8)
@@ -71,18 +70,13 @@ describe('streamed run: memory bounds', () => {
       if (JSON.parse(req.body).row === 'r0') await gate
       return ok()
     })
-    const done = run(ws, {config: config('max_parallel_requests: 8\n'), transport, window: {inFlight: 16, rows: 1000, chars: 4000}})
+    const done = run(ws, {config: config('max_parallel_requests: 8\n'), transport, window: {inFlight: 16, evidenceChars: 1e9, rows: 1000, chars: 4000}})
     await new Promise((r) => setTimeout(r, 200))
     // each finished line is ~1 KB: about four of them fit in 4000 characters, plus at most 16 rows in flight
     expect(transport.calls.length).toBeLessThan(30)
     open()
     expect(await done).toMatchObject({completed: 300})
     expect((await outputIds(ws.output))[299]).toBe('r299')
-  })
-
-  it('keeps the default window at max(4 × max_parallel_requests, 256) rows in flight and max(4096, 16 × max_parallel_requests) rows ahead', () => {
-    expect(runWindow(4)).toEqual({inFlight: 256, rows: 4096, chars: 64 * 1024 * 1024})
-    expect(runWindow(1024)).toEqual({inFlight: 4096, rows: 16384, chars: 64 * 1024 * 1024})
   })
 })
 
