@@ -140,6 +140,17 @@ describe('deadline queue', () => {
     expect(queue.size).toBe(0)
   })
 
+  it('starts empty, with no timer of its own, although it exercised every path when it was made', async () => {
+    const timersBefore = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length
+    const queue = new DeadlineQueue(30)
+    expect(queue.size).toBe(0)
+    expect(process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length).toBe(timersBefore)
+    const first = target()
+    queue.add(first)
+    await new Promise((r) => setTimeout(r, 50))
+    expect(first.reasons).toEqual(['timeout'])
+  })
+
   it('handles many removals without growing (compaction) and still fires the live ones', async () => {
     const queue = new DeadlineQueue(30)
     const live = target()
