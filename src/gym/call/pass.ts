@@ -182,15 +182,16 @@ export class CallPass {
 
   /** Start the rows of one chunk; false when the run stops. */
   private async startLines(lines: string[], first: number, input: string): Promise<boolean> {
-    const {ctx, output, previous} = this
+    // Fields are read inside the loop, not once before it: code that runs once per chunk gets no
+    // type feedback before V8 optimizes this loop, and V8 would recompile it at the next chunk.
     for (let n = 0; n < lines.length; n++) {
       const raw = lines[n].trim()
       if (raw === '') continue
       while (this.windowFull() && !this.stopped) await this.nextEvent()
       if (this.stopped) return false
       const i = this.index++
-      if (previous.has(i)) {
-        output.put(i, outputLine(raw, await previous.read(i)))
+      if (this.previous.has(i)) {
+        this.output.put(i, outputLine(raw, await this.previous.read(i)))
         continue
       }
       let row: Record<string, unknown>
@@ -199,7 +200,7 @@ export class CallPass {
       } catch {
         throw inputChanged(input)
       }
-      const prepared = prepareRow(ctx, {index: i, line: first + n, row})
+      const prepared = prepareRow(this.ctx, {index: i, line: first + n, row})
       let admission: Admission | undefined
       if (prepared.planned.ok) {
         // admission in input order: the loop itself waits for a free slot, so no row queues a waiter
