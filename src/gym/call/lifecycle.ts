@@ -589,34 +589,55 @@ function finishRecord(ctx: RowCallContext, record: RowRecord, ref: string | unde
       ? `"failure_kind":${q(envelope.failure_kind)},"failure_stage":${q(envelope.failure_stage)},"failure_route":${q(envelope.failure_route)},"failure_reason":${q(envelope.failure_reason)}`
       : NO_FAILURE
   },"provenance_json":${q(envelope.provenance_json)},"cleanup_errors_json":${envelope.cleanup_errors_json === '[]' ? '"[]"' : q(envelope.cleanup_errors_json)},"response_json":${q(envelope.response_json)}`
-  let columns: () => RowColumns
   let columnsText: string
+  let toolTraceJson: string | null = null
   if (config.kind === 'harness') {
-    const toolTraceJson = toolTrace && toolTrace.length > 0 ? scrub(stringifyLossless(toolTrace)) : null
-    columns = () => {
-      const evidence: HarnessEvidence = {...envelope, tool_trace_json: toolTraceJson}
-      return {[config.name]: answer, [config.evidence_column!]: evidence}
-    }
+    toolTraceJson = toolTrace && toolTrace.length > 0 ? scrub(stringifyLossless(toolTrace)) : null
     columnsText = `{${texts.nameJson}:${q(answer)},${q(config.evidence_column!)}:${envelopeText},"tool_trace_json":${q(toolTraceJson)}}}`
   } else {
-    columns = () => {
-      const cell: ResourceEnvelope = episode ? {...envelope, ...episode} : envelope
-      return {[config.name]: cell}
-    }
     columnsText = episode ? `{${texts.nameJson}:${envelopeText},${stringifyLossless(episode).slice(1)}}` : `{${texts.nameJson}:${envelopeText}}}`
   }
-  // the columns as objects are built only when a caller reads them (runCall uses columnsText)
-  let built: RowColumns | undefined
-  return {
-    state: 'finished',
-    get columns() {
-      return (built ??= columns())
-    },
-    columnsText,
-    status: envelope.status,
-    failureKind: envelope.failure_kind,
-    episodeStatus: episode?.episode_status ?? null,
-    answered: answer !== null,
-    attemptId,
+  return new FinishedRow(config, envelope, episode, answer, toolTraceJson, columnsText, attemptId)
+}
+
+/**
+ * A finished row's outcome. Its columns as objects are built only when read
+ * (runCall uses columnsText); a class keeps that lazy getter off each row.
+ */
+class FinishedRow implements RowOutcome {
+  readonly state = 'finished' as const
+  readonly status: 'completed' | 'failed'
+  readonly failureKind: FailureKind | null
+  readonly episodeStatus: 'completed' | 'failed' | null
+  readonly answered: boolean
+  private built: RowColumns | undefined
+
+  constructor(
+    private readonly config: CallConfig,
+    private readonly envelope: CallEnvelope,
+    private readonly episode: EpisodeFields | undefined,
+    private readonly answer: string | null,
+    private readonly toolTraceJson: string | null,
+    readonly columnsText: string,
+    readonly attemptId: string,
+  ) {
+    this.status = envelope.status
+    this.failureKind = envelope.failure_kind
+    this.episodeStatus = episode?.episode_status ?? null
+    this.answered = answer !== null
+  }
+
+  get columns(): RowColumns {
+    return (this.built ??= this.buildColumns())
+  }
+
+  private buildColumns(): RowColumns {
+    const {config, envelope, episode} = this
+    if (config.kind === 'harness') {
+      const evidence: HarnessEvidence = {...envelope, tool_trace_json: this.toolTraceJson}
+      return {[config.name]: this.answer, [config.evidence_column!]: evidence}
+    }
+    const cell: ResourceEnvelope = episode ? {...envelope, ...episode} : envelope
+    return {[config.name]: cell}
   }
 }
