@@ -33,7 +33,7 @@ function instantTransport(): HttpTransport & {calls: string[]} {
 /** Attempt storage whose writes finish only when `open()` is called; counts what is queued like EvidenceDir. */
 function gatedEvidence(): AttemptWriter & {open(): void; pendingChars: number} {
   let release: () => void = () => undefined
-  let gate = new Promise<void>((resolve) => (release = resolve))
+  const gate = new Promise<void>((resolve) => (release = resolve))
   let opened = false
   let line = 0
   const writer = {
@@ -49,7 +49,6 @@ function gatedEvidence(): AttemptWriter & {open(): void; pendingChars: number} {
       opened = true
       writer.pendingChars = 0
       release()
-      gate = Promise.resolve()
     },
   }
   return writer
