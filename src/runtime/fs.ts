@@ -78,8 +78,11 @@ export interface AtomicTarget {
   tmpPath: string
   /** Written in place (a pipe, a device, stdout): nothing to rename, sync or remove. */
   direct: boolean
-  /** A stream onto tmpPath (or stdout), for streaming writers. */
-  createStream(options?: {highWaterMark?: number; flush?: boolean}): Writable
+  /**
+   * A stream onto tmpPath (or stdout), for streaming writers. With `flush`, the file is synced
+   * before the stream finishes, and in the background every `syncEvery` bytes (default 32 MiB).
+   */
+  createStream(options?: {highWaterMark?: number; flush?: boolean; syncEvery?: number}): Writable
   commit: () => Promise<void>
   abort: () => Promise<void>
 }
@@ -109,7 +112,7 @@ export async function openAtomicTarget(target: string): Promise<AtomicTarget> {
   return {
     tmpPath,
     direct: false,
-    createStream: (o) => (o?.flush ? syncedFileStream(tmpPath, o.highWaterMark) : createWriteStream(tmpPath, o)).on('error', (error: unknown) => attributeTo(error, target)),
+    createStream: (o) => (o?.flush ? syncedFileStream(tmpPath, o.highWaterMark, o.syncEvery) : createWriteStream(tmpPath, o)).on('error', (error: unknown) => attributeTo(error, target)),
     commit: async () => {
       await fsp.rename(tmpPath, target).catch((error) => {
         throw attributeTo(error, target)
@@ -132,7 +135,7 @@ const SYNC_EVERY = 32 * 1024 * 1024
  * and the last fsync has little left to do (for a large output, that wait was most of a
  * command's idle time).
  */
-function syncedFileStream(file: string, highWaterMark?: number): Writable {
+function syncedFileStream(file: string, highWaterMark?: number, syncEvery = SYNC_EVERY): Writable {
   const opened = fsp.open(file, 'w')
   // an open failure is reported by the first write or by the end of the stream
   opened.catch(() => undefined)
@@ -149,7 +152,7 @@ function syncedFileStream(file: string, highWaterMark?: number): Writable {
         .then(async (handle) => {
           await writeAll(handle, chunk)
           unsynced += chunk.length
-          if (unsynced >= SYNC_EVERY) {
+          if (unsynced >= syncEvery) {
             unsynced = 0
             syncing = syncing.then(() => handle.datasync()).catch((error: unknown) => void (syncError ??= error))
           }

@@ -1,15 +1,45 @@
-import {mkdtemp, readdir, readFile, rm, stat} from 'node:fs/promises'
+import {mkdtemp, open, readdir, readFile, rm, stat} from 'node:fs/promises'
 import {readdirSync} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import {finished} from 'node:stream/promises'
-import {describe, expect, it} from 'vitest'
+import {afterEach, describe, expect, it, vi} from 'vitest'
 
 import {openAtomicTarget} from '../../src/runtime/fs.js'
 
 const openFds = () => readdirSync('/proc/self/fd').length
 
 describe('a flushed atomic output stream', () => {
+  afterEach(() => vi.restoreAllMocks())
+
+  it('syncs in the background every syncEvery bytes, and once more before it finishes', async () => {
+    const probe = await open(os.tmpdir(), 'r')
+    const proto = Object.getPrototypeOf(probe)
+    await probe.close()
+    const datasync = vi.spyOn(proto, 'datasync')
+    const sync = vi.spyOn(proto, 'sync')
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'gr-atomic-'))
+    const write = async (options: {syncEvery?: number}) => {
+      const atomic = await openAtomicTarget(path.join(dir, 'out.jsonl'))
+      const stream = atomic.createStream({flush: true, ...options})
+      for (let n = 0; n < 5; n++) stream.write(Buffer.alloc(1 << 20, 0x61))
+      stream.end()
+      await finished(stream)
+      await atomic.commit()
+    }
+    await write({syncEvery: 2 << 20})
+    expect(datasync).toHaveBeenCalledTimes(2)
+    expect(sync).toHaveBeenCalledTimes(1)
+    // the default interval is 32 MiB: 5 MiB are synced only at the end
+    datasync.mockClear()
+    sync.mockClear()
+    await write({})
+    expect(datasync).not.toHaveBeenCalled()
+    expect(sync).toHaveBeenCalledTimes(1)
+    expect((await stat(path.join(dir, 'out.jsonl'))).size).toBe(5 << 20)
+    await rm(dir, {recursive: true})
+  })
+
   it('writes every byte in order past several background syncs, then appears on commit', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'gr-atomic-'))
     const target = path.join(dir, 'out.jsonl')

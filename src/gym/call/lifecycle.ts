@@ -24,6 +24,8 @@ export interface AttemptWriter {
   appendAttempt?(text: string): {ref: string; written: Promise<void>}
   /** Optional: characters of attempts queued or being written, which the run window bounds. */
   readonly pendingChars?: number
+  /** Optional: no further row will start, so batching the last rows' attempts only delays them. */
+  inputDone?(): void
 }
 
 export interface RowCallContext {

@@ -174,6 +174,7 @@ export class CallPass {
       this.unexpected ??= error
       this.cancel.abort('fatal')
     } finally {
+      this.ctx.evidence.inputDone?.()
       await reader?.close()
       while (this.inFlight > 0) await this.nextEvent()
     }

@@ -1,9 +1,8 @@
 import {createHash} from 'node:crypto'
-import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
 import {codeOf, GymError, messageOf, ExitCode} from '../../errors.js'
-import {openAtomicTarget} from '../../runtime/fs.js'
+import {type AtomicTarget, openAtomicTarget} from '../../runtime/fs.js'
 import {onAbort} from './abort.js'
 import {bearerTokens, type MissingToken, readBearerTokens} from './config.js'
 import {EvidenceDir, type JournalHeader, type RecordedRows} from './evidence.js'
@@ -174,25 +173,30 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
     await target.abort()
     throw error
   })
-  const ordered = new OrderedOutput(target.createStream())
+  // synced as it grows, like the evidence, so little is left to sync when the run ends
+  const ordered = new OrderedOutput(target.createStream({flush: true, syncEvery: 4 * 1024 * 1024}))
   const {interrupted, unexpected} = await callEveryRow({options, tokens: tokens.tokens, evidence, previous, ordered, tally, started, rows, sha256})
   summary.interrupted = interrupted
+  const writeError = ordered.error
+  // The output is closed (and synced) while the evidence closes; it is moved into place only
+  // after, so an output never holds a row its evidence lacks.
+  const outputClosed = closeOutput(ordered)
   let journalError: unknown
   try {
     await evidence.close()
   } catch (error) {
     journalError = error
   }
-  const fatal = unexpected ?? journalError ?? ordered.error
+  const closed = await outputClosed
+  const fatal = unexpected ?? journalError ?? writeError
   if (interrupted || fatal) {
-    await ordered.close().catch(() => undefined)
     await target.abort()
     finish()
     await evidence.writeSummary(summary).catch(() => undefined)
     if (fatal) throw runStopped(fatal)
     return summary
   }
-  await commitOutput(ordered, target, output)
+  await commitOutput(closed, target, output)
   finish()
   await evidence.writeSummary(summary).catch(() => undefined)
   return summary
@@ -376,15 +380,20 @@ function runStopped(fatal: unknown): GymError {
   })
 }
 
-/** Close the output in input order, flush it to disk and move it into place. */
-async function commitOutput(ordered: OrderedOutput, target: Awaited<ReturnType<typeof openAtomicTarget>>, output: string): Promise<void> {
+/** Close the output, which syncs it; never rejects. */
+async function closeOutput(ordered: OrderedOutput): Promise<{ok: true} | {ok: false; error: unknown}> {
   try {
     await ordered.close()
-    if (!target.direct) {
-      const handle = await fsp.open(target.tmpPath, 'r+')
-      await handle.sync()
-      await handle.close()
-    }
+    return {ok: true}
+  } catch (error) {
+    return {ok: false, error}
+  }
+}
+
+/** Move the closed output into place. */
+async function commitOutput(closed: Awaited<ReturnType<typeof closeOutput>>, target: AtomicTarget, output: string): Promise<void> {
+  try {
+    if (!closed.ok) throw closed.error
     await target.commit()
   } catch (error) {
     await target.abort()

@@ -1,7 +1,8 @@
+import {promises as fsp, readlinkSync} from 'node:fs'
 import {appendFile, mkdtemp, readFile, stat, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import {describe, expect, it} from 'vitest'
+import {afterEach, describe, expect, it, vi} from 'vitest'
 
 import {parseCallConfig} from '../../../src/gym/call/config.js'
 import {runCall, type RunCallOptions} from '../../../src/gym/call/run.js'
@@ -135,5 +136,35 @@ describe('streamed run: resume over a multi-chunk input', () => {
     const error = await run(ws, {transport}).catch((e) => e)
     expect(error.code).toBe('E_CALL_INPUT_CHANGED')
     await expect(stat(ws.output)).rejects.toThrow()
+  })
+})
+
+describe('a finished run on disk', () => {
+  afterEach(() => vi.restoreAllMocks())
+
+  it('syncs the attempts, the journal and the output before the output is moved into place', async () => {
+    const ws = await workspace(Array.from({length: 50}, (_, i) => ({id: `r${i}`})))
+    const probe = await fsp.open(ws.input, 'r')
+    const proto = Object.getPrototypeOf(probe)
+    await probe.close()
+    const events: string[] = []
+    const {sync: realSync} = proto
+    vi.spyOn(proto, 'sync').mockImplementation(async function (this: {fd: number}) {
+      const file = path.basename(readlinkSync(`/proc/self/fd/${this.fd}`))
+      await realSync.call(this)
+      events.push(`synced ${file}`)
+    })
+    const realRename = fsp.rename
+    vi.spyOn(fsp, 'rename').mockImplementation(async (from, to) => {
+      events.push(`renamed ${path.basename(String(to))}`)
+      return realRename(from, to)
+    })
+    expect(await run(ws, {transport: fakeTransport()})).toMatchObject({completed: 50})
+    const renamed = events.indexOf('renamed out.jsonl')
+    expect(renamed).toBeGreaterThan(0)
+    const before = events.slice(0, renamed)
+    expect(before.filter((e) => e === 'synced journal.jsonl')).toHaveLength(2) // the header, then the rest
+    expect(before.some((e) => /^synced \d{8}T\d{6}Z-\d+\.jsonl$/u.test(e))).toBe(true)
+    expect(before.some((e) => /^synced \.out\.jsonl\..*\.tmp$/u.test(e))).toBe(true)
   })
 })
