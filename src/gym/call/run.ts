@@ -173,8 +173,9 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
     await target.abort()
     throw error
   })
-  // synced as it grows, like the evidence, so little is left to sync when the run ends
-  const ordered = new OrderedOutput(target.createStream({flush: true, syncEvery: 4 * 1024 * 1024}))
+  // synced as it grows, like the evidence, so little is left to sync when the run ends (a pipe or
+  // a device is written in place and never synced)
+  const ordered = new OrderedOutput(target.createStream({flush: !target.direct, syncEvery: 4 * 1024 * 1024}))
   const {interrupted, unexpected} = await callEveryRow({options, tokens: tokens.tokens, evidence, previous, ordered, tally, started, rows, sha256})
   summary.interrupted = interrupted
   const writeError = ordered.error

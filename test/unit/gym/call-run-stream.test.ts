@@ -1,3 +1,4 @@
+import {execFileSync} from 'node:child_process'
 import {promises as fsp, readlinkSync} from 'node:fs'
 import {appendFile, mkdtemp, readFile, stat, writeFile} from 'node:fs/promises'
 import os from 'node:os'
@@ -166,5 +167,15 @@ describe('a finished run on disk', () => {
     expect(before.filter((e) => e === 'synced journal.jsonl')).toHaveLength(2) // the header, then the rest
     expect(before.some((e) => /^synced \d{8}T\d{6}Z-\d+\.jsonl$/u.test(e))).toBe(true)
     expect(before.some((e) => /^synced \.out\.jsonl\..*\.tmp$/u.test(e))).toBe(true)
+  })
+
+  it('writes an output that is a device or a pipe in place, without syncing it', async () => {
+    const ws = await workspace(Array.from({length: 5}, (_, i) => ({id: `r${i}`})))
+    expect(await run(ws, {output: '/dev/null', transport: fakeTransport()})).toMatchObject({completed: 5, output: '/dev/null'})
+    const fifo = path.join(ws.dir, 'out.fifo')
+    execFileSync('mkfifo', [fifo])
+    const read = readFile(fifo, 'utf8')
+    expect(await run(ws, {output: fifo, evidenceDir: path.join(ws.dir, 'evidence-fifo'), transport: fakeTransport()})).toMatchObject({completed: 5})
+    expect((await read).trim().split('\n').map((l) => JSON.parse(l).id)).toEqual(['r0', 'r1', 'r2', 'r3', 'r4'])
   })
 })
