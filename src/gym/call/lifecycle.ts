@@ -553,11 +553,23 @@ function buildRecord(ctx: RowCallContext, prepared: PreparedRow, ex: Exchange): 
   },"provenance":${provenanceText},"lifecycle":${lifecycleText(ex.lifecycle)},"cleanup_errors":${cleanupText}`
   if (episode) artifactText += `,"episode":${stringifyLossless(episode)}`
   if (config.kind === 'harness') artifactText += `,"harness":{"answer":${q(answer)},"tool_trace":${toolTrace ? stringifyLossless(toolTrace) : '[]'}}`
-  artifactText = scrub(`${artifactText},"request":${ex.requestText},"response":${ex.responseText}}`)
+  artifactText = flattened(scrub(`${artifactText},"request":${ex.requestText},"response":${ex.responseText}}`))
   return {envelope, rowIdText, artifactText, episode, answer, toolTrace, attemptId, cancelled: ex.cancelled, scrub}
 }
 
 const identity = (text: string) => text
+
+/**
+ * The same text as one string. V8 keeps a string built by concatenation as a tree of its pieces,
+ * and a row's attempt and columns then wait in their write batches for up to FLUSH_MS: as trees,
+ * every piece outlives the young-generation collections meanwhile. Reading a character makes V8
+ * flatten the string in place, so the pieces die young (2-3% more rows per second at 32 rows in
+ * flight, about 2 µs less CPU per row, in interleaved runs of bench/call.mjs).
+ */
+function flattened(text: string): string {
+  text.charCodeAt(text.length - 1)
+  return text
+}
 
 const NO_FAILURE = '"failure_kind":null,"failure_stage":null,"failure_route":null,"failure_reason":null'
 
@@ -599,7 +611,7 @@ function finishRecord(ctx: RowCallContext, record: RowRecord, ref: string | unde
   } else {
     columnsText = episode ? `{${texts.nameJson}:${envelopeText},${stringifyLossless(episode).slice(1)}}` : `{${texts.nameJson}:${envelopeText}}}`
   }
-  return new FinishedRow(config, envelope, episode, answer, toolTraceJson, columnsText, attemptId)
+  return new FinishedRow(config, envelope, episode, answer, toolTraceJson, flattened(columnsText), attemptId)
 }
 
 /**
