@@ -152,8 +152,9 @@ export class EvidenceDir implements AttemptWriter {
   /** Record a finished row; writes are batched and kept in order. */
   recordFinished(index: number, line: number, attemptId: string | undefined, columnsText: string): void {
     this.buffer.push(`{"i":${index},"line":${line},"attempt_id":${JSON.stringify(attemptId ?? null)},"columns":${columnsText}}\n`)
-    // batched: one write per FLUSH_MS, however many rows finished meanwhile
-    if (this.buffer.length === 1) setTimeout(() => (this.pending = this.pending.then(() => this.drain())), FLUSH_MS)
+    // Rows finish together, when the attempt batch that carries them is written: one journal
+    // write per turn of the event loop is one per batch, and the lines wait no longer than that.
+    if (this.buffer.length === 1) setImmediate(() => (this.pending = this.pending.then(() => this.drain())))
   }
 
   /** The first journal write error, if any (the run stops on it). */

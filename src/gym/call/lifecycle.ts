@@ -561,10 +561,10 @@ const identity = (text: string) => text
 
 /**
  * The same text as one string. V8 keeps a string built by concatenation as a tree of its pieces,
- * and a row's attempt and columns then wait in their write batches for up to FLUSH_MS: as trees,
- * every piece outlives the young-generation collections meanwhile. Reading a character makes V8
- * flatten the string in place, so the pieces die young (2-3% more rows per second at 32 rows in
- * flight, about 2 µs less CPU per row, in interleaved runs of bench/call.mjs).
+ * and a row's attempt and columns then wait in their write batches (the attempt for up to
+ * FLUSH_MS): as trees, every piece outlives the young-generation collections meanwhile. Reading a
+ * character makes V8 flatten the string in place, so the pieces die young (2-3% more rows per
+ * second at 32 rows in flight, about 2 µs less CPU per row, in interleaved runs of bench/call.mjs).
  */
 function flattened(text: string): string {
   text.charCodeAt(text.length - 1)

@@ -5,7 +5,7 @@
 import type {Writable} from 'node:stream'
 
 import {ExitCode, GymError} from '../../errors.js'
-import {FLUSH_MS, type RecordedRows} from './evidence.js'
+import type {RecordedRows} from './evidence.js'
 import {inputUnreadable, isEmptyObjectText} from './input.js'
 import {parseFast} from './json.js'
 import {type PreparedRow, prepareRow, type RowCallContext, runPreparedRow, type RowOutcome} from './lifecycle.js'
@@ -63,8 +63,8 @@ export class OrderedOutput {
       chunk += next
       this.nextIndex++
     }
-    // batched like the journal
-    if (this.buffered === '') setTimeout(() => this.flush(), FLUSH_MS)
+    // written once per turn of the event loop, like the journal: the rows of an attempt batch finish together
+    if (this.buffered === '') setImmediate(() => this.flush())
     this.buffered += chunk
   }
 

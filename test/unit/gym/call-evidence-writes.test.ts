@@ -1,9 +1,11 @@
 import {promises as fsp} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import {PassThrough} from 'node:stream'
 import {afterEach, describe, expect, it, vi} from 'vitest'
 
 import {EvidenceDir, FLUSH_MS, JOURNAL_SCHEMA} from '../../../src/gym/call/evidence.js'
+import {OrderedOutput} from '../../../src/gym/call/pass.js'
 
 const header = {journal: JOURNAL_SCHEMA, command: 'resource', column: 'execution', config_sha256: 'c', input_sha256: 'i', rows: 4, started_at: '2026-01-01T00:00:00.000Z'} as const
 
@@ -71,6 +73,30 @@ describe('attempt batches once the input is read', () => {
     expect(await settlesSoon(Promise.all([a.written, b.written]))).toBe(true)
     vi.useRealTimers()
     await evidence.close()
+  })
+})
+
+describe('finished rows', () => {
+  it('reach the journal and the output at the next turn, with no timer: their attempts were written already', async () => {
+    const evidence = await openEvidence()
+    const stream = new PassThrough()
+    const written: string[] = []
+    stream.on('data', (chunk: Buffer) => written.push(chunk.toString()))
+    const output = new OrderedOutput(stream)
+    vi.useFakeTimers({toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval']})
+    // the rows of one attempt batch finish in the same turn, out of order
+    evidence.recordFinished(1, 2, 'b', '{"execution":{"n":2}}')
+    output.put(1, '{"n":2}\n')
+    evidence.recordFinished(0, 1, 'a', '{"execution":{"n":1}}')
+    output.put(0, '{"n":1}\n')
+    await ioRounds()
+    const journal = await fsp.readFile(path.join(evidence.dir, 'journal.jsonl'), 'utf8')
+    expect(journal.trimEnd().split('\n').slice(1).map((line) => JSON.parse(line).i)).toEqual([1, 0])
+    // one write for both, in input order
+    expect(written).toEqual(['{"n":1}\n{"n":2}\n'])
+    vi.useRealTimers()
+    await evidence.close()
+    await output.close()
   })
 })
 
