@@ -2,7 +2,7 @@ import {constants, promises as fsp} from 'node:fs'
 import path from 'node:path'
 
 import {codeOf, GymError, messageOf, ExitCode} from '../../errors.js'
-import {writeFileAtomic} from '../../runtime/fs.js'
+import {BackgroundSync, writeFileAtomic} from '../../runtime/fs.js'
 import {LineReader} from '../jsonl-reader.js'
 import type {AttemptWriter} from './lifecycle.js'
 
@@ -60,7 +60,7 @@ export class EvidenceDir implements AttemptWriter {
   private pending: Promise<void> = Promise.resolve()
   private buffer: string[] = []
   private syncTimer?: NodeJS.Timeout
-  private readonly journalSyncs = new BackgroundSync()
+  private readonly journalSyncs = new BackgroundSync(SYNC_BYTES)
   private failure?: Error
   private recorded: RecordedRows = NO_ROWS
   private readonly attempts: AttemptLog
@@ -174,7 +174,7 @@ export class EvidenceDir implements AttemptWriter {
     await this.pending
     if (this.buffer.length > 0) await this.drain()
     if (this.journal) {
-      await this.journalSyncs.finish(this.journal)
+      await this.journalSyncs.finish(this.journal).catch(() => undefined)
       await this.journal.close()
       this.journal = undefined
     }
@@ -202,42 +202,8 @@ export class EvidenceDir implements AttemptWriter {
   }
 }
 
-/** Unsynced bytes of an evidence file that start a background sync. */
-const SYNC_BYTES = 4 * 1024 * 1024
-
-/**
- * The syncs of one append-only file, apart from its writes so that no write waits for one.
- * What is written is synced as it grows (every SYNC_BYTES) and on the one-second timer, so the
- * sync before the file is closed has little left to write: that wait is the disk's, at about
- * 0.6 ms per MB on the development VM, and a fast run writes megabytes in well under a second.
- */
-class BackgroundSync {
-  private unsynced = 0
-  private syncing: Promise<void> = Promise.resolve()
-
-  /** Count bytes written through handle; a sync starts once SYNC_BYTES are unsynced. */
-  wrote(handle: fsp.FileHandle, bytes: number): void {
-    this.unsynced += bytes
-    if (this.unsynced >= SYNC_BYTES) this.start(handle)
-  }
-
-  /** Sync whatever is written and not synced yet. */
-  now(handle: fsp.FileHandle | undefined): void {
-    if (this.unsynced > 0 && handle) this.start(handle)
-  }
-
-  /** Before handle is closed: the syncs under way finish, then the rest is synced. */
-  async finish(handle: fsp.FileHandle): Promise<void> {
-    await this.syncing
-    this.unsynced = 0
-    await handle.sync().catch(() => undefined)
-  }
-
-  private start(handle: fsp.FileHandle): void {
-    this.unsynced = 0
-    this.syncing = this.syncing.then(() => handle.datasync()).catch(() => undefined)
-  }
-}
+/** Unsynced bytes of an evidence file that start a background sync (the call output uses it too). */
+export const SYNC_BYTES = 4 * 1024 * 1024
 
 const SEGMENT_BYTES = 256 * 1024 * 1024
 /** Appends are collected for this long and written together (each write is a syscall and a thread-pool round trip). */
@@ -260,7 +226,7 @@ class AttemptLog {
   /** Texts waiting for the next write, by segment, with the promise of that write. */
   private queue: {segment: string; text: string; batch: Batch}[] = []
   private writing: Promise<void> = Promise.resolve()
-  private readonly syncs = new BackgroundSync()
+  private readonly syncs = new BackgroundSync(SYNC_BYTES)
   private timer: NodeJS.Timeout | undefined
   /** Once the input is read: batches are written at the next turn of the event loop. */
   private atOnce = false
@@ -313,7 +279,7 @@ class AttemptLog {
     await this.writing
     if (this.queue.length > 0) await this.flush()
     if (this.handle) {
-      await this.syncs.finish(this.handle)
+      await this.syncs.finish(this.handle).catch(() => undefined)
       await this.handle.close().catch(() => undefined)
       this.handle = undefined
     }
@@ -350,7 +316,7 @@ class AttemptLog {
     if (this.handle) {
       const old = this.handle
       this.handle = undefined
-      await this.syncs.finish(old)
+      await this.syncs.finish(old).catch(() => undefined)
       await old.close().catch(() => undefined)
     }
     await fsp.mkdir(this.dir, {recursive: true})

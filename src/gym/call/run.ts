@@ -5,7 +5,7 @@ import {codeOf, GymError, messageOf, ExitCode} from '../../errors.js'
 import {type AtomicTarget, openAtomicTarget} from '../../runtime/fs.js'
 import {onAbort} from './abort.js'
 import {bearerTokens, type MissingToken, readBearerTokens} from './config.js'
-import {EvidenceDir, type JournalHeader, type RecordedRows} from './evidence.js'
+import {EvidenceDir, type JournalHeader, type RecordedRows, SYNC_BYTES} from './evidence.js'
 import {LineReader} from '../jsonl-reader.js'
 import {inputUnreadable, isEmptyObjectText, scanRows} from './input.js'
 import {parseFast, parseLossless, stringifyLossless} from './json.js'
@@ -175,7 +175,7 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
   })
   // synced as it grows, like the evidence, so little is left to sync when the run ends (a pipe or
   // a device is written in place and never synced)
-  const ordered = new OrderedOutput(target.createStream({flush: !target.direct, syncEvery: 4 * 1024 * 1024}))
+  const ordered = new OrderedOutput(target.createStream({flush: !target.direct, syncEvery: SYNC_BYTES}))
   const {interrupted, unexpected} = await callEveryRow({options, tokens: tokens.tokens, evidence, previous, ordered, tally, started, rows, sha256})
   summary.interrupted = interrupted
   const writeError = ordered.error
