@@ -6,6 +6,38 @@ const BASE_HEADERS_JSON = '{"content-type":"application/json","accept":"applicat
 /** Secret values shorter than this are not scrubbed from bodies (too likely to hit ordinary text). */
 const MIN_SCRUB_LENGTH = 6
 
+/** A response header name as the evidence writes it, with the JSON text of its latest value. */
+interface HeaderText {
+  lower: string
+  /** Always redacted, whatever the row. */
+  credential: boolean
+  /** `"name":` */
+  nameJson: string
+  value: string | undefined
+  valueJson: string
+}
+
+/** Header names seen in responses; bounded, since a service may send any names. */
+const headerTexts = new Map<string, HeaderText>()
+const MAX_HEADER_TEXTS = 256
+const MAX_KEPT_VALUE = 256
+
+function headerText(name: string): HeaderText {
+  let known = headerTexts.get(name)
+  if (known === undefined) {
+    const lower = name.toLowerCase()
+    known = {
+      lower,
+      credential: lower === 'authorization' || lower === 'cookie' || lower === 'set-cookie' || lower === 'proxy-authorization',
+      nameJson: `${JSON.stringify(name)}:`,
+      value: undefined,
+      valueJson: '',
+    }
+    if (headerTexts.size < MAX_HEADER_TEXTS) headerTexts.set(name, known)
+  }
+  return known
+}
+
 /**
  * The client state one row owns: its cookie jar, its session headers and the
  * mapping of bearer tokens to endpoints, used for every request of the row
@@ -125,16 +157,23 @@ export class RowSession {
     for (const name in headers) {
       const value = headers[name]
       if (value === undefined) continue
-      const lower = name.toLowerCase()
+      const known = headerText(name)
       let text: string
-      if (lower === 'authorization' || lower === 'cookie' || lower === 'set-cookie' || lower === 'proxy-authorization' || this.sessionNames?.has(lower)) {
+      if (known.credential || this.sessionNames?.has(known.lower)) {
         text = REDACTED_JSON
       } else if (Array.isArray(value)) {
         text = JSON.stringify(this.secrets.length === 0 ? value : value.map((v) => this.scrub(v)))
+      } else if (this.secrets.length > 0 || value.length > MAX_KEPT_VALUE) {
+        text = JSON.stringify(this.secrets.length > 0 ? this.scrub(value) : value)
       } else {
-        text = JSON.stringify(this.secrets.length === 0 ? value : this.scrub(value))
+        // most responses repeat most header values: the JSON text of a name's latest value is kept
+        if (value !== known.value) {
+          known.value = value
+          known.valueJson = JSON.stringify(value)
+        }
+        text = known.valueJson
       }
-      out += `${out.length > 1 ? ',' : ''}${JSON.stringify(name)}:${text}`
+      out += out.length > 1 ? `,${known.nameJson}${text}` : `${known.nameJson}${text}`
     }
     return `${out}}`
   }
