@@ -14,6 +14,9 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {repoRoot, runCli} from '../helpers/cli.js'
 
 const ROWS = 40_000
+// ingest reads about 250 MiB/s here: 120,000 rollouts (245 MiB) take about a second, several of the
+// 250 ms progress intervals, where 40,000 could finish before the first line was captured
+const ROLLOUTS = 120_000
 let dir: string
 
 beforeAll(async () => {
@@ -26,7 +29,8 @@ beforeAll(async () => {
   await runCli(['tasks', 'export', path.join(dir, 'bundles.jsonl'), '-o', path.join(dir, 'tasks.jsonl')])
   const index = /"_ng_task_index":\s*(\d+)/.exec(await readFile(path.join(dir, 'tasks.jsonl'), 'utf8'))![1]
   const rollout = `{"_ng_task_index":${index},"reward":1,"response":{"output":[{"type":"message","content":[{"type":"output_text","text":"${'x'.repeat(2000)}"}]}]}}`
-  await writeFile(path.join(dir, 'rollouts.jsonl'), `${Array(ROWS).fill(rollout).join('\n')}\n`)
+  const chunk = `${Array(10_000).fill(rollout).join('\n')}\n`
+  await writeFile(path.join(dir, 'rollouts.jsonl'), Array(ROLLOUTS / 10_000).fill(chunk))
 }, 120_000)
 
 afterAll(async () => {
@@ -66,7 +70,7 @@ describe('progress on a terminal', () => {
     expect(r.exit).toBe(0)
     const progress = r.during.filter((screen) => /^rollouts ingest: \d+% of \S+rollouts\.jsonl \(/m.test(screen) && !screen.includes('Wrote'))
     expect(progress.length, r.during.join('\n----\n')).toBeGreaterThan(0)
-    expect(r.final).toContain(`Wrote ${ROWS} records to`)
+    expect(r.final).toContain(`Wrote ${ROLLOUTS} records to`)
   }, 180_000)
 
   it('through a pipe a short run prints no progress lines, and --json prints only the envelope', async () => {
