@@ -139,8 +139,7 @@ export class RowSession {
     for (const name in headers) {
       const value = headers[name]
       if (value === undefined) continue
-      const lower = name.toLowerCase()
-      if (lower === 'authorization' || lower === 'cookie' || lower === 'set-cookie' || lower === 'proxy-authorization' || this.sessionNames?.has(lower)) {
+      if (this.redacted(headerText(name))) {
         out[name] = REDACTED
       } else if (this.secrets.length === 0) {
         out[name] = value
@@ -159,12 +158,12 @@ export class RowSession {
       if (value === undefined) continue
       const known = headerText(name)
       let text: string
-      if (known.credential || this.sessionNames?.has(known.lower)) {
+      if (this.redacted(known)) {
         text = REDACTED_JSON
       } else if (Array.isArray(value)) {
         text = JSON.stringify(this.secrets.length === 0 ? value : value.map((v) => this.scrub(v)))
       } else if (this.secrets.length > 0 || value.length > MAX_KEPT_VALUE) {
-        text = JSON.stringify(this.secrets.length > 0 ? this.scrub(value) : value)
+        text = JSON.stringify(this.scrub(value))
       } else {
         // most responses repeat most header values: the JSON text of a name's latest value is kept
         if (value !== known.value) {
@@ -176,6 +175,11 @@ export class RowSession {
       out += out.length > 1 ? `,${known.nameJson}${text}` : `${known.nameJson}${text}`
     }
     return `${out}}`
+  }
+
+  /** A header whose value is never kept: a credential, a cookie, or one of this row's session headers. */
+  private redacted(header: HeaderText): boolean {
+    return header.credential || this.sessionNames?.has(header.lower) === true
   }
 
   /** Replace every known secret (bearer tokens, session header values, cookie values) in text. */
