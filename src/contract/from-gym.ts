@@ -156,7 +156,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
     throw new GymError(`no known-correct and known-wrong outputs for ${resource?.implementation ?? agent.implementation}: the built-in ${o.baseName} verifies a different environment`, {
       code: 'E_VERIFIER_REQUIRED',
       exit: ExitCode.usage,
-      hint: 'Pass --verifier <file.yaml> with a `verifier:` block (and a `trial:` block for tool or sandbox environments), in the form of recipes/*.yaml.',
+      hint: 'Pass --verifier <file.yaml> with a `verifier:` block (and a `trial:` block for tool or sandbox environments), in the form of recipes/*.yaml; examples/verifiers/math_with_judge.yaml in the gymrecipe repository is a commented one.',
     })
   }
 
