@@ -19,7 +19,7 @@ async function ioRounds(n = 20): Promise<void> {
   for (let i = 0; i < n; i++) await fsp.stat(os.tmpdir())
 }
 
-/** Whether p settles within a few I/O round trips. */
+/** Whether p settles within a few I/O round trips: for asserting that something does not happen yet. */
 async function settlesSoon(p: Promise<unknown>): Promise<boolean> {
   let settled = false
   void p.then(
@@ -28,6 +28,27 @@ async function settlesSoon(p: Promise<unknown>): Promise<boolean> {
   )
   await ioRounds()
   return settled
+}
+
+/**
+ * Wait, in real I/O round trips (timers may be faked), until check() holds or 10 s of wall time
+ * have passed; returns whether it held. For asserting that something does happen without a
+ * timer: a busy machine may need more round trips than an idle one.
+ */
+async function eventually(check: () => boolean): Promise<boolean> {
+  const end = Date.now() + 10_000
+  while (!check() && Date.now() < end) await ioRounds(1)
+  return check()
+}
+
+/** Whether p settles without any timer firing (see eventually). */
+async function settles(p: Promise<unknown>): Promise<boolean> {
+  let settled = false
+  void p.then(
+    () => (settled = true),
+    () => (settled = true),
+  )
+  return eventually(() => settled)
 }
 
 /** The prototype every fs.promises FileHandle shares, to watch its syncs. */
@@ -52,9 +73,9 @@ describe('attempt batches once the input is read', () => {
     expect(await settlesSoon(early.written)).toBe(false)
 
     evidence.inputDone()
-    expect(await settlesSoon(early.written)).toBe(true)
+    expect(await settles(early.written)).toBe(true)
     const late = evidence.appendAttempt('{"row":2}')
-    expect(await settlesSoon(late.written)).toBe(true)
+    expect(await settles(late.written)).toBe(true)
     vi.useRealTimers()
 
     await evidence.close()
@@ -70,7 +91,7 @@ describe('attempt batches once the input is read', () => {
     const b = evidence.appendAttempt('{"row":2}')
     expect(await settlesSoon(Promise.any([a.written, b.written]))).toBe(false)
     vi.advanceTimersByTime(FLUSH_MS)
-    expect(await settlesSoon(Promise.all([a.written, b.written]))).toBe(true)
+    expect(await settles(Promise.all([a.written, b.written]))).toBe(true)
     vi.useRealTimers()
     await evidence.close()
   })
@@ -89,8 +110,14 @@ describe('finished rows', () => {
     output.put(1, '{"n":2}\n')
     evidence.recordFinished(0, 1, 'a', '{"execution":{"n":1}}')
     output.put(0, '{"n":1}\n')
-    await ioRounds()
-    const journal = await fsp.readFile(path.join(evidence.dir, 'journal.jsonl'), 'utf8')
+    const journalPath = path.join(evidence.dir, 'journal.jsonl')
+    let journal = ''
+    const bothWritten = async () => {
+      journal = await fsp.readFile(journalPath, 'utf8')
+      return journal.trimEnd().split('\n').length === 3 && written.length > 0
+    }
+    const end = Date.now() + 10_000
+    while (!(await bothWritten()) && Date.now() < end) await ioRounds(1)
     expect(journal.trimEnd().split('\n').slice(1).map((line) => JSON.parse(line).i)).toEqual([1, 0])
     // one write for both, in input order
     expect(written).toEqual(['{"n":1}\n{"n":2}\n'])
@@ -125,15 +152,16 @@ describe('evidence syncs', () => {
     // one attempt of more than 4 MiB starts a background sync of its segment
     const big = evidence.appendAttempt(`{"text":"${'x'.repeat(5 * 1024 * 1024)}"}`)
     await big.written
+    expect(await eventually(() => datasync.mock.calls.length >= 1)).toBe(true)
     await ioRounds()
     expect(datasync).toHaveBeenCalledTimes(1)
     // the sync is held, yet the next attempt is written
     const next = evidence.appendAttempt('{"row":2}')
-    expect(await settlesSoon(next.written)).toBe(true)
+    expect(await settles(next.written)).toBe(true)
 
     // the journal too: more than 4 MiB of finished rows
     evidence.recordFinished(0, 1, 'a', `{"execution":{"response_json":"${'y'.repeat(5 * 1024 * 1024)}"}}`)
-    await new Promise((resolve) => setTimeout(resolve, FLUSH_MS * 3))
+    expect(await eventually(() => datasync.mock.calls.length >= 2)).toBe(true)
     await ioRounds()
     expect(datasync).toHaveBeenCalledTimes(2)
     evidence.recordFinished(1, 2, 'b', '{"execution":{}}')
