@@ -81,6 +81,10 @@ describe('call pass: the window over rows waiting for their evidence', () => {
     const pass = new CallPass(ctx, new AbortController(), new OrderedOutput(sink), NO_ROWS, {inFlight: 1000, evidenceChars: 2000, rows: 1000, chars: 1e9}, (_i, _l, _r, outcome) => outcomes.push(outcome))
     ctx.limiter.onRelease = pass.wakeUp
     const done = pass.run(input)
+    // rows start until their waiting attempts reach the bound; a busy machine takes longer to get there
+    const end = Date.now() + 10_000
+    while ((evidence.pendingChars ?? 0) < 2000 && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 20))
+    // and no further row starts, however long the writes are held
     await new Promise((resolve) => setTimeout(resolve, 100))
     expect(evidence.pendingChars).toBeGreaterThanOrEqual(2000)
     expect(transport.calls.length).toBeGreaterThan(0)
