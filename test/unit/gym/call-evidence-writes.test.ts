@@ -19,15 +19,21 @@ async function ioRounds(n = 20): Promise<void> {
   for (let i = 0; i < n; i++) await fsp.stat(os.tmpdir())
 }
 
-/** Whether p settles within a few I/O round trips: for asserting that something does not happen yet. */
-async function settlesSoon(p: Promise<unknown>): Promise<boolean> {
+/** A function telling whether p has settled yet. */
+function watchSettled(p: Promise<unknown>): () => boolean {
   let settled = false
   void p.then(
     () => (settled = true),
     () => (settled = true),
   )
+  return () => settled
+}
+
+/** Whether p settles within a few I/O round trips: for asserting that something does not happen yet. */
+async function settlesSoon(p: Promise<unknown>): Promise<boolean> {
+  const settled = watchSettled(p)
   await ioRounds()
-  return settled
+  return settled()
 }
 
 /**
@@ -35,20 +41,15 @@ async function settlesSoon(p: Promise<unknown>): Promise<boolean> {
  * have passed; returns whether it held. For asserting that something does happen without a
  * timer: a busy machine may need more round trips than an idle one.
  */
-async function eventually(check: () => boolean): Promise<boolean> {
+async function eventually(check: () => boolean | Promise<boolean>): Promise<boolean> {
   const end = Date.now() + 10_000
-  while (!check() && Date.now() < end) await ioRounds(1)
+  while (!(await check()) && Date.now() < end) await ioRounds(1)
   return check()
 }
 
 /** Whether p settles without any timer firing (see eventually). */
 async function settles(p: Promise<unknown>): Promise<boolean> {
-  let settled = false
-  void p.then(
-    () => (settled = true),
-    () => (settled = true),
-  )
-  return eventually(() => settled)
+  return eventually(watchSettled(p))
 }
 
 /** The prototype every fs.promises FileHandle shares, to watch its syncs. */
@@ -112,12 +113,11 @@ describe('finished rows', () => {
     output.put(0, '{"n":1}\n')
     const journalPath = path.join(evidence.dir, 'journal.jsonl')
     let journal = ''
-    const bothWritten = async () => {
+    // the header and both rows in the journal, and the output written
+    await eventually(async () => {
       journal = await fsp.readFile(journalPath, 'utf8')
       return journal.trimEnd().split('\n').length === 3 && written.length > 0
-    }
-    const end = Date.now() + 10_000
-    while (!(await bothWritten()) && Date.now() < end) await ioRounds(1)
+    })
     expect(journal.trimEnd().split('\n').slice(1).map((line) => JSON.parse(line).i)).toEqual([1, 0])
     // one write for both, in input order
     expect(written).toEqual(['{"n":1}\n{"n":2}\n'])

@@ -10,6 +10,7 @@ import type {AttemptWriter, RowCallContext, RowOutcome} from '../../../src/gym/c
 import {Limiter} from '../../../src/gym/call/limiter.js'
 import {CallPass, OrderedOutput, runWindow} from '../../../src/gym/call/pass.js'
 import type {HttpTransport} from '../../../src/runtime/call-transport.js'
+import {waitFor} from '../../helpers/ray-fixture.js'
 
 const NO_ROWS: RecordedRows = {size: 0, has: () => false, read: () => Promise.reject(new Error('none')), close: async () => undefined}
 
@@ -82,8 +83,7 @@ describe('call pass: the window over rows waiting for their evidence', () => {
     ctx.limiter.onRelease = pass.wakeUp
     const done = pass.run(input)
     // rows start until their waiting attempts reach the bound; a busy machine takes longer to get there
-    const end = Date.now() + 10_000
-    while ((evidence.pendingChars ?? 0) < 2000 && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 20))
+    await waitFor(async () => evidence.pendingChars ?? 0, (chars) => chars >= 2000, 10_000, 'attempts waiting to reach the evidence bound')
     // and no further row starts, however long the writes are held
     await new Promise((resolve) => setTimeout(resolve, 100))
     expect(evidence.pendingChars).toBeGreaterThanOrEqual(2000)
