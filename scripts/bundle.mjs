@@ -109,7 +109,8 @@ const modules = await esbuild.build({
   splitting: true,
   format: 'esm',
   chunkNames: 'chunks/[name]-[hash]',
-  external: ['dockerode', 'ajv', 'typescript'],
+  // ws loads these optional native helpers only when they are installed.
+  external: ['dockerode', 'ajv', 'typescript', 'bufferutil', 'utf-8-validate'],
   plugins: [provided],
 })
 const result = await esbuild.build({

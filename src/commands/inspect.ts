@@ -12,7 +12,7 @@ export type InspectResult = GymGraph & {gymRoot: string}
 
 export default class Inspect extends BaseCommand<typeof Inspect> {
   static override summary = 'Print the server graph of a NeMo Gym config'
-  static override description = `Reads a NeMo Gym config the way Gym does: config_paths includes (resolved against the Gym root; the including file overrides the included, later siblings win), OmegaConf merging (mappings merge, lists are replaced), _inherit_from, _copy, _delete_key and \${...} interpolation.
+  static override description = `Reads a NeMo Gym config the way Gym does: config_paths includes (resolved against the Gym root, merged in the order the checkout's own parser uses: at Relax's pin an included file overrides the file that includes it, in current Gym the including file wins; the order used, and any key it decides, are printed), OmegaConf merging (mappings merge, lists are replaced), _inherit_from, _copy, _delete_key and \${...} interpolation.
 Prints resources servers, agents (type, resources_server and model_server references, max_steps, datasets with their HuggingFace/GitLab sources and licenses) and model servers, then any problems: dangling references, unset ??? values, malformed dataset entries.
 Every name comes from the YAML keys, never from directory names. --gym-config may be repeated: configs merge left to right, like gym env start --config a --config b.
 Secrets (api keys, tokens) are redacted from the output.

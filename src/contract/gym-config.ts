@@ -6,6 +6,7 @@
 import {applyDirectives} from './gym-config/directives.js'
 import {gymConfigError} from './gym-config/errors.js'
 import {extractGraph, missingValueProblems} from './gym-config/graph.js'
+import {decideIncludeOrder, type GymBehaviour, INCLUDE_ORDER_WORDS, type IncludeOrder, type IncludeOrderDecision, mergeOrder, readGymBehaviour} from './gym-config/include-order.js'
 import {loadIncludeTree} from './gym-config/includes.js'
 import {resolveInterpolations} from './gym-config/interpolation.js'
 import {mergeAll} from './gym-config/merge.js'
@@ -18,6 +19,7 @@ export {GYM_CONFIG_ERROR} from './gym-config/errors.js'
 export {RESERVED_TOP_LEVEL_KEYS, SERVER_KINDS} from './gym-config/graph.js'
 export type {GymConfigFs} from './gym-config/paths.js'
 export {redactSecrets} from './gym-config/redact.js'
+export type {GymBehaviour, IncludeOrder, IncludeOrderDecision} from './gym-config/include-order.js'
 
 export type DatasetSource =
   | {type: 'huggingface'; repoId: string; artifactFpath: string | null; form: 'source' | 'huggingface_identifier'}
@@ -69,6 +71,10 @@ export interface GymProblem {
 export interface GymGraph {
   /** Config files loaded, relative to the Gym root, in merge order. */
   files: string[]
+  /** The order this checkout merges includes in, and how that was decided. */
+  includeOrder: IncludeOrderDecision
+  /** What this checkout's `gym env start` does beyond the commit Relax pins. */
+  behaviour: GymBehaviour
   resourcesServers: GymServer[]
   agents: GymAgent[]
   models: GymServer[]
@@ -95,10 +101,17 @@ export async function loadGymGraph(gymRoot: string, configPaths: string[], optio
   if (configPaths.length === 0) throw gymConfigError('not-found', 'no Gym config given', {}, 'Pass at least one --gym-config, e.g. environments/calendar/config.yaml.')
 
   const tree = await loadIncludeTree(root, configPaths, fs)
-  const provenance = new Provenance(tree.files)
+  const includeOrder = await decideIncludeOrder(root, fs)
+  const behaviour = await readGymBehaviour(root, fs)
+  const inOrder = (order: IncludeOrder) => mergeOrder(order, tree.loaded, tree.rootCount).map((index) => tree.loaded[index].parsed)
+  const files = inOrder(includeOrder.order)
+  const provenance = new Provenance(files)
   const locate = provenance.locate.bind(provenance)
 
-  const merged = mergeAll(tree.files.map((file) => file.data))
+  const merged = mergeAll(files.map((file) => file.data))
+  // Gym's parser changed its include order; say when the other order would read this config differently.
+  const other: IncludeOrder = includeOrder.order === 'post-order' ? 'discovery' : 'post-order'
+  const orderProblem = orderDifference(merged, mergeAll(inOrder(other).map((file) => file.data)), includeOrder, other, locate)
   // Gym records the full include list in the merged config before applying directives.
   setKey(merged, 'config_paths', tree.discovered)
   const directives = applyDirectives(merged, locate)
@@ -108,6 +121,7 @@ export async function loadGymGraph(gymRoot: string, configPaths: string[], optio
   const interpolationProblems = resolveInterpolations(config, locate)
   const graph = extractGraph(config, locate)
   const problems = [
+    ...(orderProblem ? [orderProblem] : []),
     ...tree.problems,
     ...directives.problems,
     ...interpolationProblems,
@@ -115,13 +129,52 @@ export async function loadGymGraph(gymRoot: string, configPaths: string[], optio
     ...graph.problems,
   ]
   return {
-    files: tree.files.map((file) => file.file),
+    files: files.map((file) => file.file),
+    includeOrder,
+    behaviour,
     resourcesServers: graph.resourcesServers,
     agents: graph.agents,
     models: graph.models,
     problems: uniqueProblems(problems),
     merged: verbatim(config),
   }
+}
+
+/** The first key whose merged value differs between two include orders, as a warning; undefined when none does. */
+function orderDifference(
+  used: Record<string, unknown>,
+  alternative: Record<string, unknown>,
+  decision: IncludeOrderDecision,
+  other: IncludeOrder,
+  locate: (path: string[]) => {file?: string; line?: number},
+): GymProblem | undefined {
+  const found = firstDifference(used, alternative, [])
+  if (!found) return undefined
+  const where = locate(found.path)
+  const show = (value: unknown) => (value === undefined ? '(unset)' : JSON.stringify(value)?.slice(0, 120))
+  return {
+    severity: 'warning',
+    message:
+      `the include order decides ${found.path.join('.')}: this checkout's parser (${decision.how}) gives ${show(found.used)}; ` +
+      `Gym's other order (${INCLUDE_ORDER_WORDS[other]}) would give ${show(found.alternative)}`,
+    pointer: '/' + found.path.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/'),
+    file: where.file,
+    line: where.line,
+  }
+}
+
+function firstDifference(a: unknown, b: unknown, at: string[]): {path: string[]; used: unknown; alternative: unknown} | undefined {
+  const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
+  if (isMap(a) && isMap(b)) {
+    for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
+      // Gym replaces config_paths with the full include list after merging, whatever the order.
+      if (at.length === 0 && key === 'config_paths') continue
+      const found = firstDifference(a[key], b[key], [...at, key])
+      if (found) return found
+    }
+    return undefined
+  }
+  return JSON.stringify(a) === JSON.stringify(b) ? undefined : {path: at, used: a, alternative: b}
 }
 
 /** A source resolved for several targets reports the same problem more than once. */

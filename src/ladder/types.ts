@@ -1,6 +1,7 @@
 import type {RecipeContract, RecipeFileNames} from '../contract/types.js'
 import type {JobDetails} from '../runtime/ray-jobs.js'
 import type {RecipeRunState} from '../runtime/run-state.js'
+import type {LogDigest} from './training/outputs.js'
 import type {Scratch} from './scratch-store.js'
 
 export const RUNGS = ['static', 'data', 'service', 'network', 'trial', 'training'] as const
@@ -78,7 +79,7 @@ export interface StepHandoff {
   /** `start`: the image it just built, so the service rung can tell a stale container. */
   start?: {builtImageId: string}
   /** `train`: the submission it followed, the job's final details and the driver logs it fetched. */
-  train?: {runState?: RecipeRunState; job: JobDetails; jobLogs: string}
+  train?: {runState?: RecipeRunState; job: JobDetails; jobLog?: LogDigest}
 }
 
 export interface CheckContext {

@@ -1,11 +1,11 @@
 /**
  * HTTP client for the Relax Gateway routes a trial needs: /readyz,
  * POST /v1/trials, GET /v1/trials/{id}, POST .../renew and .../abort, plus a plain GET
- * for cleanup probes. Node's fetch ignores proxy variables, like the integration's
- * `trust_env=False` clients. Transport failures are returned, never thrown.
+ * for cleanup probes. No proxy variable is read, like the integration's `trust_env=False`
+ * clients. Transport failures are returned, never thrown.
  */
-import {httpRequest} from './http.js'
-import {causeOf, messageOf} from '../errors.js'
+import {HttpFailure, httpRequest} from './http.js'
+import {messageOf} from '../errors.js'
 
 export interface GatewayAnswer {
   /** HTTP status, or 0 when the request never got an answer. */
@@ -52,8 +52,7 @@ export async function httpJson(method: 'GET' | 'POST', url: string, body?: unkno
     // Keep a non-JSON body as text: error pages say what went wrong.
     return {status: answer.status, body: answer.json ?? (answer.text || undefined)}
   } catch (error) {
-    const cause = causeOf(error)
-    return {status: 0, body: undefined, error: `${messageOf(error)}${cause ? ` (${cause})` : ''}`}
+    return {status: 0, body: undefined, error: error instanceof HttpFailure ? error.reason : messageOf(error)}
   }
 }
 

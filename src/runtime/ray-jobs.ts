@@ -1,17 +1,27 @@
 /**
- * Ray Jobs REST client (the dashboard's Job Submission API, `http://<head>:8265`).
+ * Ray Jobs REST client (the dashboard's Job Submission API, `http://<head>:8265`), sending what
+ * Ray's own client sends (runtime/http.ts: no browser headers, no redirects, bounded answers).
  *
- * Follows the documented API: `GET /api/version`,
- * `POST /api/jobs/` (trailing slash), `GET /api/jobs/`, `GET /api/jobs/{id}`,
- * `GET /api/jobs/{id}/logs` (the whole driver log so far), `POST /api/jobs/{id}/stop`.
- * Request headers (e.g. `x-ray-authorization: Bearer ...` from RAY_JOB_HEADERS) are sent
- * with every request and never appear in an error message.
+ * Routes: `GET /api/version`, `POST /api/jobs/` (trailing slash), `GET /api/jobs/`,
+ * `GET /api/jobs/{id}`, `GET /api/jobs/{id}/logs` (the whole driver log so far),
+ * `GET /api/jobs/{id}/logs/tail` (a websocket: the whole log, then what follows),
+ * `POST /api/jobs/{id}/stop`.
+ *
+ * Credentials: RAY_JOB_HEADERS (a JSON object, as `ray job --headers` takes) and Ray's token auth
+ * (RAY_AUTH_MODE=token: RAY_AUTH_TOKEN, else the file RAY_AUTH_TOKEN_PATH, else ~/.ray/auth_token),
+ * which, as in Ray's client, yields to an Authorization header the user gave. They are sent with
+ * every request to the configured dashboard only and never appear in a message.
  */
-import {setTimeout as delay} from 'node:timers/promises'
+import {readFileSync} from 'node:fs'
 import dns from 'node:dns/promises'
 import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import {setTimeout as delay} from 'node:timers/promises'
+import WebSocket from 'ws'
 
 import {codeOf, ExitCode, GymError, messageOf} from '../errors.js'
+import {boundedRequest, HttpFailure} from './http.js'
 
 export type JobStatus = 'PENDING' | 'RUNNING' | 'STOPPED' | 'SUCCEEDED' | 'FAILED'
 
@@ -34,31 +44,56 @@ export interface SubmitRequest {
   metadata?: Record<string, string>
 }
 
+export interface TailResult {
+  /** The dashboard closed the stream normally: the job ended and its log was read to the end. */
+  complete: boolean
+  /** Why the stream ended early (a dropped socket, a proxy cutting it). */
+  reason?: string
+}
+
+export interface TailOptions {
+  /** Each piece of log text, in order. */
+  onText: (text: string) => void
+  /** Characters of the log already delivered: the stream restarts at the log's start, so they are skipped. */
+  skipChars?: number
+  signal?: AbortSignal
+}
+
 export interface RayJobsClient {
   version(): Promise<Record<string, unknown>>
   submit(req: SubmitRequest): Promise<string>
   status(id: string): Promise<JobDetails>
+  /** The whole driver log, read once (capped): use tail() to follow a running job. */
   logs(id: string): Promise<string>
+  /** Follow the driver log over the dashboard's websocket, in flat memory. */
+  tail(id: string, options: TailOptions): Promise<TailResult>
   stop(id: string): Promise<boolean>
   list(): Promise<JobDetails[]>
 }
 
 export interface RayJobsClientOptions {
   headers?: Record<string, string>
+  /** How the credentials were found, for the hint of a 401/403 (never the values). */
+  auth?: RayAuth
   signal?: AbortSignal
-  /** Per-request timeout in ms (default 30 s). */
+  /** Deadline of each request in ms (default 30 s). */
   timeoutMs?: number
 }
 
 export const TERMINAL_STATUSES: ReadonlySet<JobStatus> = new Set<JobStatus>(['STOPPED', 'SUCCEEDED', 'FAILED'])
 
+/** Caps on what the dashboard may send: JSON answers, a one-shot log, one websocket message. */
+const MAX_JSON_BYTES = 16 * 1024 * 1024
+const MAX_LOG_BYTES = 64 * 1024 * 1024
+const MAX_TAIL_MESSAGE_BYTES = 16 * 1024 * 1024
+
 export function isTerminal(status: string | undefined | null): boolean {
   return status !== undefined && status !== null && TERMINAL_STATUSES.has(status as JobStatus)
 }
 
-/** A URL for display: any user:password@ part is replaced (as Ray's CLI redacts it). */
+/** A URL for display: any user:password@ part is replaced (as Ray's CLI redacts it), the query dropped. */
 export function redactUrl(address: string): string {
-  return address.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/i, '$1<redacted>@')
+  return address.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#\s]*@/i, '$1<redacted>@').replace(/\?[^#\s]*/, '?<redacted>')
 }
 
 /** `http://host:8265` form of a dashboard address (adds http:// when no scheme is given, drops a trailing slash). */
@@ -67,26 +102,71 @@ export function normalizeDashboardAddress(address: string): string {
   return /^[a-z][a-z0-9+.-]*:\/\//i.test(trimmed) ? trimmed : `http://${trimmed}`
 }
 
-/**
- * The dashboard address exactly as the generated training script derives it:
- * RAY_DASHBOARD_ADDRESS as is; else an http(s) RAY_ADDRESS as is; else `host:port` RAY_ADDRESS
- * → `http://host:${RAY_DASHBOARD_PORT:-8265}`; else `http://127.0.0.1:${RAY_DASHBOARD_PORT:-8265}`.
- */
-export function dashboardAddressFromEnv(env: NodeJS.ProcessEnv): {address: string; source: string} {
-  const port = env.RAY_DASHBOARD_PORT || '8265'
-  if (env.RAY_DASHBOARD_ADDRESS) return {address: env.RAY_DASHBOARD_ADDRESS, source: 'RAY_DASHBOARD_ADDRESS'}
-  const rayAddress = env.RAY_ADDRESS || 'auto'
-  if (/^https?:\/\//.test(rayAddress)) return {address: rayAddress, source: 'RAY_ADDRESS'}
-  const match = /^([^:/]+):[0-9]+$/.exec(rayAddress)
-  if (match) return {address: `http://${match[1]}:${port}`, source: `RAY_ADDRESS host + RAY_DASHBOARD_PORT (${port})`}
-  return {address: `http://127.0.0.1:${port}`, source: env.RAY_ADDRESS ? `the default, since RAY_ADDRESS "${env.RAY_ADDRESS}" is not host:port` : 'the default: neither RAY_DASHBOARD_ADDRESS nor RAY_ADDRESS is set'}
+export interface JobsEndpoint {
+  /** The dashboard URL the Jobs API is reached at. */
+  address: string
+  /** Which variable it came from, in words. */
+  source: string
+  /** What differs from what Ray's own CLI would do alone, when something does. */
+  note?: string
 }
 
 /**
- * Request headers from RAY_JOB_HEADERS (a JSON object, as `ray job --headers` takes). Values are
- * secrets: callers may show the header names, never the values.
+ * The Ray Jobs endpoint, resolved once and the same way by gymrecipe and the generated training
+ * script (which hands it to `ray job submit` as RAY_API_SERVER_ADDRESS, the CLI's first choice):
+ *
+ * 1. RAY_API_SERVER_ADDRESS — Ray's CLI takes it before anything else;
+ * 2. RAY_DASHBOARD_ADDRESS — Relax's launchers' explicit dashboard;
+ * 3. an http(s):// RAY_ADDRESS, as Ray's CLI takes it;
+ * 4. a `host:port` RAY_ADDRESS (the GCS) → `http://host:${RAY_DASHBOARD_PORT:-8265}`, as Relax's
+ *    launchers derive it (Ray's CLI alone would ask the GCS for the dashboard);
+ * 5. otherwise `http://127.0.0.1:${RAY_DASHBOARD_PORT:-8265}`.
+ *
+ * A Ray Client address (ray://) cannot be turned into a dashboard without a Ray Client: refused.
  */
-export function rayJobHeadersFromEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+export function resolveJobsEndpoint(env: NodeJS.ProcessEnv): JobsEndpoint {
+  const port = env.RAY_DASHBOARD_PORT || '8265'
+  if (env.RAY_API_SERVER_ADDRESS) return {address: env.RAY_API_SERVER_ADDRESS, source: 'RAY_API_SERVER_ADDRESS'}
+  if (env.RAY_DASHBOARD_ADDRESS) return {address: env.RAY_DASHBOARD_ADDRESS, source: 'RAY_DASHBOARD_ADDRESS'}
+  const rayAddress = env.RAY_ADDRESS ?? ''
+  if (/^https?:\/\//i.test(rayAddress)) return {address: rayAddress, source: 'RAY_ADDRESS'}
+  if (/^ray:\/\//i.test(rayAddress)) {
+    throw new GymError('RAY_ADDRESS is a Ray Client address (ray://...), which does not name the Jobs API', {
+      code: 'E_RAY_ADDRESS',
+      exit: ExitCode.usage,
+      hint: 'Set RAY_DASHBOARD_ADDRESS=http://<head>:8265 (the Relax cluster dashboard) in env.sh.',
+    })
+  }
+  const match = /^([^:/]+):[0-9]+$/.exec(rayAddress || 'auto')
+  if (match) {
+    return {
+      address: `http://${match[1]}:${port}`,
+      source: `RAY_ADDRESS host + RAY_DASHBOARD_PORT (${port})`,
+      note: 'Ray\'s CLI alone would ask the GCS at RAY_ADDRESS for the dashboard; the training script passes this address as RAY_API_SERVER_ADDRESS so both reach the same one',
+    }
+  }
+  return {
+    address: `http://127.0.0.1:${port}`,
+    source: rayAddress ? `the default, since RAY_ADDRESS "${rayAddress}" is not host:port` : 'the default: none of RAY_API_SERVER_ADDRESS, RAY_DASHBOARD_ADDRESS, RAY_ADDRESS is set',
+  }
+}
+
+export interface RayAuth {
+  /** Where the credentials came from, in words (never the values). */
+  how: string
+  /** Token auth was asked for (RAY_AUTH_MODE=token). */
+  tokenMode: boolean
+  /** Token auth is on but no token was found. */
+  missing?: string
+}
+
+export interface RayCredentials {
+  headers: Record<string, string>
+  auth: RayAuth
+}
+
+/** Request headers from RAY_JOB_HEADERS (a JSON object). Values are secrets: only names may be shown. */
+function headersFromEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   const raw = env.RAY_JOB_HEADERS
   if (!raw || !raw.trim()) return {}
   let parsed: unknown
@@ -117,13 +197,57 @@ export function rayJobHeadersFromEnv(env: NodeJS.ProcessEnv): Record<string, str
   return headers
 }
 
+/** A token file's token: its first line, trimmed, as Ray's token loader reads it (capped at 64 KiB). */
+function tokenFromFile(file: string): string | undefined {
+  try {
+    const text = readFileSync(file, {encoding: 'utf8', flag: 'r'}).slice(0, 65_536)
+    const token = text.split(/\r?\n/)[0].trim()
+    return token || undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The headers every Ray Jobs request carries: RAY_JOB_HEADERS, plus Ray's token auth when
+ * RAY_AUTH_MODE=token, found where Ray's client finds it. A user's own Authorization header wins,
+ * as in Ray's `get_auth_headers_if_auth_enabled`.
+ */
+export function rayCredentials(env: NodeJS.ProcessEnv): RayCredentials {
+  const headers = headersFromEnv(env)
+  const named = Object.keys(headers)
+  const fromHeaders = named.length > 0 ? `RAY_JOB_HEADERS (${named.join(', ')})` : undefined
+  const tokenMode = (env.RAY_AUTH_MODE ?? '').trim().toLowerCase() === 'token'
+  if (!tokenMode) return {headers, auth: {how: fromHeaders ?? 'none', tokenMode}}
+  if (named.some((k) => k.toLowerCase() === 'authorization')) return {headers, auth: {how: `${fromHeaders}, its Authorization header in place of Ray's token`, tokenMode}}
+  const both = (how: string) => (fromHeaders ? `${fromHeaders} and ${how}` : how)
+  const direct = env.RAY_AUTH_TOKEN?.trim()
+  if (direct) return {headers: {...headers, authorization: `Bearer ${direct}`}, auth: {how: both('the token in RAY_AUTH_TOKEN'), tokenMode}}
+  if (env.RAY_AUTH_TOKEN_PATH) {
+    const token = tokenFromFile(env.RAY_AUTH_TOKEN_PATH)
+    if (!token) {
+      throw new GymError(`RAY_AUTH_MODE=token and RAY_AUTH_TOKEN_PATH is set, but ${env.RAY_AUTH_TOKEN_PATH} cannot be read or is empty`, {
+        code: 'E_RAY_AUTH',
+        exit: ExitCode.precondition,
+        hint: "Put the cluster's token in that file (or in RAY_AUTH_TOKEN), as Ray's own client requires.",
+      })
+    }
+    return {headers: {...headers, authorization: `Bearer ${token}`}, auth: {how: both(`the token in RAY_AUTH_TOKEN_PATH (${env.RAY_AUTH_TOKEN_PATH})`), tokenMode}}
+  }
+  const home = env.HOME || os.homedir()
+  const file = path.join(home, '.ray', 'auth_token')
+  const token = tokenFromFile(file)
+  if (token) return {headers: {...headers, authorization: `Bearer ${token}`}, auth: {how: both(`the token in ${file}`), tokenMode}}
+  return {headers, auth: {how: fromHeaders ?? 'none', tokenMode, missing: `RAY_AUTH_MODE=token but no token was found in RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ${file}`}}
+}
+
 /** Resolve the dashboard host name (no traffic): undefined when it resolves, else the reason. */
 export async function dashboardResolveProblem(address: string): Promise<string | undefined> {
   let host: string
   try {
     host = new URL(normalizeDashboardAddress(address)).hostname.replace(/^\[|\]$/g, '')
   } catch {
-    return `"${address}" is not a URL`
+    return `"${redactUrl(address)}" is not a URL`
   }
   if (net.isIP(host)) return undefined
   try {
@@ -144,45 +268,52 @@ function firstLines(text: string, count = 3): string {
   return last.join(' | ').slice(0, 600)
 }
 
-function describeFetchError(error: unknown): string {
-  const name = error instanceof Error ? error.name : undefined
-  if (name === 'TimeoutError') return 'timed out'
-  if (name === 'AbortError') return 'aborted'
-  const cause = error instanceof Error ? error.cause : undefined
-  const code = codeOf(cause) ?? codeOf(error)
-  const message = cause instanceof Error ? cause.message : messageOf(error)
-  // fetch's "connect ECONNREFUSED 127.0.0.1:8265" already names the code: say it once.
-  return [code && !message.includes(code) ? code : undefined, message].filter(Boolean).join(': ') || 'request failed'
-}
-
 /** A Ray Jobs REST client bound to one dashboard address. */
 export function rayJobsClient(dashboardAddress: string, options: RayJobsClientOptions = {}): RayJobsClient {
   const base = normalizeDashboardAddress(dashboardAddress)
   const shown = redactUrl(base)
   const headers = options.headers ?? {}
   const timeoutMs = options.timeoutMs ?? 30_000
+  const enc = encodeURIComponent
 
-  async function request(method: string, route: string, body?: unknown): Promise<{status: number; text: string}> {
-    const signals = [AbortSignal.timeout(timeoutMs)]
-    if (options.signal) signals.push(options.signal)
-    let response: Response
-    try {
-      response = await fetch(`${base}${route}`, {
-        method,
-        headers: {...(body === undefined ? {} : {'content-type': 'application/json'}), ...headers},
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.any(signals),
-      })
-    } catch (error) {
-      if (options.signal?.aborted) throw error
-      throw new GymError(`Ray dashboard ${shown} did not answer ${method} ${route}: ${describeFetchError(error)}`, {
-        code: 'E_RAY_UNREACHABLE',
+  function unreachable(method: string, route: string, error: unknown): GymError {
+    if (error instanceof HttpFailure && error.kind === 'redirect') {
+      return new GymError(`Ray dashboard ${shown} answered ${method} ${route} with a redirect to ${redactUrl(error.details.location ?? '?')}, which gymrecipe does not follow`, {
+        code: 'E_RAY_REDIRECT',
         exit: ExitCode.precondition,
-        hint: 'Check RAY_ADDRESS / RAY_DASHBOARD_ADDRESS (the Relax cluster dashboard, usually http://<head>:8265) and that this machine can reach it.',
+        hint: 'Point RAY_DASHBOARD_ADDRESS (or RAY_API_SERVER_ADDRESS) at the address the dashboard answers on itself; credentials are only ever sent to the address configured.',
+        details: {dashboard: shown, status: error.details.status ?? null},
+      })
+    }
+    if (error instanceof HttpFailure && error.kind === 'too-large') {
+      return new GymError(`Ray dashboard ${shown} answered ${method} ${route} with more than gymrecipe reads (${error.reason})`, {
+        code: 'E_RAY_PROTOCOL',
         details: {dashboard: shown},
       })
     }
-    return {status: response.status, text: await response.text()}
+    const reason = error instanceof HttpFailure ? error.reason : messageOf(error)
+    return new GymError(`Ray dashboard ${shown} did not answer ${method} ${route}: ${reason}`, {
+      code: 'E_RAY_UNREACHABLE',
+      exit: ExitCode.precondition,
+      hint: 'Check RAY_DASHBOARD_ADDRESS / RAY_API_SERVER_ADDRESS / RAY_ADDRESS (the Relax cluster dashboard, usually http://<head>:8265) and that this machine can reach it.',
+      details: {dashboard: shown},
+    })
+  }
+
+  async function request(method: string, route: string, body?: unknown, maxBodyBytes = MAX_JSON_BYTES): Promise<{status: number; text: string}> {
+    try {
+      const answer = await boundedRequest(method, `${base}${route}`, {
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        timeoutMs,
+        maxBodyBytes,
+        signal: options.signal,
+      })
+      return {status: answer.status, text: answer.text}
+    } catch (error) {
+      if (options.signal?.aborted) throw options.signal.reason ?? error
+      throw unreachable(method, route, error)
+    }
   }
 
   function parseJson<T>(text: string, route: string): T {
@@ -204,12 +335,23 @@ export function rayJobsClient(dashboardAddress: string, options: RayJobsClientOp
     })
   }
 
+  function authHint(status: number): string {
+    const auth = options.auth
+    if (auth?.missing) return `${auth.missing}. Put the cluster's token there, as for Ray's own CLI.`
+    if (status === 401) {
+      return auth?.tokenMode
+        ? `Sent ${auth.how}, and the dashboard asked for credentials: check the token.`
+        : 'The dashboard asks for credentials: with Ray token auth set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or ~/.ray/auth_token); behind a proxy, set RAY_JOB_HEADERS to the JSON headers it requires.'
+    }
+    return `Sent ${auth?.how ?? 'no credentials'}, and the dashboard refused them: check the token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, ~/.ray/auth_token) or RAY_JOB_HEADERS.`
+  }
+
   function httpError(what: string, status: number, text: string, id?: string): GymError {
     if (status === 401 || status === 403) {
-      return new GymError(`Ray dashboard ${shown} refused ${what} (HTTP ${status})`, {
+      return new GymError(`Ray dashboard ${shown} refused ${what} (HTTP ${status}${text.trim() ? `: ${firstLines(text, 1)}` : ''})`, {
         code: 'E_RAY_AUTH',
         exit: ExitCode.precondition,
-        hint: 'Set RAY_JOB_HEADERS to the JSON headers the cluster requires (e.g. an x-ray-authorization bearer token).',
+        hint: authHint(status),
         details: {dashboard: shown, status},
       })
     }
@@ -219,7 +361,79 @@ export function rayJobsClient(dashboardAddress: string, options: RayJobsClientOp
     })
   }
 
-  const enc = encodeURIComponent
+  function tail(id: string, tailOptions: TailOptions): Promise<TailResult> {
+    const route = `/api/jobs/${enc(id)}/logs/tail`
+    const url = `${base.replace(/^http/i, 'ws')}${route}`
+    let skip = tailOptions.skipChars ?? 0
+    return new Promise<TailResult>((resolve, reject) => {
+      let opened = false
+      let settled = false
+      const socket = new WebSocket(url, {
+        headers,
+        perMessageDeflate: false,
+        followRedirects: false,
+        maxPayload: MAX_TAIL_MESSAGE_BYTES,
+        handshakeTimeout: timeoutMs,
+      })
+      const signal = tailOptions.signal ?? options.signal
+      const settle = (fn: () => void) => {
+        if (settled) return
+        settled = true
+        signal?.removeEventListener('abort', onAbort)
+        fn()
+      }
+      const onAbort = () => {
+        socket.terminate()
+        settle(() => reject(signal?.reason))
+      }
+      if (signal?.aborted) {
+        onAbort()
+        return
+      }
+      signal?.addEventListener('abort', onAbort, {once: true})
+      socket.on('unexpected-response', (_request, response) => {
+        const status = response.statusCode ?? 0
+        const chunks: Buffer[] = []
+        let size = 0
+        response.on('data', (chunk: Buffer) => {
+          size += chunk.length
+          if (size <= 65_536) chunks.push(chunk)
+        })
+        response.on('end', () => {
+          socket.terminate()
+          const text = Buffer.concat(chunks).toString('utf8')
+          settle(() => {
+            if (status >= 300 && status < 400) reject(unreachable('GET', route, new HttpFailure('redirect', 'redirect', '', {status, location: String(response.headers.location ?? '?')})))
+            else if (status === 404 && /does not exist/.test(text)) reject(notFound(id, text))
+            else reject(httpError(`GET ${route}`, status, text, id))
+          })
+        })
+      })
+      socket.on('open', () => {
+        opened = true
+      })
+      socket.on('message', (data: Buffer, isBinary: boolean) => {
+        let text = isBinary ? '' : data.toString('utf8')
+        if (skip > 0) {
+          const dropped = Math.min(skip, text.length)
+          text = text.slice(dropped)
+          skip -= dropped
+        }
+        if (text) tailOptions.onText(text)
+      })
+      socket.on('close', (code: number) => {
+        // 1000 (and 1005, no status) is the dashboard ending the stream after the job's last line.
+        settle(() => resolve(code === 1000 || code === 1005 ? {complete: true} : {complete: false, reason: `the log stream closed with code ${code}`}))
+      })
+      socket.on('error', (error: Error) => {
+        if (opened) {
+          settle(() => resolve({complete: false, reason: `the log stream failed: ${messageOf(error)}`}))
+        } else {
+          settle(() => reject(unreachable('GET', route, new HttpFailure(messageOf(error), 'transport', ''))))
+        }
+      })
+    })
+  }
 
   return {
     async version() {
@@ -269,12 +483,14 @@ export function rayJobsClient(dashboardAddress: string, options: RayJobsClientOp
 
     async logs(id) {
       const route = `/api/jobs/${enc(id)}/logs`
-      const {status, text} = await request('GET', route)
+      const {status, text} = await request('GET', route, undefined, MAX_LOG_BYTES)
       if (status === 404) throw notFound(id, text)
       if (status !== 200) throw httpError(`GET ${route}`, status, text, id)
       const parsed = parseJson<{logs?: unknown}>(text, route)
       return typeof parsed.logs === 'string' ? parsed.logs : ''
     },
+
+    tail,
 
     async stop(id) {
       const route = `/api/jobs/${enc(id)}/stop`
@@ -296,6 +512,13 @@ export function rayJobsClient(dashboardAddress: string, options: RayJobsClientOp
   }
 }
 
+/** A client for the endpoint and credentials an environment names (the one way every step builds it). */
+export function rayJobsClientFromEnv(env: NodeJS.ProcessEnv, options: Omit<RayJobsClientOptions, 'headers' | 'auth'> & {address?: string} = {}): {client: RayJobsClient; endpoint: JobsEndpoint; auth: RayAuth} {
+  const endpoint = options.address ? {address: options.address, source: 'the recorded submission'} : resolveJobsEndpoint(env)
+  const {headers, auth} = rayCredentials(env)
+  return {client: rayJobsClient(endpoint.address, {...options, headers, auth}), endpoint, auth}
+}
+
 /** Wait, or reject with the signal's reason when it aborts first. */
 async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   try {
@@ -305,16 +528,46 @@ async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   }
 }
 
+/** The last lines of a log, kept in bounded memory while the log streams past. */
+export class LogTail {
+  private lines: string[] = []
+  private partial = ''
+  chars = 0
+
+  constructor(private readonly keep = 200) {}
+
+  push(text: string): void {
+    this.chars += text.length
+    const pieces = (this.partial + text).split('\n')
+    this.partial = pieces.pop() ?? ''
+    // A line longer than 64 KiB is kept cut: one line must not undo the bound.
+    if (this.partial.length > 65_536) this.partial = this.partial.slice(-65_536)
+    for (const piece of pieces) {
+      const line = piece.replace(/\r$/, '')
+      if (!line.trim()) continue
+      this.lines.push(line.length > 65_536 ? line.slice(0, 65_536) : line)
+    }
+    if (this.lines.length > this.keep * 2) this.lines = this.lines.slice(-this.keep)
+  }
+
+  last(count = 40): string[] {
+    const all = this.partial.trim() ? [...this.lines, this.partial] : this.lines
+    return all.slice(-Math.min(count, this.keep))
+  }
+}
+
 export interface FollowOptions {
-  /** New driver-log text since the previous call (incremental over the full `/logs` text). */
+  /** New driver-log text, in order, as it arrives. */
   onLogs?: (chunk: string) => void
   /** Every status read. */
   onStatus?: (job: JobDetails) => void
+  /** Said once when the log cannot be streamed and is read by polling instead. */
+  onNotice?: (line: string) => void
   intervalMs?: number
   signal?: AbortSignal
   /** Give up after this long (ms); undefined = no limit. */
   timeoutMs?: number
-  /** Log text already delivered (offset into the full log). */
+  /** Log characters already delivered (the script's own `ray job submit` streamed them). */
   logOffset?: number
   /** Consecutive failed polls (dashboard unreachable, HTTP errors) tolerated before giving up (default 5). */
   maxConsecutiveErrors?: number
@@ -322,46 +575,105 @@ export interface FollowOptions {
 
 export interface FollowResult {
   job: JobDetails
-  /** The whole driver log at the end. */
-  logs: string
+  /** The last lines of the driver log. */
+  tail: LogTail
   timedOut: boolean
 }
 
 /**
- * Poll status and `/logs` until the job is terminal. `/logs` returns the whole driver log every time,
- * so only the new suffix is handed to onLogs. Logs are read once more after the terminal status so
- * the last lines are never lost.
+ * Follow a job to its end: its status by polling, its log over the dashboard's websocket (one
+ * stream; a dropped stream is reopened and skips what was delivered). Memory stays flat: only the
+ * last lines are kept. Where the websocket is refused (an old dashboard, a proxy without
+ * upgrades), the log is read by polling `/logs` instead, said once through onNotice.
  */
 export async function followJob(client: RayJobsClient, id: string, options: FollowOptions = {}): Promise<FollowResult> {
   const interval = options.intervalMs ?? 2000
   const deadline = options.timeoutMs === undefined ? undefined : Date.now() + options.timeoutMs
-  let offset = options.logOffset ?? 0
-  let logs = ''
-  const readLogs = async () => {
-    logs = await client.logs(id)
-    if (logs.length > offset) {
-      options.onLogs?.(logs.slice(offset))
-      offset = logs.length
+  const tailed = new LogTail()
+  let delivered = options.logOffset ?? 0
+  const deliver = (text: string) => {
+    tailed.push(text)
+    options.onLogs?.(text)
+  }
+  const stopTail = new AbortController()
+  const stop = options.signal ? AbortSignal.any([options.signal, stopTail.signal]) : stopTail.signal
+  let polling = false
+  let streamEnded = false
+  const stream = async () => {
+    for (let attempt = 0; attempt < 5 && !stop.aborted; attempt++) {
+      try {
+        const skip = delivered
+        let seen = 0
+        const result = await client.tail(id, {
+          skipChars: skip,
+          signal: stop,
+          onText: (text) => {
+            seen += text.length
+            delivered = skip + seen
+            deliver(text)
+          },
+        })
+        if (result.complete) {
+          streamEnded = true
+          return
+        }
+      } catch (error) {
+        if (stop.aborted) return
+        if (codeOf(error) === 'E_RAY_JOB_NOT_FOUND') throw error
+        // The websocket is refused: poll /logs instead.
+        polling = true
+        options.onNotice?.(`the dashboard does not stream the log (${messageOf(error)}); reading it by polling instead`)
+        return
+      }
+      await sleep(Math.min(interval, 1000), stop).catch(() => undefined)
+    }
+    polling = true
+  }
+  const pollLogs = async () => {
+    const text = await client.logs(id)
+    if (text.length > delivered) {
+      deliver(text.slice(delivered))
+      delivered = text.length
     }
   }
+  const streaming = stream().catch(() => {
+    polling = true
+  })
   const tolerated = options.maxConsecutiveErrors ?? 5
   let failures = 0
-  for (;;) {
-    let job: JobDetails
-    try {
-      job = await client.status(id)
-      await readLogs()
-      failures = 0
-    } catch (error) {
-      // A missing job or an abort is final; a dashboard hiccup is retried a few times.
-      if (options.signal?.aborted || codeOf(error) === 'E_RAY_JOB_NOT_FOUND' || ++failures > tolerated) throw error
+  try {
+    for (;;) {
+      let job: JobDetails
+      try {
+        job = await client.status(id)
+        if (polling) await pollLogs()
+        failures = 0
+      } catch (error) {
+        // A missing job or an abort is final; a dashboard hiccup is retried a few times.
+        if (options.signal?.aborted || codeOf(error) === 'E_RAY_JOB_NOT_FOUND' || ++failures > tolerated) throw error
+        await sleep(interval, options.signal)
+        continue
+      }
+      options.onStatus?.(job)
+      if (isTerminal(job.status)) {
+        // The stream ends by itself once the last line is sent; give it a moment, then read what is left.
+        if (!polling) {
+          await Promise.race([streaming, sleep(5000, options.signal).catch(() => undefined)])
+          if (!streamEnded) {
+            stopTail.abort()
+            await pollLogs().catch(() => undefined)
+          }
+        } else {
+          await pollLogs().catch(() => undefined)
+        }
+        return {job, tail: tailed, timedOut: false}
+      }
+      if (deadline !== undefined && Date.now() >= deadline) return {job, tail: tailed, timedOut: true}
       await sleep(interval, options.signal)
-      continue
     }
-    options.onStatus?.(job)
-    if (isTerminal(job.status)) return {job, logs, timedOut: false}
-    if (deadline !== undefined && Date.now() >= deadline) return {job, logs, timedOut: true}
-    await sleep(interval, options.signal)
+  } finally {
+    stopTail.abort()
+    await streaming
   }
 }
 
@@ -373,3 +685,4 @@ export function logTail(text: string, count = 40): string[] {
     .filter((l) => l.trim().length > 0)
     .slice(-count)
 }
+

@@ -14,6 +14,8 @@ export interface RecipeRunState {
   recipeDir: string
   submissionId: string
   dashboardAddress: string
+  /** Which variable the dashboard address came from (absent in records of older versions). */
+  dashboardSource?: string
   logFile: string | null
   submittedAt: string
   smoke: boolean
@@ -32,6 +34,7 @@ function isRunState(value: unknown): value is RecipeRunState {
     typeof v.recipeDir === 'string' &&
     typeof v.submissionId === 'string' &&
     typeof v.dashboardAddress === 'string' &&
+    (v.dashboardSource === undefined || typeof v.dashboardSource === 'string') &&
     (v.logFile === null || typeof v.logFile === 'string') &&
     typeof v.submittedAt === 'string' &&
     typeof v.smoke === 'boolean'

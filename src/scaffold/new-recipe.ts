@@ -200,6 +200,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   if (problems.length + clash.length > 0) throw contractError(`${dir}/recipe.yaml`, [...problems, ...clash])
   assertValidContract(contract)
 
+  draft.notes.push(...gymCheckoutNotes(graph))
   if (!models) {
     draft.notes.push(`${relaxRoot} has no scripts/models: it does not look like a Relax checkout, so prepare, start and train will not find the scripts the recipe sources; point --relax-root at your Relax checkout`)
   }
@@ -227,4 +228,18 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     written,
     notes: draft.notes,
   }
+}
+
+/** What the Gym checkout does that the recipe depends on: its include order, and behaviour newer than Relax's pin. */
+function gymCheckoutNotes(graph: GymGraph): string[] {
+  const notes: string[] = []
+  const decided = graph.problems.find((p) => p.message.startsWith('the include order decides'))
+  if (graph.includeOrder.assumed || decided) notes.push(`Gym config include order: ${graph.includeOrder.how}`)
+  if (decided) notes.push(`${decided.file ? `${decided.file}${decided.line ? `:${decided.line}` : ''}: ` : ''}${decided.message}`)
+  if (graph.behaviour.waitsForModelEndpoints) {
+    const urls = graph.models.map((m) => `${m.id} (${String(m.fields.base_url ?? m.fields.openai_base_url ?? 'no base_url')})`)
+    notes.push(`this Gym checkout's \`gym env start\` waits for every model endpoint of the config to answer and stops if one never does: ${urls.length > 0 ? urls.join(', ') : 'none in this config'} must be up before \`start\``)
+  }
+  if (graph.behaviour.guardsOpenaiVersion) notes.push("this Gym checkout refuses an openai package outside its constraint at parse time unless allow_openai_version_skew=true: the image must install Gym's pinned openai")
+  return notes
 }

@@ -9,7 +9,7 @@ import {dockerTarget, tryDocker, unsupportedHostMessage} from '../runtime/docker
 import {pathExists} from '../runtime/fs.js'
 import {gatewayRegisters} from '../runtime/gateway-trials.js'
 import {objectFields, readyz} from '../runtime/http.js'
-import {rayJobHeadersFromEnv, rayJobsClient, redactUrl} from '../runtime/ray-jobs.js'
+import {rayJobsClientFromEnv, redactUrl} from '../runtime/ray-jobs.js'
 import {scriptEnvironment} from '../runtime/recipe-env.js'
 import {Scratch} from '../ladder/scratch.js'
 import {ladderStanding, type RungStanding} from '../ladder/state.js'
@@ -21,6 +21,8 @@ import {messageOf} from '../errors.js'
 export interface JobStatusView {
   submissionId: string
   dashboardAddress: string
+  /** Which variable the address came from when the job was submitted (null for older records). */
+  dashboardSource: string | null
   submittedAt: string
   logFile: string | null
   smoke: boolean
@@ -86,6 +88,7 @@ export async function recipeStatus(options: {relaxRoot: string; recipe: string; 
     job = {
       submissionId: state.submissionId,
       dashboardAddress: redactUrl(state.dashboardAddress),
+      dashboardSource: state.dashboardSource ?? null,
       submittedAt: state.submittedAt,
       logFile: state.logFile,
       smoke: state.smoke,
@@ -98,7 +101,7 @@ export async function recipeStatus(options: {relaxRoot: string; recipe: string; 
       problem: null,
     }
     try {
-      const details = await rayJobsClient(state.dashboardAddress, {headers: rayJobHeadersFromEnv(env), timeoutMs: 10_000}).status(state.submissionId)
+      const details = await rayJobsClientFromEnv(env, {address: state.dashboardAddress, timeoutMs: 10_000}).client.status(state.submissionId)
       Object.assign(job, {
         status: details.status,
         message: details.message,
@@ -193,7 +196,7 @@ export function statusLines(report: StatusReport): string[] {
   } else {
     const when = job.endTime ? `, ended ${new Date(job.endTime).toISOString()}` : ''
     const status = job.status ?? `UNKNOWN (${job.problem})`
-    lines.push(`  job        ${job.submissionId}  ${status}  on ${job.dashboardAddress}  submitted ${job.submittedAt}${when}${job.smoke ? '  [SMOKE]' : ''}`)
+    lines.push(`  job        ${job.submissionId}  ${status}  on ${job.dashboardAddress}${job.dashboardSource ? ` (from ${job.dashboardSource})` : ''}  submitted ${job.submittedAt}${when}${job.smoke ? '  [SMOKE]' : ''}`)
     if (job.status === 'FAILED' && job.message) lines.push(`             ${job.message.split('\n')[0]}`)
     if (job.status === 'SUCCEEDED') lines.push(`             a SUCCEEDED job is not proof: gymrecipe verify ${report.recipe} --level training`)
     if (job.logFile) lines.push(`             log: ${job.logFile}`)

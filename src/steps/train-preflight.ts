@@ -15,7 +15,7 @@ import {dockerTarget, tryDocker} from '../runtime/docker.js'
 import {gatewayRegisters} from '../runtime/gateway-trials.js'
 import {objectFields, readyz} from '../runtime/http.js'
 import {which} from '../runtime/process.js'
-import {dashboardAddressFromEnv, dashboardResolveProblem, rayJobHeadersFromEnv, rayJobsClient, redactUrl} from '../runtime/ray-jobs.js'
+import {dashboardResolveProblem, rayCredentials, rayJobsClient, redactUrl, resolveJobsEndpoint} from '../runtime/ray-jobs.js'
 import {trainingGateway} from '../contract/endpoints.js'
 import {Scratch} from '../ladder/scratch-store.js'
 
@@ -211,15 +211,21 @@ export async function checkGatewayPort(input: PreflightInput): Promise<Preflight
 /** RAY_ADDRESS / the dashboard address resolves and answers /api/version. */
 export async function checkDashboard(input: PreflightInput): Promise<PreflightItem> {
   const title = 'Ray dashboard reachable'
-  const {address, source} = dashboardAddressFromEnv(input.scriptEnv)
+  let endpoint
+  try {
+    endpoint = resolveJobsEndpoint(input.scriptEnv)
+  } catch (error) {
+    return fail('ray-dashboard', title, messageOf(error), hintOf(error) ?? '', {})
+  }
+  const {address, source} = endpoint
   const shown = redactUrl(address)
-  const evidence = {dashboard: shown, source}
+  const evidence = {dashboard: shown, source, ...(endpoint.note ? {note: endpoint.note} : {})}
   const resolveProblem = await dashboardResolveProblem(address)
   if (resolveProblem) return fail('ray-dashboard', title, `${shown} (${source}): ${resolveProblem}`, 'Set RAY_ADDRESS=<head>:6379 or RAY_DASHBOARD_ADDRESS=http://<head>:8265 in env.sh.', evidence)
   // Malformed headers are bad input (exit 2), not an unreachable cluster.
-  const headers = rayJobHeadersFromEnv(input.scriptEnv)
+  const {headers, auth} = rayCredentials(input.scriptEnv)
   try {
-    const client = rayJobsClient(address, {headers, timeoutMs: 10_000, signal: input.signal})
+    const client = rayJobsClient(address, {headers, auth, timeoutMs: 10_000, signal: input.signal})
     const version = await client.version()
     if (input.submissionId) {
       const existing = await client.status(input.submissionId).catch((error) => {
@@ -230,7 +236,7 @@ export async function checkDashboard(input: PreflightInput): Promise<PreflightIt
         return fail('ray-dashboard', title, `submission id ${input.submissionId} already exists on ${shown} (${existing.status})`, 'Ray never reuses a submission id; run train again for a fresh one.', evidence)
       }
     }
-    return pass('ray-dashboard', title, `${shown} (${source}), Ray ${String(version.ray_version ?? '?')}`, {...evidence, ray_version: version.ray_version ?? null})
+    return pass('ray-dashboard', title, `${shown} (${source}), Ray ${String(version.ray_version ?? '?')}, credentials: ${auth.how}`, {...evidence, ray_version: version.ray_version ?? null, credentials: auth.how})
   } catch (error) {
     return fail('ray-dashboard', title, `${shown} (${source}): ${messageOf(error)}`, hintOf(error) ?? 'Set RAY_DASHBOARD_ADDRESS when the dashboard is not on <RAY_ADDRESS host>:8265.', evidence)
   }

@@ -5,9 +5,12 @@
  *
  * The script runs unmodified, as `bash <run script>` from the Relax checkout, in its own process
  * group with its output streamed. gymrecipe only sets RELAX_SUBMISSION_ID (a fresh unique id, so it
- * knows which job is its own) and RAY_DASHBOARD_ADDRESS (the address it derived exactly as the
+ * knows which job is its own) and RAY_DASHBOARD_ADDRESS (the endpoint it resolved exactly as the
  * script would, so both talk to the same dashboard). Waiting is the script's default; only the
- * user's RAY_NO_WAIT=1 makes it return after submission, and gymrecipe then follows the job itself.
+ * user's RAY_NO_WAIT=1 makes it return after submission. Either way gymrecipe follows the job
+ * itself from the moment it exists (its state by polling, its log over one websocket stream, kept
+ * in bounded memory) and judges it by its state, never by the exit of the script's `ray` CLI,
+ * whose log stream can drop while the job runs on.
  * Ctrl+C never stops anything broadly: at most this run's own submission, by id.
  */
 import {setTimeout as sleep} from 'node:timers/promises'
@@ -19,16 +22,17 @@ import {resolveRecipe} from '../ladder/target.js'
 import {newestTrainingLog, trainingRung} from '../ladder/training/index.js'
 import type {RecipeTarget, RungReport} from '../ladder/types.js'
 import {
-  dashboardAddressFromEnv,
   followJob,
+  type FollowResult,
   isTerminal,
   type JobDetails,
-  logTail,
-  rayJobHeadersFromEnv,
+  LogTail,
+  rayJobsClientFromEnv,
   redactUrl,
-  rayJobsClient,
   type RayJobsClient,
+  resolveJobsEndpoint,
 } from '../runtime/ray-jobs.js'
+import {LogDigest} from '../ladder/training/outputs.js'
 import {recordGatewayUse} from '../runtime/gateway-ledger.js'
 import {readyz} from '../runtime/http.js'
 import {scriptEnvironment} from '../runtime/recipe-env.js'
@@ -96,6 +100,8 @@ export interface TrainReport {
   message: string
   submissionId: string
   dashboardAddress: string
+  /** Which variable the dashboard address came from. */
+  dashboardSource: string
   /** True when the script waits for the job (RAY_NO_WAIT is not 1). */
   waits: boolean
   command: TrainCommand
@@ -185,6 +191,7 @@ class Finished {
 class TrainRun {
   private readonly contract: RecipeContract
   private readonly dashboard: string
+  private readonly dashboardSource: string
   private readonly shownDashboard: string
   private readonly submissionId: string
   private readonly stopCommand: string
@@ -195,7 +202,12 @@ class TrainRun {
   private script?: ScriptRun
   private startedAt = 0
   private job: JobDetails | undefined
-  private logs = ''
+  /** What the job log said so far, for the training rung, and its last lines for the report. */
+  private readonly digest: LogDigest
+  private logTail = new LogTail()
+  /** gymrecipe's own follow of the job: started when the job first exists, ended at its end. */
+  private following: Promise<FollowResult> | undefined
+  private followError: unknown
   private state: RecipeRunState | undefined
   private lastPollError: string | undefined
 
@@ -205,8 +217,11 @@ class TrainRun {
     private readonly scriptEnv: Record<string, string>,
   ) {
     this.contract = target.contract
-    this.dashboard = dashboardAddressFromEnv(scriptEnv).address
+    const endpoint = resolveJobsEndpoint(scriptEnv)
+    this.dashboard = endpoint.address
+    this.dashboardSource = endpoint.source
     this.submissionId = submissionIdFor(this.contract, new Date(), randomBytes(3).toString('hex'))
+    this.digest = new LogDigest(`Ray job ${this.submissionId} on ${redactUrl(this.dashboard)}`)
     this.interval = options.pollIntervalMs ?? 2000
     const entrypointEnv = submitOnlyEntrypoint(target.relaxRoot, scriptEnv)
     this.addedEnv = {...entrypointEnv, RELAX_SUBMISSION_ID: this.submissionId, RAY_DASHBOARD_ADDRESS: this.dashboard}
@@ -223,6 +238,7 @@ class TrainRun {
       message: '',
       submissionId: this.submissionId,
       dashboardAddress: this.shownDashboard,
+      dashboardSource: this.dashboardSource,
       waits: scriptEnv.RAY_NO_WAIT !== '1',
       command: {
         cwd: target.relaxRoot,
@@ -289,7 +305,7 @@ class TrainRun {
     if (this.state) await writeRunState(this.state, this.options.env)
   }
 
-  /** One look at the job: its details, its logs, and (once) the run state and the script's log file. */
+  /** One look at the job: its details, and (once) the run state, gymrecipe's own follow and the script's log file. */
   private async poll(): Promise<void> {
     let job: JobDetails
     try {
@@ -306,17 +322,14 @@ class TrainRun {
         recipeDir: this.target.dir,
         submissionId: this.submissionId,
         dashboardAddress: this.dashboard,
+        dashboardSource: this.dashboardSource,
         logFile: null,
         submittedAt: new Date().toISOString(),
         smoke: this.options.smoke || this.contract.data.smoke,
       }
       await this.record()
-      this.say(`gymrecipe: submission ${this.submissionId} is ${job.status} on ${this.shownDashboard}`)
-    }
-    try {
-      this.logs = await this.client!.logs(this.submissionId)
-    } catch {
-      // keep the previous text
+      this.say(`gymrecipe: submission ${this.submissionId} is ${job.status} on ${this.shownDashboard} (from ${this.dashboardSource})`)
+      this.startFollowing()
     }
     if (!this.state.logFile) {
       const found = await this.scriptLog()
@@ -328,14 +341,40 @@ class TrainRun {
     }
   }
 
+  /**
+   * Follow the job from its first moment: one log stream for the whole run. While the script's own
+   * `ray job submit` is streaming the log, gymrecipe reads it quietly; once the script has ended
+   * (or never waited), what follows is shown.
+   */
+  private startFollowing(): void {
+    const {options, report} = this
+    const followed = followJob(this.client!, this.submissionId, {
+      intervalMs: this.interval,
+      signal: options.interrupt,
+      onLogs: (text) => {
+        this.digest.push(text)
+        this.logTail.push(text)
+        if (!(report.waits && this.script?.running())) options.passthrough?.('stdout', text)
+      },
+      onStatus: (job) => {
+        this.job = job
+      },
+      onNotice: (line) => this.say(`gymrecipe: ${line}`),
+    })
+    this.following = followed
+    followed.catch((error) => {
+      this.followError = error
+    })
+  }
+
   private noteJob(): void {
     this.report.job = publicJob(this.job)
-    this.report.logTail = logTail(this.logs)
+    this.report.logTail = this.logTail.last(40)
   }
 
   private async runScript(): Promise<Finished | undefined> {
     const {options, target, report} = this
-    this.client = rayJobsClient(this.dashboard, {headers: rayJobHeadersFromEnv(this.scriptEnv)})
+    this.client = rayJobsClientFromEnv(this.scriptEnv, {address: this.dashboard}).client
     this.startedAt = Date.now()
     const script = runScript(path.join(target.dir, target.files.run!), {
       cwd: report.command.cwd,
@@ -426,25 +465,23 @@ class TrainRun {
   // ---------------------------------------------------------------- follow through the REST API
   private async follow(): Promise<Finished | undefined> {
     const {options, report, submissionId} = this
-    if (!isTerminal(this.job!.status)) {
+    if (!isTerminal(this.job!.status) && report.waits) {
+      // The script's CLI ended (its log stream dropped, or it was killed) while the job runs on.
+      this.say(`gymrecipe: the training script exited ${report.scriptExitCode ?? '?'} but job ${submissionId} is ${this.job!.status}: its state decides, so gymrecipe follows it`)
+    } else if (!isTerminal(this.job!.status)) {
       this.say(`gymrecipe: following ${submissionId} through the Ray Jobs API (${this.job!.status})`)
-      try {
-        const followed = await followJob(this.client!, submissionId, {
-          intervalMs: this.interval,
-          signal: options.interrupt,
-          // When the script waited, it already streamed the log up to here.
-          logOffset: report.waits ? this.logs.length : 0,
-          onLogs: (chunk) => options.passthrough?.('stdout', chunk),
-        })
-        this.job = followed.job
-        this.logs = followed.logs
-      } catch (error) {
-        if (options.interrupt.aborted) return this.interrupted()
-        this.noteJob()
-        report.stopCommand = this.stopCommand
-        return new Finished('follow-lost', ExitCode.failure, `lost track of ${submissionId} (${messageOf(error)}); it may still be running: check with gymrecipe status ${this.target.id}, stop it with ${this.stopCommand}`)
-      }
     }
+    try {
+      if (!this.following) this.startFollowing()
+      const followed = await this.following!
+      this.job = followed.job
+    } catch (error) {
+      if (options.interrupt.aborted) return this.interrupted()
+      this.noteJob()
+      report.stopCommand = this.stopCommand
+      return new Finished('follow-lost', ExitCode.failure, `lost track of ${submissionId} (${messageOf(error ?? this.followError)}); it may still be running: check with gymrecipe status ${this.target.id}, stop it with ${this.stopCommand}`)
+    }
+    this.digest.end()
     if (!report.logFile) report.logFile = await this.scriptLog()
     if (this.state && report.logFile && this.state.logFile !== report.logFile) {
       this.state.logFile = report.logFile
@@ -467,7 +504,7 @@ class TrainRun {
     const {options, target, report, submissionId} = this
     this.say(`gymrecipe: job ${submissionId} SUCCEEDED; a job state is not proof — running the training rung`)
     await recordTrainingTrials(target.dir, trainingGateway(this.contract, this.scriptEnv), submissionId, options.env)
-    const handoff = {train: {runState: this.state, job: this.job!, jobLogs: this.logs}}
+    const handoff = {train: {runState: this.state, job: this.job!, jobLog: this.digest}}
     // env.sh was already sourced over the caller's environment for the script; the rung sees the same.
     const rungOptions = {env: this.scriptEnv, smoke: options.smoke, gymRoot: options.gymRoot, signal: options.interrupt, workerLogs: options.workerLogs}
     report.trainingRung = await runRung(trainingRung, {target, options: rungOptions, scratch: new Scratch(), handoff}, {

@@ -60,14 +60,16 @@ describe('each static rule fails on a recipe that breaks exactly that rule', () 
     ['static.env-deployment-only', 'env.sh sets a hyperparameter', () =>
       editFile(dir, 'env.sh', (t) => `${t}\nexport NEMO_GYM_N_SAMPLES_PER_PROMPT=8\n`)],
     ['static.run-arrays', 'GRPO_ARGS is not defined', () =>
-      editFile(dir, RUN, (t) => t.replace('GRPO_ARGS=(', 'GRPO_SETTINGS=(').replace('"${GRPO_ARGS[@]}"', '"${GRPO_SETTINGS[@]}"'))],
+      editFile(dir, RUN, (t) => t.replace('GRPO_ARGS=(', 'GRPO_SETTINGS=(').replaceAll('"${GRPO_ARGS[@]}"', '"${GRPO_SETTINGS[@]}"'))],
     ['static.run-submit', 'something runs after ray job submit', () => editFile(dir, RUN, (t) => `${t}echo submitted\n`)],
     ['static.run-no-wait', '[calendar#7] --no-wait for any non-empty RAY_NO_WAIT', () =>
       editFile(dir, RUN, (t) => t.replace('ray job submit "${NO_WAIT_ARGS[@]}"', 'ray job submit ${RAY_NO_WAIT:+--no-wait} "${NO_WAIT_ARGS[@]}"'))],
     ['static.run-no-delegation', '[calendar#1] the script sources another recipe', () =>
       editFile(dir, RUN, (t) => t.replace('CKPT_ARGS=(', '# shellcheck source=/dev/null\nsource "${EXAMPLE_DIR}/recipes/gsm8k/run-qwen3-4B-8xgpu-nemo-gym-gsm8k.sh"\nCKPT_ARGS=('))],
     ['static.run-raw-source', '[calendar#6] [gsm8k#2] the converted preview is passed as source data', () =>
-      editFile(dir, RUN, (t) => t.replace('"${GATEWAY_URL}" "${NEMO_GYM_SOURCE_DATA}" "${PROMPT_SET}"', '"${GATEWAY_URL}" "${EXP_DIR}/data/calendar_train_relax.jsonl" "${PROMPT_SET}"'))],
+      editFile(dir, RUN, (t) => t.replaceAll('"${GATEWAY_URL}" "${NEMO_GYM_SOURCE_DATA}" "${PROMPT_SET}"', '"${GATEWAY_URL}" "${EXP_DIR}/data/calendar_train_relax.jsonl" "${PROMPT_SET}"'))],
+    ['static.run-submit', 'the submission passes other words than the portability check checks', () =>
+      editFile(dir, RUN, (t) => t.replace(/(-- bash "\$\{RUN_TRAINING_SCRIPT\}" \\\n {2}"\$\{GATEWAY_URL\}") "\$\{NEMO_GYM_SOURCE_DATA\}"/, '$1 "${NEMO_GYM_SOURCE_DATA}x"'))],
     ['static.run-data-limit', '[calendar#5] a smoke row limit left in the training script', () =>
       editFile(dir, RUN, (t) => t.replace(`DATA_LIMIT=$(awk 'NF { count++ } END { print count + 0 }' "\${NEMO_GYM_SOURCE_DATA}")`, 'DATA_LIMIT=32'))],
     ['static.run-data-limit', '[workplace-assistant#2] rows counted with wc -l', () =>

@@ -14,11 +14,13 @@ interface LoadedEntry {
   entry: ResolvedEntry
   parsed: ParsedConfigFile
   children: number[]
+  depth: number
 }
 
 export interface IncludeTree {
-  /** Files in merge order: each after everything it pulled in, siblings left to right. */
-  files: ParsedConfigFile[]
+  /** Files in discovery order (roots first, then breadth-first), each with what it includes. */
+  loaded: Array<{parsed: ParsedConfigFile; children: number[]; depth: number}>
+  rootCount: number
   /** Every entry, roots first then in discovery order, as Gym records `config_paths` after loading. */
   discovered: string[]
   problems: GymProblem[]
@@ -27,8 +29,7 @@ export interface IncludeTree {
 /**
  * Load the given configs and, recursively, their `config_paths`, the way NeMo Gym does
  * (`GlobalConfigDictParser.load_extra_config_paths`): breadth-first discovery, a file already
- * listed is loaded once, and the merge order is the include tree flattened post-order, so an
- * including file overrides what it includes and a later sibling overrides an earlier one.
+ * listed is loaded once. The order they merge in is the checkout's own (include-order.ts).
  * Unlike Gym, an include cycle is an error rather than silently cut.
  */
 export async function loadIncludeTree(root: GymRoot, rootPaths: string[], fs: GymConfigFs): Promise<IncludeTree> {
@@ -38,11 +39,12 @@ export async function loadIncludeTree(root: GymRoot, rootPaths: string[], fs: Gy
   const problems: GymProblem[] = []
 
   for (const raw of rootPaths) pending.push({entry: resolveEntry(root, raw, {what: '--gym-config'}), parent: null})
+  const depths: number[] = rootPaths.map(() => 0)
 
   for (let index = 0; index < pending.length; index++) {
     const {entry, parent, from} = pending[index]
     const parsed = await readConfig(root, entry, fs, from)
-    loaded.push({entry, parsed, children: []})
+    loaded.push({entry, parsed, children: [], depth: depths[index]})
     if (parent !== null) loaded[parent].children.push(index)
 
     for (const include of includesOf(root, parsed)) {
@@ -50,6 +52,7 @@ export async function loadIncludeTree(root: GymRoot, rootPaths: string[], fs: Gy
       const firstAt = pending.findIndex((item) => item.entry.rel === include.entry.rel)
       if (firstAt === -1) {
         pending.push({entry: include.entry, parent: index, from: {file: entry.rel, line: include.line}})
+        depths.push(depths[index] + 1)
       } else {
         problems.push(duplicateInclude(include.entry.rel, entry.rel, include.line))
       }
@@ -58,7 +61,8 @@ export async function loadIncludeTree(root: GymRoot, rootPaths: string[], fs: Gy
 
   throwOnIncludeCycle(edges)
   return {
-    files: postOrder(loaded, rootPaths.length).map((index) => loaded[index].parsed),
+    loaded: loaded.map(({parsed, children, depth}) => ({parsed, children, depth})),
+    rootCount: rootPaths.length,
     discovered: loaded.map((item) => item.entry.rel),
     problems,
   }
@@ -130,22 +134,4 @@ function throwOnIncludeCycle(edges: IncludeEdge[]): void {
     done.add(file)
   }
   for (const edge of edges) if (!done.has(edge.from)) visit(edge.from)
-}
-
-/** Iterative post-order over the include tree, roots in the order given. */
-function postOrder(loaded: LoadedEntry[], rootCount: number): number[] {
-  const order: number[] = []
-  const stack: Array<{index: number; expanded: boolean}> = []
-  for (let index = rootCount - 1; index >= 0; index--) stack.push({index, expanded: false})
-  while (stack.length > 0) {
-    const {index, expanded} = stack.pop()!
-    if (expanded) {
-      order.push(index)
-      continue
-    }
-    stack.push({index, expanded: true})
-    const children = loaded[index].children
-    for (let position = children.length - 1; position >= 0; position--) stack.push({index: children[position], expanded: false})
-  }
-  return order
 }

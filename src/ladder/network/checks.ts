@@ -7,23 +7,14 @@
 import {randomBytes} from 'node:crypto'
 
 import {execInContainer} from '../../runtime/container.js'
-import {
-  dashboardAddressFromEnv,
-  followJob,
-  isTerminal,
-  logTail,
-  rayJobHeadersFromEnv,
-  rayJobsClient,
-  type RayJobsClient,
-  redactUrl,
-} from '../../runtime/ray-jobs.js'
+import {followJob, isTerminal, rayJobsClientFromEnv, type RayJobsClient, redactUrl} from '../../runtime/ray-jobs.js'
 import {callbackResource, callbackUpstream} from '../../contract/endpoints.js'
 import type {Check, CheckContext, CheckOutcome, CheckResult} from '../types.js'
 import {allowlistCovers, noProxyCovers} from './allowlist.js'
 import {shellWord} from '../../shell-words.js'
 import {scriptEnv} from '../scratch.js'
 import {gatewayFor, gymContainer, relaxFor} from './context.js'
-import {markedLines, NODE_PROBE_DONE, NODE_PROBE_MARKER, NODE_PROBE_PY, pythonInline, RELAX_PROBE_MARKER, RELAX_PROBE_PY} from './probe-script.js'
+import {markedLines, MarkedLines, NODE_PROBE_DONE, NODE_PROBE_MARKER, NODE_PROBE_PY, pythonInline, RELAX_PROBE_MARKER, RELAX_PROBE_PY} from './probe-script.js'
 import {hintOf, messageOf} from '../../errors.js'
 
 const PROTOCOL = 'relax-nemo-gym/v1'
@@ -57,10 +48,12 @@ export const nodesReachGateway: Check = {
     const env = await scriptEnv(ctx)
     const gateway = await gatewayFor(ctx)
     if ('problem' in gateway) return {status: 'fail', message: gateway.problem, hint: 'Set GYM_HOST (and NEMO_GYM_GATEWAY_PORT) in env.sh.'}
-    const dashboard = dashboardAddressFromEnv(env)
     let client: RayJobsClient
+    let dashboard: {address: string; source: string} = {address: '(unresolved)', source: 'none'}
     try {
-      client = rayJobsClient(dashboard.address, {headers: rayJobHeadersFromEnv(env), signal: ctx.options.signal, timeoutMs: 15_000})
+      const resolved = rayJobsClientFromEnv(env, {signal: ctx.options.signal, timeoutMs: 15_000})
+      client = resolved.client
+      dashboard = resolved.endpoint
       await client.version()
     } catch (error) {
       return {
@@ -82,10 +75,12 @@ export const nodesReachGateway: Check = {
       return {status: 'fail', message: `the probe job was refused: ${messageOf(error)}`, hint: hintOf(error), evidence: {dashboard: redactUrl(dashboard.address)}}
     }
     let result
+    // Only the probe's own result lines are kept from its log, whatever else the driver prints.
+    const marked = new MarkedLines([NODE_PROBE_MARKER, NODE_PROBE_DONE])
     try {
-      result = await followJob(client, submissionId, {intervalMs: 500, timeoutMs: jobTimeoutMs, signal: ctx.options.signal})
+      result = await followJob(client, submissionId, {intervalMs: 500, timeoutMs: jobTimeoutMs, signal: ctx.options.signal, onLogs: (text) => marked.push(text)})
     } catch (error) {
-      const stopped = await stopOwnProbe(rayJobsClient(dashboard.address, {headers: rayJobHeadersFromEnv(env)}), submissionId)
+      const stopped = await stopOwnProbe(rayJobsClientFromEnv(env, {address: dashboard.address}).client, submissionId)
       return {status: 'fail', message: `following the probe job failed: ${messageOf(error)}; ${stopped}`, evidence: {submissionId}}
     }
     const evidence = {submissionId, dashboard: redactUrl(dashboard.address), gateway: gateway.url, jobStatus: result.job.status}
@@ -93,14 +88,14 @@ export const nodesReachGateway: Check = {
       const stopped = await stopOwnProbe(client, submissionId)
       return {status: 'fail', message: `the probe job did not finish within ${jobTimeoutMs / 1000}s (${result.job.status}); ${stopped}`, evidence}
     }
-    const nodes = markedLines(result.logs, NODE_PROBE_MARKER)
-    const done = markedLines(result.logs, NODE_PROBE_DONE)[0]
+    const nodes = markedLines(marked.text(), NODE_PROBE_MARKER)
+    const done = markedLines(marked.text(), NODE_PROBE_DONE)[0]
     if (result.job.status !== 'SUCCEEDED' || !done) {
       return {
         status: 'fail',
         message: `the probe job ended ${result.job.status} without reporting every node: ${result.job.message ?? ''}`.trim(),
         hint: 'The probe driver needs python3 with `ray` on the head node (set GYMRECIPE_PROBE_PYTHON to another interpreter).',
-        evidence: {...evidence, logTail: logTail(result.logs, 20)},
+        evidence: {...evidence, logTail: result.tail.last(20)},
       }
     }
     const expected = Number(done.nodes)

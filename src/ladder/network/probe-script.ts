@@ -97,6 +97,32 @@ export function pythonInline(program: string, python = 'python3'): string {
 }
 
 /** Parse `MARKER {json}` lines out of a log. */
+/** Collects, from log text streaming past, only the lines that carry one of the markers (bounded). */
+export class MarkedLines {
+  private partial = ''
+  private readonly kept: string[] = []
+
+  constructor(
+    private readonly markers: string[],
+    private readonly limit = 10_000,
+  ) {}
+
+  push(text: string): void {
+    const pieces = (this.partial + text).split('\n')
+    this.partial = pieces.pop() ?? ''
+    if (this.partial.length > 1_048_576) this.partial = ''
+    for (const line of pieces) this.keep(line)
+  }
+
+  private keep(line: string): void {
+    if (this.kept.length < this.limit && this.markers.some((m) => line.includes(`${m} `))) this.kept.push(line)
+  }
+
+  text(): string {
+    return [...this.kept, this.partial].join('\n')
+  }
+}
+
 export function markedLines(log: string, marker: string): Array<Record<string, unknown>> {
   const results: Array<Record<string, unknown>> = []
   for (const line of log.split('\n')) {

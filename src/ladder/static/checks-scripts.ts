@@ -115,8 +115,10 @@ function numberOf(v: Value): number | undefined {
   return v.value !== undefined && /^-?\d+(\.\d+)?$/.test(v.value) ? Number(v.value) : undefined
 }
 
+const SUBMIT = /(?:^|\s|\/)ray\s+job\s+submit\b/
+
 function submitLine(run: LoadedFile): LogicalLine | undefined {
-  return [...run.lines].reverse().find((l) => /(?:^|\s|\/)ray\s+job\s+submit\b/.test(l.text))
+  return [...run.lines].reverse().find((l) => SUBMIT.test(l.text))
 }
 
 export type CheckRun = Parameters<Check['run']>[0]
@@ -154,12 +156,44 @@ export const trainingArrays = perTrainingScript('static.run-arrays', 'the traini
   return {problems, pass: `${ARRAYS.length} arrays defined and passed`}
 })
 
+/**
+ * A shell function of the script whose body reads the submitted job's state back (`ray job
+ * status`): the one command allowed after the submission, so the script's exit says how the job
+ * ended rather than how the CLI's log stream did.
+ */
+function judgesJobState(run: LoadedFile, line: LogicalLine): boolean {
+  const call = /^([A-Za-z_][A-Za-z0-9_]*)(?:\s|$)/.exec(line.text)?.[1]
+  if (!call) return false
+  const start = run.lines.findIndex((l) => new RegExp(`^(?:function\\s+)?${call}\\s*\\(\\)\\s*\\{?`).test(l.text))
+  if (start < 0) return false
+  const end = run.lines.findIndex((l, i) => i > start && /^\}\s*$/.test(l.text))
+  return run.lines.slice(start, end < 0 ? undefined : end).some((l) => /(?:^|\s|\()ray\s+job\s+status\b/.test(l.text))
+}
+
+/** The words after `-- ` of the submission, and the words an `entrypoint_portable` call checks, when there is one. */
+function portabilityMismatch(run: LoadedFile, submit: LogicalLine): CheckOutcome | undefined {
+  const check = run.lines.find((l) => /^entrypoint_portable\s/.test(l.text))
+  if (!check) return undefined
+  const words = (text: string | undefined) => text?.trim().split(/\s+/).join(' ')
+  const checked = words(check.text.replace(/^entrypoint_portable\s+/, ''))
+  const submitted = words(/ -- (.*?)(?:\s+2>&1\s*\|.*)?$/.exec(submit.text)?.[1])
+  if (submitted === checked) return undefined
+  return {status: 'fail', message: `entrypoint_portable (line ${check.line}) checks other words than ray job submit passes (line ${submit.line}): the submission is not the one checked`, line: check.line, hint: 'Give entrypoint_portable exactly the words after `--` of the submission.'}
+}
+
 export const submitsLast = perTrainingScript('static.run-submit', 'the training script ends with ray job submit', (run) => {
   const last = run.lines.at(-1)
-  if (!last || !/(?:^|\s|\/)ray\s+job\s+submit\b/.test(last.text)) {
-    return {problems: [{status: 'fail', message: `the last command is not ray job submit: ${last?.text.slice(0, 80) ?? '(empty)'}`, line: last?.line, hint: 'The direct script must itself submit the job as its final command.'}], pass: ''}
+  if (last && SUBMIT.test(last.text)) {
+    const mismatch = portabilityMismatch(run, last)
+    return mismatch ? {problems: [mismatch], pass: ''} : {problems: [], pass: `ray job submit at line ${last.line}`}
   }
-  return {problems: [], pass: `ray job submit at line ${last.line}`}
+  const before = run.lines.at(-2)
+  if (last && before && SUBMIT.test(before.text) && judgesJobState(run, last)) {
+    const mismatch = portabilityMismatch(run, before)
+    if (mismatch) return {problems: [mismatch], pass: ''}
+    return {problems: [], pass: `ray job submit at line ${before.line}, then the job's own state is read back (line ${last.line})`}
+  }
+  return {problems: [{status: 'fail', message: `the last command is not ray job submit: ${last?.text.slice(0, 80) ?? '(empty)'}`, line: last?.line, hint: "The direct script must itself submit the job as its final command (only a function that reads the job's state back with `ray job status` may follow)."}], pass: ''}
 })
 
 export const hyperparametersFixed = perTrainingScript('static.run-fixed-hyperparameters', 'no training value is read from an environment variable', (run) => {

@@ -17,7 +17,7 @@ import path from 'node:path'
 import {trainingLogName} from '../../contract/endpoints.js'
 import type {RecipeContract} from '../../contract/types.js'
 import {gatewayClient} from '../../runtime/gateway-trials.js'
-import {normalizeDashboardAddress, rayJobHeadersFromEnv, rayJobsClient} from '../../runtime/ray-jobs.js'
+import {normalizeDashboardAddress, rayJobsClientFromEnv} from '../../runtime/ray-jobs.js'
 import {type RecipeRunState, readRunState} from '../../runtime/run-state.js'
 import {scriptEnv, ScratchKey} from '../scratch.js'
 import {serviceAddress} from '../trial/context.js'
@@ -25,11 +25,12 @@ import type {Check, CheckContext, LadderOptions, NamedResult, RungDefinition} fr
 import {
   type Dumps,
   checkpointState,
+  digestFile,
+  digestText,
   groupStats,
-  parseStepLines,
+  LogDigest,
   readRolloutDumps,
   readTerminalTraces,
-  scanLog,
   workerLogFiles,
 } from './outputs.js'
 import {VERDICT_TEXT, triage} from './triage.js'
@@ -47,7 +48,7 @@ export interface TrainingRungOptions {
 export const MIN_GROUP_SIZE = 4
 
 interface JobLog {
-  text: string
+  digest: LogDigest
   source: string
 }
 
@@ -131,7 +132,7 @@ const rolloutDumps = needsContract('training.rollout-dumps', 'Rollout dumps unde
   const ev = {save_dir: run.saveDir, dump_dir: dumps.dir, files: dumps.files, samples: dumps.samples.length, problems: dumps.problems.slice(0, 10)}
   if (dumps.samples.length === 0) {
     const traces = await readTerminalTraces(run.saveDir)
-    const triaged = traces.length > 0 ? triage([], traces, run.log?.text ?? '') : undefined
+    const triaged = traces.length > 0 ? triage([], traces, run.log?.digest) : undefined
     return [{
       id, title, status: 'fail',
       message: `no rollout samples under ${dumps.dir}${dumps.files.length > 0 ? ` (${dumps.files.length} empty file(s))` : ''}` +
@@ -173,7 +174,7 @@ const groups = needsContract('training.groups', 'Groups of >= 4 samples with rew
     const all = stats.flatMap((g) => g.rewards)
     const value = all.length > 0 && all.every((r) => r === all[0]) ? all[0] : undefined
     const traces = await readTerminalTraces(run.saveDir)
-    const triaged = triage(run.dumps.samples, traces, run.log?.text ?? '')
+    const triaged = triage(run.dumps.samples, traces, run.log?.digest)
     ev.triage = triaged
     const what = value === undefined ? 'no group has reward variance' : `every reward is ${value}`
     problems.push(`${what}: zero advantage in all ${stats.length} group(s), nothing to learn from; ${triaged.text}`)
@@ -186,44 +187,64 @@ const groups = needsContract('training.groups', 'Groups of >= 4 samples with rew
   return [{id, title, status: 'pass', message: `${stats.length} group(s) of ${sizes.join('/')} samples; ${varied.length} with reward variance (non-zero advantage)`, evidence: ev}]
 })
 
+/** A log file read into a digest, or undefined when it cannot be read. */
+async function fileLog(file: string): Promise<JobLog | undefined> {
+  try {
+    return {digest: await digestFile(file), source: file}
+  } catch {
+    return undefined
+  }
+}
+
 async function loadJobLog(ctx: CheckContext, run: Facts): Promise<{log?: JobLog; problem?: string; tried: string[]}> {
   const contract = ctx.target.contract!
   const tried: string[] = []
   const explicit = trainingOptions(ctx.options).jobLog
   if (explicit) {
     tried.push(explicit)
-    const text = await fsp.readFile(explicit, 'utf8').catch(() => undefined)
-    return text === undefined ? {problem: `job log ${explicit} is not readable`, tried} : {log: {text, source: explicit}, tried}
+    const log = await fileLog(explicit)
+    return log ? {log, tried} : {problem: `job log ${explicit} is not readable`, tried}
   }
   const env = await scriptEnv(ctx)
-  // `gymrecipe train` hands over the submission it followed and the logs it fetched.
+  // `gymrecipe train` hands over the submission it followed and the log it read while following.
   const handed = ctx.handoff?.train?.runState
   const state = handed ?? (await readRunState(ctx.target.dir, {...process.env, ...ctx.options.env}).catch(() => undefined))
   run.runState = state
-  const handedLogs = ctx.handoff?.train?.jobLogs
-  if (state && typeof handedLogs === 'string' && handedLogs.trim()) {
-    return {log: {text: handedLogs, source: `Ray job ${state.submissionId} on ${normalizeDashboardAddress(state.dashboardAddress)}`}, tried}
+  const handedLog = ctx.handoff?.train?.jobLog
+  if (state && handedLog && handedLog.lines > 0) {
+    return {log: {digest: handedLog, source: `Ray job ${state.submissionId} on ${normalizeDashboardAddress(state.dashboardAddress)}`}, tried}
   }
   if (state) {
-    // The dashboard has the whole driver log, also for RAY_NO_WAIT=1 submissions.
+    // The dashboard has the whole driver log, also for RAY_NO_WAIT=1 submissions: streamed, not held whole.
     const where = `Ray job ${state.submissionId} on ${normalizeDashboardAddress(state.dashboardAddress)}`
     tried.push(where)
     try {
-      const text = await rayJobsClient(state.dashboardAddress, {headers: rayJobHeadersFromEnv(env), timeoutMs: 20_000}).logs(state.submissionId)
-      if (text.trim()) return {log: {text, source: where}, tried}
+      const {client} = rayJobsClientFromEnv(env, {address: state.dashboardAddress, timeoutMs: 20_000, signal: ctx.options.signal})
+      const digest = new LogDigest(where)
+      const streamed = await client.tail(state.submissionId, {onText: (text) => digest.push(text)}).catch(() => undefined)
+      if (!streamed?.complete) {
+        const text = await client.logs(state.submissionId)
+        const whole = digestText(text, where)
+        if (whole.lines > 0) return {log: {digest: whole, source: where}, tried}
+      } else if (digest.end().lines > 0) {
+        return {log: {digest, source: where}, tried}
+      }
     } catch {
       // fall back to the local tee of `ray job submit`
     }
     if (state.logFile) {
       tried.push(state.logFile)
-      const text = await fsp.readFile(state.logFile, 'utf8').catch(() => undefined)
-      if (text !== undefined) return {log: {text, source: state.logFile}, tried}
+      const log = await fileLog(state.logFile)
+      if (log) return {log, tried}
     }
   }
   const dirs = [...new Set([path.join(ctx.target.relaxRoot, 'log'), path.join(process.cwd(), 'log')])]
   tried.push(...dirs.map((d) => path.join(d, `${trainingLogName(contract)}-*.log`)))
   const found = await newestTrainingLog(dirs, contract)
-  if (found) return {log: {text: await fsp.readFile(found, 'utf8'), source: found}, tried}
+  if (found) {
+    const log = await fileLog(found)
+    if (log) return {log, tried}
+  }
   return {problem: 'no job log found', tried}
 }
 
@@ -239,10 +260,8 @@ const optimizerStep = needsContract('training.optimizer-step', 'Optimizer step w
     }]
   }
   run.log = log
-  const steps = parseStepLines(log.text)
+  const {steps, degenerate, saved} = log.digest
   const finite = steps.filter((s) => s.gradNorm !== null && Number.isFinite(s.gradNorm))
-  const degenerate = (log.text.match(/degenerate\/zero-signal batch/g) ?? []).length
-  const saved = [...log.text.matchAll(/Saved rollout result \((\d+) samples\) to (\S+)/g)].map((m) => ({samples: Number(m[1]), path: m[2]}))
   const ev = {job_log: log.source, step_lines: steps.length, finite_steps: finite.length, degenerate_batches: degenerate, saved_rollout_results: saved, first_step: steps[0]?.text ?? null}
   if (steps.length === 0) {
     return [{
@@ -293,7 +312,7 @@ const logsClean = needsContract('training.logs-clean', 'No OOM or traceback in t
   const run = await facts(ctx)
   const id = 'training.logs-clean'
   const title = 'No OOM or traceback in the driver and worker logs'
-  const findings = run.log ? scanLog(run.log.text, run.log.source) : []
+  const findings = run.log ? [...run.log.digest.findings] : []
   const scanned: string[] = run.log ? [run.log.source] : []
   const missing: string[] = []
   for (const target of trainingOptions(ctx.options).workerLogs ?? []) {
@@ -305,7 +324,7 @@ const logsClean = needsContract('training.logs-clean', 'No OOM or traceback in t
       continue
     }
     for (const file of files) {
-      findings.push(...scanLog(await fsp.readFile(file, 'utf8'), file))
+      findings.push(...(await digestFile(file)).findings)
       scanned.push(file)
     }
   }
@@ -371,7 +390,7 @@ const jobState = needsContract('training.job-state', 'Ray job state (never proof
   const env = await scriptEnv(ctx)
   try {
     const handed = ctx.handoff?.train?.job
-    const details = handed?.submission_id === state.submissionId ? handed : await rayJobsClient(state.dashboardAddress, {headers: rayJobHeadersFromEnv(env), timeoutMs: 20_000}).status(state.submissionId)
+    const details = handed?.submission_id === state.submissionId ? handed : await rayJobsClientFromEnv(env, {address: state.dashboardAddress, timeoutMs: 20_000}).client.status(state.submissionId)
     const ev = {submission_id: state.submissionId, status: details.status, message: details.message, driver_exit_code: details.driver_exit_code}
     if (details.status === 'SUCCEEDED') {
       return [{id, title, status: 'pass', message: `job ${state.submissionId} SUCCEEDED (not proof by itself: the other checks are)`, evidence: ev}]

@@ -3,7 +3,7 @@
  * driver-log step lines, checkpoints, and OOM/traceback lines in logs. Pure functions over
  * files and text, so each rule is testable on its own.
  */
-import {promises as fsp} from 'node:fs'
+import {createReadStream, promises as fsp} from 'node:fs'
 import path from 'node:path'
 import {messageOf} from '../../errors.js'
 
@@ -147,15 +147,7 @@ function parseLooseNumber(raw: string): number | null {
 
 /** `step N: {... 'train/grad_norm': <float>, ..., 'train/step': N ...}` lines of a job log. */
 export function parseStepLines(log: string): StepLine[] {
-  const out: StepLine[] = []
-  const lines = log.split('\n')
-  for (let i = 0; i < lines.length; i++) {
-    const m = /\bstep (\d+): (\{.*\})\s*$/.exec(lines[i])
-    if (!m) continue
-    const grad = /['"]train\/grad_norm['"]\s*:\s*([^,}]+(?:\([^)]*\))?)/.exec(m[2])
-    out.push({line: i + 1, step: Number(m[1]), gradNorm: grad ? parseLooseNumber(grad[1]) : null, text: lines[i].trim().slice(0, 400)})
-  }
-  return out
+  return digestText(log, '').steps
 }
 
 export interface CheckpointState {
@@ -194,19 +186,88 @@ const TRACEBACK = /^\s*(?:\(\S+ pid=\d+\)\s*)?Traceback \(most recent call last\
 
 /** OOM and traceback lines; for a traceback, the exception line that ends it is quoted. */
 export function scanLog(text: string, source: string): LogFinding[] {
-  const findings: LogFinding[] = []
-  const lines = text.split('\n')
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]
-    if (OOM.test(line)) findings.push({source, line: i + 1, kind: 'oom', text: line.trim().slice(0, 300)})
-    if (TRACEBACK.test(line)) {
-      let end = i + 1
-      while (end < lines.length && /^\s+|^\s*$/.test(lines[end]) && !TRACEBACK.test(lines[end])) end++
-      const last = (lines[end] ?? '').trim()
-      findings.push({source, line: i + 1, kind: 'traceback', text: (last || line.trim()).slice(0, 300)})
-    }
+  return digestText(text, source).findings
+}
+
+/** Bounds on what a digest keeps, so a log of any length costs the same memory. */
+const KEEP = {steps: 100_000, findings: 1000, saved: 10_000, failures: 10_000, lineChars: 1_048_576}
+
+/**
+ * What the training rung reads from a driver or worker log, gathered line by line as the text
+ * streams past (from the dashboard's websocket, or a file), so a log of any length is read in
+ * bounded memory: the optimizer step lines, degenerate batches, saved rollout results, OOM and
+ * traceback findings, and the thin client's failure lines.
+ */
+export class LogDigest {
+  readonly steps: StepLine[] = []
+  readonly saved: Array<{samples: number; path: string}> = []
+  readonly findings: LogFinding[] = []
+  readonly thinClientFailures: string[] = []
+  degenerate = 0
+  lines = 0
+  private partial = ''
+  private traceback: {line: number; first: string} | undefined
+
+  constructor(readonly source: string) {}
+
+  push(text: string): void {
+    const pieces = (this.partial + text).split('\n')
+    this.partial = pieces.pop() ?? ''
+    // A line without an end is cut rather than kept growing.
+    if (this.partial.length > KEEP.lineChars) this.partial = this.partial.slice(0, KEEP.lineChars)
+    for (const piece of pieces) this.line(piece)
   }
-  return findings
+
+  /** The text has ended: the last line without a newline, and a traceback still open. */
+  end(): this {
+    if (this.partial) {
+      const last = this.partial
+      this.partial = ''
+      this.line(last)
+    }
+    if (this.traceback) this.closeTraceback('')
+    return this
+  }
+
+  private closeTraceback(ending: string): void {
+    const open = this.traceback!
+    this.traceback = undefined
+    if (this.findings.length < KEEP.findings) this.findings.push({source: this.source, line: open.line, kind: 'traceback', text: (ending.trim() || open.first.trim()).slice(0, 300)})
+  }
+
+  private line(raw: string): void {
+    this.lines++
+    const text = raw.replace(/\r$/, '')
+    const n = this.lines
+    // A traceback goes on over indented and blank lines; the first other line names the exception.
+    if (this.traceback && !(/^\s+|^\s*$/.test(text) && !TRACEBACK.test(text))) this.closeTraceback(text)
+    if (OOM.test(text) && this.findings.length < KEEP.findings) this.findings.push({source: this.source, line: n, kind: 'oom', text: text.trim().slice(0, 300)})
+    if (TRACEBACK.test(text)) this.traceback = {line: n, first: text}
+    const step = /\bstep (\d+): (\{.*\})\s*$/.exec(text)
+    if (step && this.steps.length < KEEP.steps) {
+      const grad = /['"]train\/grad_norm['"]\s*:\s*([^,}]+(?:\([^)]*\))?)/.exec(step[2])
+      this.steps.push({line: n, step: Number(step[1]), gradNorm: grad ? parseLooseNumber(grad[1]) : null, text: text.trim().slice(0, 400)})
+    }
+    if (text.includes('degenerate/zero-signal batch')) this.degenerate += text.split('degenerate/zero-signal batch').length - 1
+    for (const m of text.matchAll(/Saved rollout result \((\d+) samples\) to (\S+)/g)) {
+      if (this.saved.length < KEEP.saved) this.saved.push({samples: Number(m[1]), path: m[2]})
+    }
+    if (text.includes('NeMo Gym thin client failed') && this.thinClientFailures.length < KEEP.failures) this.thinClientFailures.push(text.slice(0, 4096))
+  }
+}
+
+export function digestText(text: string, source: string): LogDigest {
+  const digest = new LogDigest(source)
+  digest.push(text)
+  return digest.end()
+}
+
+/** A log file, read as a stream into a digest. */
+export async function digestFile(file: string, source = file): Promise<LogDigest> {
+  const digest = new LogDigest(source)
+  const stream = createReadStream(file, {encoding: 'utf8', highWaterMark: 1 << 20})
+  for await (const chunk of stream) digest.push(chunk as string)
+  return digest.end()
 }
 
 /** Files of a worker-log argument: the file itself, or the log files under a directory. */

@@ -8,7 +8,7 @@
  * - environment: the environment failed (seed_session/verify/tool server errors, 5xx);
  * - model:       every trial completed and was scored, and the model answered wrongly.
  */
-import {type DumpSample, rewardNumber} from './outputs.js'
+import {digestText, type DumpSample, type LogDigest, rewardNumber} from './outputs.js'
 
 export type Verdict = 'lifecycle' | 'verifier' | 'environment' | 'model'
 
@@ -79,7 +79,7 @@ function codesIn(text: string, into: Record<string, number>): void {
  * Triage from the committed samples, the terminal traces (dropped samples) and the thin-client
  * failure lines of the job log.
  */
-export function triage(samples: DumpSample[], traces: Array<Record<string, unknown>>, log: string): Triage {
+export function triage(samples: DumpSample[], traces: Array<Record<string, unknown>>, log: string | LogDigest | undefined): Triage {
   const counts: Record<Verdict, number> = {lifecycle: 0, environment: 0, verifier: 0, model: 0}
   const examples: string[] = []
   const errorCodes: Record<string, number> = {}
@@ -93,9 +93,9 @@ export function triage(samples: DumpSample[], traces: Array<Record<string, unkno
     note(classifyFailure(text), text.slice(0, 240))
   }
   // Thin-client failures that left no trace file (other Relax versions only log them).
-  if (traces.length === 0) {
-    for (const line of log.split('\n')) {
-      if (!line.includes('NeMo Gym thin client failed')) continue
+  if (traces.length === 0 && log !== undefined) {
+    const failures = typeof log === 'string' ? digestText(log, '').thinClientFailures : log.thinClientFailures
+    for (const line of failures) {
       codesIn(line, errorCodes)
       note(classifyFailure(line), line.trim().slice(0, 240))
     }
