@@ -45,6 +45,7 @@ case "\${behaviour}" in
   succeed) sleep 1; echo "stub: training line"; exit 0 ;;
   fail) echo "Traceback (most recent call last):"; echo "RuntimeError: stub failure in the driver"; exit 3 ;;
   sleep) echo "stub: training forever"; exec sleep 300 ;;
+  slow) echo "stub: training for a while"; sleep 6; echo "stub: training line"; exit 0 ;;
 esac
 `
 
@@ -139,7 +140,7 @@ afterAll(async () => {
   if (tmp) await fs.rm(tmp, {recursive: true, force: true})
 })
 
-async function useStub(behaviour: 'succeed' | 'fail' | 'sleep'): Promise<void> {
+async function useStub(behaviour: 'succeed' | 'fail' | 'sleep' | 'slow'): Promise<void> {
   await fs.writeFile(path.join(scriptsDir(), 'run_training.sh'), STUB)
   await fs.writeFile(path.join(scriptsDir(), 'stub-behaviour'), behaviour)
 }
@@ -561,6 +562,51 @@ describe('train: submit, follow, prove', () => {
       await secured.stop()
     }
   })
+})
+
+describe('Ray 2.58 in front of the cluster', () => {
+  it("Ray's token auth (RAY_AUTH_MODE=token): pre-flight, the script's submission and gymrecipe's follow all pass; the token is never printed", async () => {
+    const token = `tok-${randomBytes(8).toString('hex')}`
+    const secured = await startFakeRay({authToken: token, stopGraceS: 1})
+    try {
+      await useStub('succeed')
+      const env = userEnv({RAY_AUTH_MODE: 'token', RAY_AUTH_TOKEN: token}, secured)
+      const r = await train(['--json'], env)
+      expect(r.exitCode, r.stdout + r.stderr).toBe(4)
+      expect(r.json.job.status).toBe('SUCCEEDED')
+      expect(item(r.json, 'ray-dashboard').message).toContain('credentials: the token in RAY_AUTH_TOKEN')
+      expect(r.stdout + r.stderr).not.toContain(token)
+      const requests = await secured.requests()
+      expect(requests.filter((q) => q.status === 401 || q.status === 403)).toEqual([])
+      expect(requests.some((q) => q.method === 'POST' && q.path === '/api/jobs/' && q.status === 200)).toBe(true)
+      const without = await train(['--json', '--dry-run'], userEnv({}, secured))
+      expect(without.exitCode).toBe(3)
+      expect(item(without.json, 'ray-dashboard').message).toContain('HTTP 401: Unauthorized: Missing authentication token')
+    } finally {
+      await secured.stop()
+    }
+  })
+
+  it('a log stream that drops while the job runs: the script says training goes on, gymrecipe follows the job to its real end', async () => {
+    const flaky = await startFakeRay({dropTailAfterS: 2, stopGraceS: 1})
+    try {
+      await useStub('slow')
+      const env = userEnv({}, flaky)
+      const script = path.join(recipeDir, `run-qwen3-4B-8xgpu-nemo-gym-${recipeId}.sh`)
+      const alone = await execa('bash', [script], {cwd: checkout.root, env: {...process.env, ...env, RELAX_ENTRYPOINT_MODE: 'test', MODEL_CONFIG_DIR: path.join(checkout.root, 'scripts', 'models'), RUNTIME_ENV_JSON: '{"env_vars":{}}'} as Record<string, string>, reject: false, all: true})
+      expect(alone.exitCode, String(alone.all)).toBe(3)
+      expect(String(alone.all)).toMatch(/The log stream of \S+ ended, but the job is still RUNNING on .*: training goes on\./)
+      const r = await train(['--json'], env)
+      expect(r.json.script_exit_code).toBe(3)
+      expect(r.json.job.status).toBe('SUCCEEDED')
+      // Judged by the job and its outputs, never by the CLI's exit: no outputs, so the rung fails (4), not "job failed" (1).
+      expect(r.json.outcome).toBe('training-rung-failed')
+      expect(r.exitCode).toBe(4)
+      expect(r.json.log_tail).toContain('stub: training line')
+    } finally {
+      await flaky.stop()
+    }
+  }, 180_000)
 })
 
 describe('train with the fixture mini Relax (real trials through the Gateway)', () => {
