@@ -178,6 +178,10 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
       agent: {name: agent.id, type: agent.implementation, max_steps: agent.maxSteps},
       resources_server: resource ? {name: resource.id, implementation: resource.implementation} : null,
       venv_dirs: venvDirs,
+      // Only what was read from the checkout's code: an assumed include order is not recorded.
+      ...(o.graph.includeOrder.assumed
+        ? {}
+        : {behaviour: {include_order: o.graph.includeOrder.order, waits_for_model_endpoints: o.graph.behaviour.waitsForModelEndpoints, guards_openai_version: o.graph.behaviour.guardsOpenaiVersion}}),
     },
     data: {
       ...base.data,

@@ -83,6 +83,16 @@ export const recipeSchema = {
           ],
         },
         venv_dirs: {type: 'array', items: {type: 'string', pattern: RELATIVE_PATH}},
+        behaviour: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['include_order', 'waits_for_model_endpoints', 'guards_openai_version'],
+          properties: {
+            include_order: {enum: ['discovery', 'reverse-discovery', 'depth', 'post-order']},
+            waits_for_model_endpoints: {type: 'boolean'},
+            guards_openai_version: {type: 'boolean'},
+          },
+        },
       },
     },
     data: {

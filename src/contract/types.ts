@@ -36,6 +36,12 @@ export interface RecipeContract {
     agent: {name: string; type: string; max_steps: number | null}
     resources_server: {name: string; implementation: string} | null
     venv_dirs: string[]
+    /** How the Gym checkout the recipe was recorded from behaves where Gym changed over time. */
+    behaviour?: {
+      include_order: 'discovery' | 'reverse-discovery' | 'depth' | 'post-order'
+      waits_for_model_endpoints: boolean
+      guards_openai_version: boolean
+    }
   }
   data: {
     dataset: string

@@ -31,6 +31,8 @@ describe('config_paths includes', () => {
     expect(graph.files).toEqual(['diamond/base.yaml', 'diamond/left.yaml', 'diamond/right.yaml', 'diamond/top.yaml'])
     expect(fieldsOf(graph, 'diamond_rs').written_by).toBe('right')
     expect(graph.problems).toEqual([
+      // At Relax's pinned Gym, the included base.yaml would win instead.
+      {severity: 'warning', pointer: '/diamond_rs/resources_servers/base_impl/written_by', file: 'diamond/right.yaml', line: 7, message: expect.stringMatching(/gives "right"; Gym's other order .* would give "base"$/)},
       {severity: 'warning', pointer: '/config_paths', file: 'diamond/right.yaml', line: 3, message: expect.stringContaining('diamond/base.yaml is listed again')},
     ])
   })

@@ -102,6 +102,15 @@ export const graphNames: Check = {
           const graph = await loadGymGraph(ctx.options.gymRoot, configs)
           const servers = [...graph.agents, ...graph.resourcesServers, ...graph.models]
           checkedAgainstGym = true
+          const recorded = contract?.gym.behaviour
+          if (recorded && !graph.includeOrder.assumed) {
+            const now = {include_order: graph.includeOrder.order, waits_for_model_endpoints: graph.behaviour.waitsForModelEndpoints, guards_openai_version: graph.behaviour.guardsOpenaiVersion}
+            for (const key of Object.keys(now) as Array<keyof typeof now>) {
+              if (recorded[key] !== now[key]) {
+                problems.push({status: 'fail', message: `recipe.yaml records gym.behaviour.${key} = ${String(recorded[key])}, but the Gym checkout at --gym-root has ${String(now[key])}: the recipe was recorded against a Gym that reads or starts it differently`, file: 'recipe.yaml', hint: `Regenerate against this checkout (gymrecipe new ${ctx.target.id} --update --gym-root <it>), or point --gym-root at the checkout the image is built from.`})
+              }
+            }
+          }
           for (const o of overrides) {
             if (o.id === 'policy_model') continue
             if (!servers.some((s) => s.id === o.id && s.kind === o.kind && s.implementation === o.implementation)) {
