@@ -82,10 +82,18 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     process.stdout.write(`${this.redactor.text(stringify(this.redactor.value(json), undefined, 2) ?? 'null')}\n`)
   }
 
-  /** Under --json every command prints one envelope (README: "--json"); the result is its own document. */
+  /** What went wrong, when a command returns its result with a non-zero exit status. */
+  private failure: Failure | undefined
+
+  /**
+   * Under --json every command prints one envelope (README: "--json"); the result is its own
+   * document. A non-zero exit always carries an `error` too: the command's own words, or, when it
+   * gave none, words read from the result.
+   */
   protected override toSuccessJson(result: unknown): unknown {
     const exitCode = typeof process.exitCode === 'number' ? process.exitCode : ExitCode.ok
-    return this.redactor.value(envelope(exitCode, snakeCaseKeys(result ?? null), this.warnings, null))
+    const error = exitCode === ExitCode.ok ? null : failureBody(this.failure ?? failureFromResult(result, exitCode))
+    return this.redactor.value(envelope(exitCode, snakeCaseKeys(result ?? null), this.warnings, error))
   }
 
   protected override toErrorJson(error: unknown): unknown {
@@ -173,8 +181,11 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
    * Return a result (printed as JSON under --json) while still exiting with a
    * non-zero status, e.g. a report whose checks failed.
    */
-  protected withExitCode<R>(result: R, exitCode: number): R {
-    if (exitCode !== 0) process.exitCode = exitCode
+  protected withExitCode<R>(result: R, exitCode: number, failure?: Failure): R {
+    if (exitCode !== 0) {
+      process.exitCode = exitCode
+      this.failure = failure
+    }
     return result
   }
 
@@ -200,6 +211,26 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     }
     this.error(this.redactor.text(error.located), {code: error.code, exit: error.exit, suggestions})
   }
+}
+
+/** Why a command that returned a result failed: a stable code, one line, and what to do. */
+export interface Failure {
+  code: string
+  message: string
+  hint?: string
+}
+
+const CODE_OF_EXIT: Record<number, string> = {1: 'E_FAILED', 2: 'E_USAGE', 3: 'E_PRECONDITION', 4: 'E_NOT_PROVEN', 130: 'E_INTERRUPTED'}
+
+/** A failure read from a result that did not say one: its own message, outcome or status. */
+function failureFromResult(result: unknown, exitCode: number): Failure {
+  const fields = result && typeof result === 'object' ? (result as Record<string, unknown>) : {}
+  const words = [fields.message, fields.outcome, fields.status].find((v): v is string => typeof v === 'string' && v.length > 0)
+  return {code: CODE_OF_EXIT[exitCode] ?? 'E_FAILED', message: words ?? `exited ${exitCode}`}
+}
+
+function failureBody(failure: Failure): EnvelopeError {
+  return {code: failure.code, message: failure.message, hint: failure.hint ?? null, location: null, details: null}
 }
 
 /** Where an error is, with only the parts that are known; null when nothing is. */

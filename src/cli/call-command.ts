@@ -6,7 +6,7 @@ import {stringifyJson} from '../gym/json.js'
 import {type CallProgress, type CallSummary, runCall} from '../gym/call/run.js'
 import type {CallKind} from '../gym/call/types.js'
 import {onInterrupt} from '../runtime/interrupt.js'
-import {BaseCommand} from './base-command.js'
+import {BaseCommand, type Failure} from './base-command.js'
 import {progressLine, type ProgressLine} from './progress.js'
 
 /** What the shared command runner needs from an oclif command (kept small so it stays testable). */
@@ -14,7 +14,7 @@ export interface CallCommandHost {
   say(message: string): void
   warnLine(message: string): void
   jsonEnabled(): boolean
-  withExitCode<R>(result: R, code: number): R
+  withExitCode<R>(result: R, code: number, failure?: Failure): R
 }
 
 export const callArgs = {
@@ -93,10 +93,10 @@ export async function runCallCommand(host: CallCommandHost, kind: CallKind, rows
     progress.stop()
   }
   report(host, kind, summary)
-  if (summary.interrupted) return host.withExitCode(summary, ExitCode.interrupted)
+  if (summary.interrupted) return host.withExitCode(summary, ExitCode.interrupted, {code: 'E_INTERRUPTED', message: 'interrupted: in-flight rows were cancelled and cleaned up', hint: 'Run again with --resume to call only the rows that did not finish.'})
   // The dry run's status is the real run's: it would stop on a missing token (exit 2).
-  if (summary.missing_tokens?.length) return host.withExitCode(summary, ExitCode.usage)
-  return host.withExitCode(summary, summary.failed > 0 ? ExitCode.failure : ExitCode.ok)
+  if (summary.missing_tokens?.length) return host.withExitCode(summary, ExitCode.usage, {code: 'E_TOKEN_MISSING', message: `bearer token variable(s) not set: ${summary.missing_tokens.join(', ')}`, hint: 'Export them (their values are never printed).'})
+  return host.withExitCode(summary, summary.failed > 0 ? ExitCode.failure : ExitCode.ok, {code: 'E_ROWS_FAILED', message: `${summary.failed} row(s) failed`, hint: 'The evidence folder holds each failed row\'s requests and answers.'})
 }
 
 function progressPrinter(host: CallCommandHost, label: string): ProgressLine<CallProgress> {
@@ -152,7 +152,7 @@ export abstract class CallCommand extends BaseCommand<typeof CallCommand> {
         say: (m) => this.say(m),
         warnLine: (m) => this.warnLine(m),
         jsonEnabled: () => this.jsonEnabled(),
-        withExitCode: (r, c) => this.withExitCode(r, c),
+        withExitCode: (r, c, f) => this.withExitCode(r, c, f),
       },
       this.kind,
       this.args.rows,

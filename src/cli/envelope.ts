@@ -4,7 +4,7 @@
  *   {"status": "ok", "exit_code": 0, "result": {...}, "warnings": [], "error": null}
  *
  * `status` names the exit status in words (the README's exit-status table); `result` is the
- * command's own document (null on an error), `error` is {code, message, hint, location, details}
+ * command's own document (null when the command stopped before it had one), `error` is {code, message, hint, location, details}
  * (null on success). A ladder report inside `result` keeps its own pass/fail/incomplete words.
  */
 export type EnvelopeStatus = 'ok' | 'failed' | 'bad-input' | 'precondition' | 'not-proven' | 'interrupted'

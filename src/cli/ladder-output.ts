@@ -21,3 +21,15 @@ export function summarizeLadder(report: LadderReport): string[] {
   lines.push(report.status === 'pass' ? `${report.recipe}: every rung up to ${report.level} passed` : `${report.recipe}: stopped at the ${report.stoppedAt} rung`)
   return lines
 }
+
+/** Why a climb did not pass, for the --json envelope: the first rung and check that did not pass. */
+export function ladderFailure(report: LadderReport): {code: string; message: string; hint?: string} {
+  const rung = report.rungs.find((r) => r.status !== 'pass' && r.status !== 'not-run')
+  const check = rung?.checks.find((c) => c.status === 'fail') ?? rung?.checks.find((c) => c.status !== 'pass')
+  const where = rung ? `the ${rung.rung} rung ${rung.status === 'fail' ? 'failed' : 'could not be fully checked'}` : `${report.recipe} did not pass`
+  return {
+    code: rung?.status === 'fail' ? 'E_RUNG_FAILED' : 'E_NOT_PROVEN',
+    message: check ? `${where}: ${check.title}: ${check.message}` : where,
+    hint: check?.hint,
+  }
+}

@@ -59,6 +59,6 @@ EXIT STATUS
       return result
     }
     this.say(`${verb} ${result.file}: ${result.unfilled.length} value(s) to fill in, then run adopt again (or pass --fill-from <built-in>)`)
-    return this.withExitCode(result, ExitCode.precondition)
+    return this.withExitCode(result, ExitCode.precondition, {code: 'E_ADOPT_INCOMPLETE', message: `${result.file}: ${result.unfilled.length} value(s) to fill in: ${result.unfilled.map((field) => field.pointer).join(', ')}`, hint: 'Fill them in and run adopt again, or pass --fill-from <built-in>.'})
   }
 }

@@ -21,6 +21,7 @@ EXIT STATUS
       if (tool.hint) this.say(`  ${' '.repeat(14)} fix: ${tool.hint}`)
     }
     if (!report.ok) this.warnLine('required tools are missing; see the fixes above')
-    return this.withExitCode(report, report.ok ? ExitCode.ok : ExitCode.precondition)
+    const missing = report.tools.filter((tool) => tool.required && tool.status !== 'ok')
+    return this.withExitCode(report, report.ok ? ExitCode.ok : ExitCode.precondition, {code: 'E_TOOLS_MISSING', message: `required tools are missing: ${missing.map((tool) => tool.id).join(', ')}`, hint: missing[0]?.hint ?? undefined})
   }
 }

@@ -48,6 +48,7 @@ EXIT STATUS
       const configs = this.flags['gym-config'].map((c) => `--gym-config ${shellWord(c)}`).join(' ')
       this.say(`next: gymrecipe new <recipe-id> --gym-root ${shellWord(path.resolve(gymRoot))} ${configs} --relax-root <your Relax checkout>`)
     }
-    return this.withExitCode({gymRoot, ...graph}, hasErrors ? ExitCode.failure : ExitCode.ok)
+    const firstError = graph.problems.find((problem) => problem.severity === 'error')
+    return this.withExitCode({gymRoot, ...graph}, hasErrors ? ExitCode.failure : ExitCode.ok, firstError && {code: 'E_GYM_GRAPH', message: `${firstError.file ? `${firstError.file}${firstError.line ? `:${firstError.line}` : ''}: ` : ''}${firstError.message}`})
   }
 }

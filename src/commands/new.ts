@@ -94,7 +94,8 @@ EXIT STATUS
     })
     this.report(result)
     const conflicted = result.files.some((file) => file.action === 'conflict')
-    return this.withExitCode(result, conflicted ? ExitCode.precondition : ExitCode.ok)
+    const conflicts = result.files.filter((file) => file.action === 'conflict').map((file) => file.name)
+    return this.withExitCode(result, conflicted ? ExitCode.precondition : ExitCode.ok, {code: 'E_CONFLICT', message: `files changed by hand would be overwritten: ${conflicts.join(', ')}`, hint: 'Use --update to merge, or --force to overwrite.'})
   }
 
   private report(result: NewRecipeResult): void {

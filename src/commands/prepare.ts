@@ -1,9 +1,9 @@
 import {Flags} from '@oclif/core'
 import path from 'node:path'
 
-import {BaseCommand} from '../cli/base-command.js'
+import {BaseCommand, type Failure} from '../cli/base-command.js'
 import {dryRunFlag, ladderGymRootFlag, recipeArg, relaxRootFlag, smokeFlag} from '../cli/flags.js'
-import {summarizeLadder} from '../cli/ladder-output.js'
+import {ladderFailure, summarizeLadder} from '../cli/ladder-output.js'
 import {sinkStream} from '../cli/progress.js'
 import {nextAfterLadder} from '../cli/next-step.js'
 import {ExitCode} from '../errors.js'
@@ -15,6 +15,18 @@ const EXIT_FOR: Record<PrepareResult['status'], number> = {
   fail: ExitCode.rungFailed,
   'script-failed': ExitCode.failure,
   interrupted: ExitCode.interrupted,
+}
+
+/** Why prepare did not pass, for the --json envelope. */
+function failureOf(r: PrepareResult): Failure | undefined {
+  const script = path.basename(r.command.at(-1) ?? 'the prepare script')
+  if (r.status === 'interrupted') return {code: 'E_INTERRUPTED', message: `${script} was stopped (interrupted)`}
+  if (r.status === 'script-failed') {
+    const last = [...(r.script?.stderrTail ?? []), ...(r.script?.stdoutTail ?? [])].filter((l) => l.trim()).at(-1)
+    return {code: 'E_SCRIPT_FAILED', message: `${script} exited with ${r.script?.exitCode ?? r.script?.signal ?? '?'}${last ? `: ${last.trim()}` : ''}`, hint: r.hint}
+  }
+  if (r.status === 'fail' && r.ladder) return ladderFailure(r.ladder)
+  return undefined
 }
 
 export default class Prepare extends BaseCommand<typeof Prepare> {
@@ -79,7 +91,7 @@ EXIT STATUS
       }),
     ).finally(() => output.stop())
     this.report(result)
-    return this.withExitCode(result, EXIT_FOR[result.status])
+    return this.withExitCode(result, EXIT_FOR[result.status], failureOf(result))
   }
 
   private report(r: PrepareResult): void {

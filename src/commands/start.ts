@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../cli/base-command.js'
 import {dryRunFlag, ladderGymRootFlag, recipeArg, relaxRootFlag, smokeFlag} from '../cli/flags.js'
-import {summarizeLadder} from '../cli/ladder-output.js'
+import {ladderFailure, summarizeLadder} from '../cli/ladder-output.js'
 import {nextAfterLadder} from '../cli/next-step.js'
 import {ExitCode} from '../errors.js'
 import {startRecipe, type StartReport} from '../steps/start.js'
@@ -86,12 +86,12 @@ EXIT STATUS
       if (plan.ports.length > 0) this.say(`  ports: ${plan.ports.map((p) => `${p.port} ${p.label}`).join(', ')}`)
       this.say(`  then: ${plan.then}`)
       // A dry run exits as the real run would for everything it can know without changing anything.
-      return this.withExitCode(report, plan.would_exit)
+      return this.withExitCode(report, plan.would_exit, {code: plan.would_exit === ExitCode.precondition ? 'E_PRECONDITION' : 'E_FAILED', message: `start would not run: ${plan.action}`})
     }
     if (!report.ladder) return report
     for (const line of summarizeLadder(report.ladder)) this.say(line)
     const next = nextAfterLadder(report.ladder, this.flags['relax-root'])
     if (next) this.say(next)
-    return this.withExitCode(report, report.ladder.status === 'pass' ? ExitCode.ok : ExitCode.rungFailed)
+    return this.withExitCode(report, report.ladder.status === 'pass' ? ExitCode.ok : ExitCode.rungFailed, report.ladder.status === 'pass' ? undefined : ladderFailure(report.ladder))
   }
 }

@@ -85,7 +85,7 @@ EXIT STATUS
           : undefined,
       })
       this.say(`${report.exitCode === 0 ? '✔' : '✖'} ${report.message}`)
-      return this.withExitCode(report, report.exitCode)
+      return this.withExitCode(report, report.exitCode, {code: `E_TRAIN_${report.outcome.toUpperCase().replaceAll('-', '_')}`, message: report.message, hint: report.stopCommand ? `stop the job with: ${report.stopCommand}` : undefined})
     })
   }
 }

@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../cli/base-command.js'
 import {ladderGymRootFlag, recipeArg, relaxRootFlag, smokeFlag} from '../cli/flags.js'
-import {summarizeLadder} from '../cli/ladder-output.js'
+import {ladderFailure, summarizeLadder} from '../cli/ladder-output.js'
 import {nextAfterLadder} from '../cli/next-step.js'
 import {ExitCode} from '../errors.js'
 import type {TrainingRungOptions} from '../ladder/training/index.js'
@@ -73,6 +73,6 @@ EXIT STATUS
     for (const line of summarizeLadder(report)) this.say(line)
     const next = nextAfterLadder(report, options.relaxRoot)
     if (next) this.say(next)
-    return this.withExitCode(report, report.status === 'pass' ? ExitCode.ok : ExitCode.rungFailed)
+    return this.withExitCode(report, report.status === 'pass' ? ExitCode.ok : ExitCode.rungFailed, report.status === 'pass' ? undefined : ladderFailure(report))
   }
 }

@@ -14,21 +14,29 @@ export interface ProbeImage {
   why: string
 }
 
+/** Images of a shell distribution, tried first among any local image: they have coreutils. */
+const SHELL_IMAGE = /^(?:[^/]+\/)*(?:busybox|alpine|debian|ubuntu|python|bash|gymrecipe-test-base)(?::|$)/
+
 /**
- * The image to start the probe container from: the recipe's NEMO_GYM_IMAGE when it exists
- * locally (nothing is pulled), else GYMRECIPE_PROBE_IMAGE, else another local image built for
- * this recipe or for any gymrecipe recipe. Undefined when there is none.
+ * The images to start the probe container from, best first: the recipe's NEMO_GYM_IMAGE when it
+ * exists locally (nothing is pulled), else GYMRECIPE_PROBE_IMAGE, else another local image built
+ * for this recipe or any gymrecipe recipe, else any local image (a shell distribution first): the
+ * probe needs only `wc`, so the data can be checked before the recipe's image is built.
  */
-export async function pickProbeImage(docker: Docker, recipeImage: string | null, recipeId: string, env: NodeJS.ProcessEnv = process.env): Promise<ProbeImage | undefined> {
-  if (recipeImage && (await imageExists(docker, recipeImage))) return {image: recipeImage, why: `the recipe's NEMO_GYM_IMAGE ${recipeImage}`}
+export async function probeImageCandidates(docker: Docker, recipeImage: string | null, recipeId: string, env: NodeJS.ProcessEnv = process.env): Promise<ProbeImage[]> {
+  const notBuilt = `NEMO_GYM_IMAGE ${recipeImage ?? '(unset)'} is not built here`
+  if (recipeImage && (await imageExists(docker, recipeImage))) return [{image: recipeImage, why: `the recipe's NEMO_GYM_IMAGE ${recipeImage}`}]
   const requested = env.GYMRECIPE_PROBE_IMAGE
-  if (requested && (await imageExists(docker, requested))) return {image: requested, why: `GYMRECIPE_PROBE_IMAGE ${requested} (NEMO_GYM_IMAGE ${recipeImage ?? '(unset)'} is not built here)`}
+  if (requested && (await imageExists(docker, requested))) return [{image: requested, why: `GYMRECIPE_PROBE_IMAGE ${requested} (${notBuilt})`}]
   for (const label of [`${OWNERSHIP_LABEL}=${recipeId}`, OWNERSHIP_LABEL]) {
     const images: Docker.ImageInfo[] = await docker.listImages({filters: {label: [label]}})
     const tagged = images.flatMap((i) => (i.RepoTags ?? []).filter((t) => t !== '<none>:<none>'))
-    if (tagged.length > 0) return {image: tagged.sort()[0], why: `local image ${tagged.sort()[0]} labelled ${label} (NEMO_GYM_IMAGE ${recipeImage ?? '(unset)'} is not built here)`}
+    if (tagged.length > 0) return [{image: tagged.sort()[0], why: `local image ${tagged.sort()[0]} labelled ${label} (${notBuilt})`}]
   }
-  return undefined
+  const all: Docker.ImageInfo[] = await docker.listImages()
+  const tags = all.flatMap((i) => (i.RepoTags ?? []).filter((t) => t !== '<none>:<none>')).sort()
+  const ordered = [...tags.filter((t) => SHELL_IMAGE.test(t)), ...tags.filter((t) => !SHELL_IMAGE.test(t))]
+  return ordered.slice(0, 3).map((image) => ({image, why: `any local image with wc: ${image} (${notBuilt})`}))
 }
 
 async function imageExists(docker: Docker, image: string): Promise<boolean> {

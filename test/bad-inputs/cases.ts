@@ -121,7 +121,7 @@ export const CASES: BadInput[] = [
 
   // --- adopt
   {id: 'adopt-already-recorded', args: ['adopt', '{recipe}', '--relax-root', R, '--gym-root', '{gym}'], exit: 3, first: /recipe\.yaml already records this recipe's contract$/},
-  {id: 'adopt-missing-values', args: ['adopt', '{recipe}', '--relax-root', R, '--gym-root', '{gym}', '--force', '--dry-run', '--json'], exit: 3, first: /^\{$/},
+  {id: 'adopt-missing-values', args: ['adopt', '{recipe}', '--relax-root', R, '--gym-root', '{gym}', '--force', '--dry-run', '--json'], exit: 3, first: /^E_ADOPT_INCOMPLETE: \S+recipe\.adopt\.yaml: \d+ value\(s\) to fill in: \//},
   {id: 'adopt-fill-from', args: ['adopt', '{recipe}', '--relax-root', R, '--gym-root', '{gym}', '--force', '--fill-from', 'calendar'], exit: 0, first: /^{recipe}: read \d+ value\(s\) from /, mentions: [/^ {2}filled {3}\/gateway\/lease_s +the built-in calendar \(--fill-from\)$/m], writes: [`${RECIPE_DIR}/recipe.yaml`]},
   {id: 'adopt-fill-from-unknown', args: ['adopt', '{recipe}', '--relax-root', R, '--gym-root', '{gym}', '--force', '--fill-from', 'nope'], exit: 2, first: /nope/},
   {id: 'adopt-unknown-recipe', args: ['adopt', 'nope', '--relax-root', R], exit: 2, first: /nope/},
@@ -278,11 +278,11 @@ export const CASES: BadInput[] = [
   {id: 'json-call-dry-run-numbers-as-sent', args: CALL('{ws}/r.jsonl', '{ws}/call.yaml', '--dry-run', '--json'), files: {'r.jsonl': '{"id":"a","q":12345678901234567890123}\n'}, exit: 0, first: /^\{$/, mentions: [/"question": 12345678901234567890123\n/]},
   {id: 'json-status', args: ['status', '{recipe}', '--relax-root', R, '--json'], env: NO_DOCKER, exit: 0, first: /^\{$/},
   {id: 'json-prepare-dry-run', args: ['prepare', '{recipe}', '--relax-root', R, '--dry-run', '--json'], exit: 0, first: /^\{$/},
-  {id: 'json-start-dry-run', args: ['start', '{recipe}', '--relax-root', R, '--dry-run', '--json'], env: {...GYM_HOST, ...NO_DOCKER}, exit: 3, first: /^\{$/},
-  {id: 'json-train-dry-run', args: ['train', '{recipe}', '--relax-root', R, '--dry-run', '--json'], env: GYM_HOST, exit: 3, first: /^\{$/, mentions: [/<redacted>@127\.0\.0\.1:9/]},
+  {id: 'json-start-dry-run', args: ['start', '{recipe}', '--relax-root', R, '--dry-run', '--json'], env: {...GYM_HOST, ...NO_DOCKER}, exit: 3, first: /^E_PRECONDITION: start would not run: unknown: the Docker daemon is not reachable/},
+  {id: 'json-train-dry-run', args: ['train', '{recipe}', '--relax-root', R, '--dry-run', '--json'], env: GYM_HOST, exit: 3, first: /^E_TRAIN_PREFLIGHT_FAILED: pre-flight failed \(/, mentions: [/<redacted>@127\.0\.0\.1:9/]},
   {id: 'json-train-headers-line-break', args: ['train', '{recipe}', '--relax-root', R, '--dry-run', '--json'], env: {...GYM_HOST, RAY_JOB_HEADERS: '{"Authorization":"Bearer rayPlantedBearer5555\\r\\nX-Evil: 1"}'}, exit: 2, first: /^E_RAY_HEADERS: /},
   {id: 'json-verify-static', args: ['verify', '{recipe}', '--relax-root', R, '--json'], exit: 0, first: /^\{$/},
-  {id: 'json-verify-data', args: [...VERIFY_DATA, '--json'], env: DATA('d/{snake}_train.jsonl'), files: {'d/{snake}_train.jsonl': `${calRow('"x":1e400')}\n`}, exit: 4, first: /^\{$/, mentions: [/"id": "data\.rows",\s+"title": "[^"]+",\s+"status": "fail"/]},
+  {id: 'json-verify-data', args: [...VERIFY_DATA, '--json'], env: DATA('d/{snake}_train.jsonl'), files: {'d/{snake}_train.jsonl': `${calRow('"x":1e400')}\n`}, exit: 4, first: /^E_RUNG_FAILED: the data rung failed: /, mentions: [/"id": "data\.rows",\s+"title": "[^"]+",\s+"status": "fail"/]},
   {id: 'json-logs-docker-unreachable', args: ['logs', '{recipe}', '--relax-root', R, '--json'], env: NO_DOCKER, exit: 3, first: /^E_DOCKER_UNREACHABLE: Docker daemon is not reachable/},
   {id: 'json-doctor', args: ['doctor', '--json'], exit: 0, first: /^\{$/},
 ]

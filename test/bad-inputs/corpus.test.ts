@@ -143,6 +143,9 @@ describe.concurrent('bad-input corpus', () => {
       const document = JSON.parse(o.stdout)
       expect(await schemaProblems(command!, document)).toEqual([])
       expect(camelCaseKeys(document), 'keys of a --json document are snake_case').toEqual([])
+      // A failure always says why in the envelope, whether the command threw or returned a result.
+      if (document.exit_code !== 0) expect(document.error, 'a failing --json envelope carries its error').toMatchObject({code: expect.stringMatching(/^E_[A-Z_]+$/), message: expect.stringMatching(/\S/)})
+      else expect(document.error).toBeNull()
     }
     for (const mention of c.mentions ?? []) expect(`${o.stdout}\n${o.stderr}`).toMatch(new RegExp(mention.source.replaceAll('{recipe}', recipe), mention.flags))
     // Clear: no stack trace, no bare system error.

@@ -169,6 +169,9 @@ describe('gymrecipe prepare without Docker: failures and Ctrl+C', () => {
     expect(r.json.script.stderr_tail.join('\n')).toContain('NEMO_GYM_SOURCE_DATA must be an absolute path on shared storage, got: data/calendar_train.jsonl')
     expect(r.json.hint).toContain(`Set NEMO_GYM_SOURCE_DATA in ${path.join(dir, 'env.sh')}`)
     expect(r.json.ladder).toBeUndefined()
+    // The envelope says why, as for every failure.
+    expect(r.envelope.status).toBe('failed')
+    expect(r.envelope.error).toMatchObject({code: 'E_SCRIPT_FAILED', message: expect.stringMatching(/^prepare_calendar\.sh exited with 2: .*NEMO_GYM_SOURCE_DATA must be an absolute path/), hint: expect.stringContaining('Set NEMO_GYM_SOURCE_DATA')})
     // The same for people, with the script's own words.
     const human = await runCli(['prepare', id, '--relax-root', root], {env: {NEMO_GYM_SOURCE_DATA: 'data/calendar_train.jsonl'}})
     expect(human.exitCode).toBe(1)

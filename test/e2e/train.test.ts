@@ -21,6 +21,7 @@ import {newRecipe} from '../../src/scaffold/new-recipe.js'
 import {repoRoot, runCli, snapshotRoot} from '../helpers/cli.js'
 import {BASE_IMAGE, dockerOk, dockerUnavailableReason, removeByLabel, uniqueTestLabel} from '../helpers/docker.js'
 import {type FakeRay, startFakeRay, waitFor} from '../helpers/ray-fixture.js'
+import {repeatedRows} from '../helpers/recipes.js'
 import {CALENDAR_GRAPH, freePortBlock, type GymLayout, type HostGym, makeRelaxCheckout, type RelaxCheckout, startHostGym, waitForReadyz, writeFaults} from '../helpers/relax-fixture.js'
 
 const HOST = '127.0.0.1'
@@ -127,7 +128,7 @@ beforeAll(async () => {
   await fs.writeFile(path.join(tmp, 'models', 'Qwen3-4B', 'config.json'), '{"architectures": ["Qwen3ForCausalLM"]}\n')
   await fs.mkdir(path.join(tmp, 'data', 'nemo-gym'), {recursive: true})
   rawFile = path.join(tmp, 'data', 'nemo-gym', `${recipeId.replaceAll('-', '_')}_train.jsonl`)
-  await fs.copyFile(path.join(snapshotRoot, 'environments', 'calendar', 'data', 'example.jsonl'), rawFile)
+  await fs.writeFile(rawFile, await repeatedRows(path.join(snapshotRoot, 'environments', 'calendar', 'data', 'example.jsonl')))
   gym = await startHostGym(checkout, {layout: layoutAt(gatewayPort), graph: CALENDAR_GRAPH, registration})
   await waitForReadyz(`http://${HOST}:${gatewayPort}`)
   ray = await startFakeRay({stopGraceS: 1})

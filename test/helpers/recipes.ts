@@ -43,3 +43,11 @@ export async function editFile(dir: string, name: string, edit: (text: string) =
   if (after === before) throw new Error(`edit of ${name} changed nothing`)
   await writeFile(file, after)
 }
+
+/** Rows enough for a run of the built-ins (one rollout step takes 32 prompts): a file's rows repeated to `count`. */
+export const TRAINING_ROWS = 64
+
+export async function repeatedRows(source: string, count = TRAINING_ROWS): Promise<string> {
+  const rows = (await readFile(source, 'utf8')).split('\n').filter((line) => line.trim())
+  return Array.from({length: count}, (_, i) => `${rows[i % rows.length]}\n`).join('')
+}

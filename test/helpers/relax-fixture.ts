@@ -15,6 +15,7 @@ import fs from 'node:fs/promises'
 import net from 'node:net'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
+import {repeatedRows} from './recipes.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 export const repoRoot = path.resolve(here, '..', '..')
@@ -156,7 +157,9 @@ async function layoutHostGym(checkout: RelaxCheckout, stagedGym: string): Promis
   ]
   for (const [repo, source] of hubFiles) {
     await fs.mkdir(path.join(hub, repo), {recursive: true})
-    for (const split of ['train', 'validation']) await fs.copyFile(path.join(gymRoot, source), path.join(hub, repo, `${split}.jsonl`))
+    // A train split as large as a run needs; the validation split as small as the example.
+    await fs.writeFile(path.join(hub, repo, 'train.jsonl'), await repeatedRows(path.join(gymRoot, source)))
+    await fs.copyFile(path.join(gymRoot, source), path.join(hub, repo, 'validation.jsonl'))
   }
   checkout.gymRoot = gymRoot
   checkout.python = python

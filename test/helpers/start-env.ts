@@ -12,6 +12,7 @@ import path from 'node:path'
 
 import {newRecipe} from '../../src/scaffold/new-recipe.js'
 import {repoRoot, snapshotRoot} from './cli.js'
+import {repeatedRows} from './recipes.js'
 import {removeByLabel} from './docker.js'
 import {type FixtureFaults, makeRelaxCheckout, type RelaxCheckout} from './relax-fixture.js'
 
@@ -50,7 +51,7 @@ export async function startFixture(options: {purpose: string; portBase: number; 
   const dataDir = path.join(tmp, 'data')
   await fs.mkdir(dataDir, {recursive: true})
   const source = path.join(dataDir, result.contract.data.raw_filename)
-  await fs.copyFile(path.join(snapshotRoot, 'environments/calendar/data/example.jsonl'), source)
+  await fs.writeFile(source, await repeatedRows(path.join(snapshotRoot, 'environments/calendar/data/example.jsonl')))
   const image = `gymrecipe-test-start:${id}`
   const label = `ai.relax.recipe=${id}`
   return {

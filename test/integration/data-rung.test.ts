@@ -23,6 +23,7 @@ import {
   writeData,
 } from '../helpers/data-rung.js'
 import {repoRoot} from '../helpers/cli.js'
+import {repeatedRows} from '../helpers/recipes.js'
 import {dockerAvailable, ensureBaseImage} from '../helpers/docker.js'
 
 const docker = await dockerAvailable()
@@ -35,15 +36,48 @@ const snapshotText = (which: keyof typeof SNAPSHOT_ROWS) => readFile(SNAPSHOT_RO
 /** Non-empty lines of a snapshot file (the workplace one has no final newline). */
 const snapshotLines = async (which: keyof typeof SNAPSHOT_ROWS) => (await snapshotText(which)).split('\n').filter((l) => l.trim() !== '')
 
-/** Everything but the shared-storage probe, which needs Docker (tested below and end to end). */
+/**
+ * Everything but the shared-storage probe, which needs Docker (tested below and end to end), and
+ * the row volume (the example files are too small for a run; tested on its own below).
+ */
 function failedRowChecks(report: Awaited<ReturnType<typeof dataReport>>): string[] {
-  return failedIds(report).filter((id) => id !== 'data.shared-storage')
+  return failedIds(report).filter((id) => id !== 'data.shared-storage' && id !== 'data.enough-rows')
 }
 
 function mustPassExceptStorage(report: Awaited<ReturnType<typeof dataReport>>): void {
-  const notPassed = checksOf(report).filter((c) => c.status !== 'pass' && c.id !== 'data.shared-storage')
+  const notPassed = checksOf(report).filter((c) => c.status !== 'pass' && c.id !== 'data.shared-storage' && c.id !== 'data.enough-rows')
   expect(notPassed.map((c) => `${c.id}: ${c.message}`)).toEqual([])
 }
+
+describe('enough rows for the run', () => {
+  it('a 5-row file cannot fill one rollout step of the calendar recipe (32 prompts): fail, with what the run needs', async () => {
+    const c = await dataCase('calendar')
+    const file = path.join(c.data, CAL)
+    await copyFile(SNAPSHOT_ROWS.calendar, file)
+    const [check] = resultsOf(await dataReport(c, file), 'data.enough-rows')
+    expect(check).toMatchObject({status: 'fail', message: '5 row(s) cannot fill one rollout step of 32 prompts (--rollout-batch-size, from recipe.yaml (training.rollout))'})
+    expect(check.hint).toContain('at least 32 rows')
+  })
+
+  it('passes a file that fills the run, and says how many times the run goes over it', async () => {
+    const c = await dataCase('calendar')
+    const rows = await snapshotLines('calendar')
+    const file = await writeData(c, CAL, Array.from({length: 1000}, (_, i) => `${rows[i % rows.length]}\n`).join(''))
+    const [check] = resultsOf(await dataReport(c, file), 'data.enough-rows')
+    expect(check).toMatchObject({status: 'pass', message: '1000 rows; the run (200 rollout steps x 32 prompts, from recipe.yaml (training.rollout)) goes over the data 6.4 times'})
+    expect(check.evidence).toMatchObject({rows: 1000, promptsPerRolloutStep: 32, rolloutSteps: 200, promptsConsumed: 6400, passesOverData: 6.4})
+  })
+
+  it('reads the batch from the training script when there is no recipe.yaml', async () => {
+    const c = await dataCase('workplace-assistant')
+    await rm(path.join(c.dir, 'recipe.yaml'))
+    const rows = await snapshotLines('workplace')
+    const file = await writeData(c, WPA, Array.from({length: 7}, (_, i) => `${rows[i % rows.length]}\n`).join(''))
+    const [check] = resultsOf(await dataReport(c, file), 'data.enough-rows')
+    expect(check.status).toBe('fail')
+    expect(check.message).toMatch(/^7 row\(s\) cannot fill one rollout step of 8 prompts \(--rollout-batch-size, from run-.*\.sh\)$/)
+  })
+}, 60_000)
 
 describe('the real NeMo Gym example files pass with their contracts', () => {
   it('calendar example.jsonl (5 rows)', async () => {
@@ -394,7 +428,7 @@ describe('shared storage', () => {
   it('is "not checked" (never a pass) when no Docker daemon answers', async () => {
     const c = await dataCase('calendar')
     const file = path.join(c.data, CAL)
-    await copyFile(SNAPSHOT_ROWS.calendar, file)
+    await writeFile(file, await repeatedRows(SNAPSHOT_ROWS.calendar))
     const report = await dataReport(c, file, {env: {DOCKER_HOST: `unix://${path.join(c.data, 'no-docker.sock')}`}})
     const storage = resultsOf(report, 'data.shared-storage')[0]
     expect(storage.status).toBe('skip')
@@ -409,10 +443,20 @@ describe('shared storage', () => {
       image = await ensureBaseImage()
     }, 900_000)
 
+    it('before the recipe image is built, probes from a local image that has wc, and says which', async () => {
+      const c = await dataCase('calendar')
+      const file = path.join(c.data, CAL)
+      await writeFile(file, await repeatedRows(SNAPSHOT_ROWS.calendar))
+      const report = await dataReport(c, file, {env: {...REAL_DOCKER}})
+      const storage = resultsOf(report, 'data.shared-storage')[0]
+      expect(storage.status).toBe('pass')
+      expect(storage.message).toMatch(/^visible inside a container at .* \(image: .*NEMO_GYM_IMAGE gymrecipe-test-absent:none is not built here\)\)?$/)
+    })
+
     it('sees the file through a bind mount at the same path, with the same size, and removes its container', async () => {
       const c = await dataCase('calendar')
       const file = path.join(c.data, CAL)
-      await copyFile(SNAPSHOT_ROWS.calendar, file)
+      await writeFile(file, await repeatedRows(SNAPSHOT_ROWS.calendar))
       const report = await dataReport(c, file, {env: {GYMRECIPE_PROBE_IMAGE: image, ...REAL_DOCKER}})
       const storage = resultsOf(report, 'data.shared-storage')[0]
       expect(storage.status).toBe('pass')

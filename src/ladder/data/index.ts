@@ -2,6 +2,7 @@ import type {RungDefinition} from '../types.js'
 import {conversion, jsonRows, rowCount, verifierFields} from './checks-rows.js'
 import {notConverted, sourcePath, splitGuard} from './checks-source.js'
 import {sharedStorage} from './checks-storage.js'
+import {enoughRows} from './checks-volume.js'
 
 /**
  * The data rung: the raw Gym JSONL that NEMO_GYM_SOURCE_DATA names is right for training.
@@ -9,5 +10,5 @@ import {sharedStorage} from './checks-storage.js'
  */
 export const dataRung: RungDefinition = {
   rung: 'data',
-  checks: () => [sourcePath, notConverted, splitGuard, jsonRows, verifierFields, rowCount, conversion, sharedStorage],
+  checks: () => [sourcePath, notConverted, splitGuard, jsonRows, verifierFields, rowCount, enoughRows, conversion, sharedStorage],
 }
