@@ -69,7 +69,10 @@ async function step(args: string[]): Promise<any> {
   } catch {
     throw new StepFailed(`gymrecipe ${args[0]} ${args[1]} exited ${result.exitCode} without a JSON summary: ${result.stderr.trim().slice(0, 500)}`)
   }
-  if (result.exitCode !== 0) throw new StepFailed(`gymrecipe ${args[0]} ${args[1]} exited ${result.exitCode}: ${JSON.stringify(envelope.error ?? envelope.result).slice(0, 800)}`)
+  if (result.exitCode !== 0) {
+    const why = envelope.error ? `${envelope.error.code}: ${envelope.error.message}` : 'no error given'
+    throw new StepFailed(`gymrecipe ${args[0]} ${args[1]} exited ${result.exitCode} (${why}): ${JSON.stringify(envelope.result).slice(0, 800)}`)
+  }
   return envelope.result
 }
 

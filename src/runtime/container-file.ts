@@ -7,7 +7,8 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import {PassThrough} from 'node:stream'
 
 import {ExitCode, GymError, messageOf, numberField} from '../errors.js'
-import {type DockerTarget, OWNERSHIP_LABEL, dockerTarget, requireDocker} from './docker.js'
+import {type DockerTarget, OWNERSHIP_LABEL, dockerTarget, requireDocker, tryDocker} from './docker.js'
+import {containerLogChunks} from './container.js'
 
 const MAX_BYTES = 256 * 1024 * 1024
 
@@ -90,4 +91,29 @@ export async function readContainerFile(
     throw new GymError(`${filePath} in ${containerName} is larger than ${MAX_BYTES} bytes`, {code: 'E_CONTAINER_FILE', exit: ExitCode.failure})
   }
   return Buffer.concat(out).toString('utf8')
+}
+
+/**
+ * The log lines a recipe-owned container wrote since a moment (stdout and stderr as Docker
+ * stored them), at most `maxLines` of the latest. Undefined when there is no daemon, no such
+ * container, or it is not this recipe's: a reader of logs never touches another's container.
+ */
+export async function recipeContainerLogLines(
+  containerName: string,
+  options: {recipeId: string; sinceSeconds: number; maxLines?: number; target?: DockerTarget},
+): Promise<string[] | undefined> {
+  const docker = await tryDocker(options.target ?? dockerTarget())
+  if (!docker) return undefined
+  let info: Docker.ContainerInspectInfo
+  try {
+    info = await docker.getContainer(containerName).inspect()
+  } catch {
+    return undefined
+  }
+  if (info?.Config?.Labels?.[OWNERSHIP_LABEL] !== options.recipeId) return undefined
+  const maxLines = options.maxLines ?? 5000
+  const chunks = await containerLogChunks(docker, info.Id, {sinceSeconds: options.sinceSeconds, tail: maxLines})
+  const lines = chunks.map((c) => c.text).join('').split('\n')
+  if (lines.at(-1) === '') lines.pop()
+  return lines.slice(-maxLines)
 }

@@ -129,7 +129,7 @@ describe('gymrecipe call (CLI)', () => {
     const json = await runCli(['call', 'resource', ws.rows, '--config', ws.config, '--dry-run', '--json'])
     expect(json.exitCode).toBe(2)
     expect(json.json).toMatchObject({dry_run: true, rows: 1, first_request: {url: `${gym.url}/execute`}, missing_tokens: [{name: 'GYM_TOKEN_NOT_SET', pointer: '/bearer_token_env', endpoint: gym.url}]})
-    expect(json.envelope).toMatchObject({status: 'bad-input', error: null})
+    expect(json.envelope).toMatchObject({status: 'bad-input', error: {code: 'E_TOKEN_MISSING', message: expect.stringContaining('bearer token variable(s) not set: ')}})
     const human = await runCli(['call', 'resource', ws.rows, '--config', ws.config, '--dry-run'])
     expect(human.exitCode).toBe(2)
     expect(human.stdout).toContain('first request: POST')

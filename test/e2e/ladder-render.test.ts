@@ -27,7 +27,7 @@ beforeAll(async () => {
   data = await mkdtemp(path.join(os.tmpdir(), 'gr-render-'))
   await mkdir(path.join(data, 'good'))
   await mkdir(path.join(data, 'bad'))
-  await writeFile(path.join(data, 'good', 'render_train.jsonl'), `${ROW}\n${ROW}\n`)
+  await writeFile(path.join(data, 'good', 'render_train.jsonl'), `${ROW}\n`.repeat(32))
   await writeFile(path.join(data, 'bad', 'render_train.jsonl'), `${ROW}\n{"responses_create_params":{"input":[]}}\n[1]\n`)
 }, 120_000)
 

@@ -12,6 +12,7 @@ import type {AddressInfo} from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {TRAINING_ROWS} from '../helpers/recipes.js'
 
 import {runCli, snapshotRoot} from '../helpers/cli.js'
 import {dockerUnavailableReason, ensureBaseImage, removeByLabel} from '../helpers/docker.js'
@@ -87,7 +88,7 @@ describe.skipIf(Boolean(unavailable))('a stateful tool recipe from new to a prov
     const prepared = await cli(['prepare', id, '--json'])
     expect(prepared.exitCode, JSON.stringify(failures(prepared.json?.ladder ?? prepared.json), null, 1) + prepared.stderr.slice(-2000)).toBe(0)
     const rows = (await fs.readFile(env.NEMO_GYM_SOURCE_DATA!, 'utf8')).split('\n').filter((l) => l.trim()).length
-    expect(rows).toBe(5)
+    expect(rows).toBe(TRAINING_ROWS)
 
     // Step 2: a fresh labelled container, ready, pinned commit, verifier passes and fails as it must.
     const started = await cli(['start', id, '--json'])

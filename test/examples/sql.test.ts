@@ -76,7 +76,7 @@ describe('examples/sql: the execution-grounded SQL workflow', () => {
     expect(run.exitCode).toBe(1)
     const report = JSON.parse(run.stdout)
     expect(report.ok).toBe(false)
-    expect(report.error).toMatch(/gymrecipe call harness exited 1: .*"server_failed":12/u)
+    expect(report.error).toMatch(/gymrecipe call harness exited 1 \(E_ROWS_FAILED: 12 row\(s\) failed\): .*"server_failed":12/u)
     expect(report.stopped.map((s: any) => s.name)).toEqual(['SQL agent', 'toy SQL service'])
     for (const s of report.stopped) expect(pidAlive(s.pid)).toBe(false)
   })

@@ -59,6 +59,14 @@ describe('enough rows for the run', () => {
     expect(check.hint).toContain('at least 32 rows')
   })
 
+  it('a smoke run passes on a few rows, saying they are not enough for real training', async () => {
+    const c = await dataCase('calendar')
+    const file = path.join(c.data, CAL)
+    await copyFile(SNAPSHOT_ROWS.calendar, file)
+    const [check] = resultsOf(await dataReport(c, file, {smoke: true}), 'data.enough-rows')
+    expect(check).toMatchObject({status: 'pass', message: 'SMOKE run: 5 row(s), fewer than one rollout step of 32 prompts (from recipe.yaml (training.rollout)); each step repeats them 6.4 times: not enough for real training'})
+  })
+
   it('passes a file that fills the run, and says how many times the run goes over it', async () => {
     const c = await dataCase('calendar')
     const rows = await snapshotLines('calendar')

@@ -9,6 +9,7 @@ import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {repeatedRows} from '../helpers/recipes.js'
 
 import {
   CALENDAR_GRAPH,
@@ -582,7 +583,7 @@ describe('fixture ray and gym CLIs', () => {
     const out = path.join(tmp, 'data', 'nested', 'calendar_train.jsonl')
     const ok = await runHostTool(checkout, 'gym', ['dataset', 'download', '--repo-id', 'nvidia/Nemotron-RL-agent-calendar_scheduling', '--artifact', 'train.jsonl', '--output', out])
     expect(ok.exitCode).toBe(0)
-    expect(await fs.readFile(out, 'utf8')).toBe(await fs.readFile(path.join(SNAPSHOT_DIR, 'environments/calendar/data/example.jsonl'), 'utf8'))
+    expect(await fs.readFile(out, 'utf8')).toBe(await repeatedRows(path.join(SNAPSHOT_DIR, 'environments/calendar/data/example.jsonl')))
     const missing = await runHostTool(checkout, 'gym', ['dataset', 'download', '--repo-id', 'nvidia/nope', '--artifact', 'train.jsonl', '--output', out])
     expect(missing.exitCode).toBe(1)
     expect(missing.stderr).toContain('repo_id=nvidia/nope artifact=train.jsonl')

@@ -11,6 +11,7 @@ import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {TRAINING_ROWS} from '../helpers/recipes.js'
 
 import {buildImage, containerLogs, docker, dockerOk, dockerUnavailableReason, ensureBaseImage, inspectContainer, removeByLabel, uniqueTestLabel} from '../helpers/docker.js'
 import {
@@ -19,7 +20,6 @@ import {
   IMAGE_FAULTS_FILE,
   PINNED_GYM_COMMIT,
   type RelaxCheckout,
-  SNAPSHOT_DIR,
   freePortBlock,
   inContainerStartScript,
   makeRelaxCheckout,
@@ -84,9 +84,8 @@ describe.skipIf(unavailable !== undefined)('fixture Gym image on the Docker Engi
     ].join('\n')
     const result = await docker(['run', '--rm', '--network', 'host', '--label', label, tag, 'bash', '-c', check])
     expect(result.stderr + result.stdout).toContain('preflight-ok')
-    // Count non-empty lines of the real file (it has no final newline, so `wc -l` says one less).
-    const rows = (await fs.readFile(path.join(SNAPSHOT_DIR, 'resources_servers/workplace_assistant/data/example.jsonl'), 'utf8')).split('\n').filter((l) => l.trim()).length
-    expect(result.stdout).toContain(`Converted ${rows} NeMo Gym row(s)`)
+    // The hub's train split: the example rows repeated to a run's worth.
+    expect(result.stdout).toContain(`Converted ${TRAINING_ROWS} NeMo Gym row(s)`)
     expect(result.exitCode).toBe(0)
   })
 

@@ -268,11 +268,12 @@ export function tracebacksIn(text: string): LoggedTraceback[] {
 }
 
 /**
- * A cancelled model callback at abort logs an asyncio.CancelledError traceback in the Gateway:
- * that is the abort working, not a Gym 500.
+ * A model callback cancelled at abort logs an asyncio.CancelledError traceback in the Gateway,
+ * and Gym's middleware "RuntimeError: No response returned." (twice per abort): that is the abort
+ * working, not a Gym 500.
  */
 function isCancellation(t: LoggedTraceback): boolean {
-  return /\bCancelledError\b/.test(t.exception ?? '')
+  return /\bCancelledError\b|^RuntimeError: No response returned\.$/.test(t.exception ?? '')
 }
 
 /** The first traceback in a log that is evidence of an HTTP 500 (abort cancellations are not). */

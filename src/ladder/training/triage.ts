@@ -21,9 +21,10 @@ export const VERDICT_TEXT: Record<Verdict, string> = {
 
 const ORDER: Verdict[] = ['lifecycle', 'environment', 'verifier', 'model']
 
-// A callback cancelled at abort reaches the agent as a 500 (the Gateway logs CancelledError);
-// a streaming Messages client sees the loss as an SSE error event inside a 200.
-const LIFECYCLE = /cleanup_unverified|cleanup_failed|cleanup_probe_failed|lease_expired|service_shutdown|\b410\b|callback capability is (?:unavailable|unknown)|no longer active|CancelledError|event: error|"type":\s*"api_error"|ended aborted|model call failed|model callback/
+// A callback cancelled at abort reaches the agent as a 500 (the Gateway logs CancelledError, and
+// Gym's middleware "RuntimeError: No response returned."); a streaming Messages client sees the
+// loss as an SSE error event inside a 200.
+const LIFECYCLE = /cleanup_unverified|cleanup_failed|cleanup_probe_failed|lease_expired|service_shutdown|\b410\b|callback capability is (?:unavailable|unknown)|no longer active|CancelledError|No response returned\.|event: error|"type":\s*"api_error"|ended aborted|model call failed|model callback/
 const VERIFIER = /deadline_exceeded|without a reward|reward[=: ]+None|reward[=: ]+null|\btruncated\b/i
 const ENVIRONMENT = /seed_session failed|verify failed with HTTP|resources? server|HTTP 5\d\d|Traceback|KeyError|No container file|unknown tool/i
 
@@ -50,6 +51,10 @@ const CODE_VERDICT: Record<string, Verdict> = {
 
 /** Classify one failure text (a terminal trace's error, a thin-client failure line). */
 export function classifyFailure(text: string): Verdict {
+  // The Gateway's first cause decides: cleanup_unverified caused by agent_error is the agent's
+  // failure, reported through a cleanup that had nothing to confirm.
+  const cause = /['"]cause['"]\s*:\s*['"]([a-z_]+)['"]/.exec(text)?.[1]
+  if (cause && CODE_VERDICT[cause]) return CODE_VERDICT[cause]
   // What the text says (a cancelled callback, a 410, a seed_session 500) is more precise than
   // the code; a bare code is all the real Gateway gives.
   if (LIFECYCLE.test(text)) return 'lifecycle'

@@ -33,16 +33,27 @@ function errorCode(run: TrialRun): string | null {
   return typeof code === 'string' ? code : null
 }
 
-/** "error code X: <meaning> (<gateway message>)", or "" when the snapshot has no error. */
+/** The first cause of a Gateway error: its `cause` (a code, or an object with one), else its own code. */
+export function firstCause(error: {code?: unknown; cause?: unknown} | null | undefined): string | null {
+  if (!error) return null
+  const cause = typeof error.cause === 'string' ? error.cause : codeOf(error.cause)
+  if (cause) return cause
+  return typeof error.code === 'string' ? error.code : null
+}
+
+/**
+ * "error code X (<meaning>)", and when the Gateway says what caused it, the cause first: "agent_error
+ * (<meaning>), reported as cleanup_unverified (<meaning>)". "" when the snapshot has no error.
+ */
 export function describeError(run: TrialRun): string {
   const error = run.snapshot?.error
   if (!error) return ''
   const code = typeof error.code === 'string' ? error.code : 'unknown'
-  const meaning = LIFECYCLE_CODES[code]
+  const explain = (c: string) => (LIFECYCLE_CODES[c] ? ` (${LIFECYCLE_CODES[c]})` : '')
   const message = typeof error.message === 'string' ? ` — ${error.message.slice(0, 300)}` : ''
-  const causeCode = codeOf(error.cause)
-  const cause = causeCode ? `, cause ${causeCode}` : ''
-  return `error code ${code}${cause}${meaning ? ` (${meaning})` : ''}${message}`
+  const cause = firstCause(error)
+  if (cause && cause !== code) return `error code ${cause}${explain(cause)}, reported as ${code}${explain(code)}${message}`
+  return `error code ${code}${explain(code)}${message}`
 }
 
 function evidence(run: TrialRun, extra: Record<string, unknown> = {}): Record<string, unknown> {

@@ -7,7 +7,7 @@
  * configured) and `/readyz.active_trials` back to 0. Stateful environments also abort a
  * second trial mid-flight and require cleanup to be confirmed.
  */
-import {readContainerFile} from '../../runtime/container-file.js'
+import {readContainerFile, recipeContainerLogLines} from '../../runtime/container-file.js'
 import {gatewayClient} from '../../runtime/gateway-trials.js'
 import {PROTOCOL_PATHS, startScriptedModel} from '../../runtime/scripted-model.js'
 import type {Check, CheckContext, NamedResult, RungDefinition} from '../types.js'
@@ -27,6 +27,7 @@ import {
   evaluateToolsOffered,
 } from './evaluate.js'
 import {type RelaxTask, pickRow, readTaskFromGymRoot, toRelaxTask} from './task.js'
+import {explainFailure} from './explain.js'
 import {recordGatewayUse} from '../../runtime/gateway-ledger.js'
 import {codeOf, hintOf, messageOf} from '../../errors.js'
 import {verbatim} from '../../json-document.js'
@@ -176,6 +177,7 @@ const runMain: Check = {
     }
     let run: TrialRun
     let rejected
+    const startedAt = Date.now() / 1000 - 1
     try {
       run = await runTrial(gatewayClient(prepared.address.gatewayUrl), model, prepared.plan)
       rejected = model.rejected.map((r) => ({...r}))
@@ -195,8 +197,25 @@ const runMain: Check = {
     ]
     if (contract.data.tools) results.push(evaluateToolsOffered(run))
     if (prepared.plan.captureArtifacts) results.push(await evaluateArtifact(run, prepared.env.NEMO_GYM_ARTIFACT_ROOT, contract))
+    if (results.some((r) => r.status === 'fail')) await quoteTheCause(results, run, contract.service.container, contract.id, startedAt)
     return results
   },
+}
+
+/**
+ * A failed trial's cause is in the container's log, not in the Gateway's answer: the line that
+ * explains it is quoted in the first failed check (the status check when it failed).
+ */
+async function quoteTheCause(results: NamedResult[], run: TrialRun, container: string, recipeId: string, sinceSeconds: number): Promise<void> {
+  const lines = await recipeContainerLogLines(container, {recipeId, sinceSeconds}).catch(() => undefined)
+  if (!lines) return
+  const rolloutIds = [...new Set(run.callbacks.map((c) => /\/ng-rollout\/([^/]+)\//.exec(c.path)?.[1]).filter((id): id is string => Boolean(id)))]
+  const explained = explainFailure(lines, {requestId: run.requestId, rolloutIds})
+  if (!explained) return
+  const target = results.find((r) => r.id === 'trial.status' && r.status === 'fail') ?? results.find((r) => r.status === 'fail')!
+  target.message = `${target.message}; the container log says (${explained.tie}): ${explained.line}`
+  target.evidence = {...target.evidence, log_line: explained.line, log_line_tie: explained.tie}
+  target.hint ??= `Read the whole log: gymrecipe logs ${recipeId} (or docker logs ${container}).`
 }
 
 const runCleanup: Check = {
