@@ -135,6 +135,9 @@ describe.skipIf(unavailable !== undefined)('gymrecipe start on the fixture image
     expect(verifier.evidence.exit_code).toBe(0)
     const traceback = service.checks.find((c: any) => c.id === 'service.traceback')
     expect(traceback.status).toBe('pass')
+    // The patch itself, read in the image; then tracebacks reach the logs.
+    expect(traceback.message).toMatch(/^Relax's traceback patch is in the image \(verified in the image, not provoked: the 1 line\(s\) it adds are in \/opt\/nemo-gym\/nemo_gym\/server_utils\.py\); HTTP 500 from POST /)
+    expect(traceback.evidence.from).toBe('examples/nemo_gym_agentic/service/patches/nemo_gym_http_error_traceback.patch')
     expect(traceback.message).toContain('(Content-Type: text/plain)')
     expect(traceback.evidence.traceback[0]).toContain('Traceback (most recent call last)')
   }, 300_000)

@@ -45,6 +45,7 @@ export interface FixtureFaults {
   ready_delay_s?: number
   stale_trials?: number
   gym_commit?: string
+  reject_model_replies?: boolean
 }
 
 export interface RelaxCheckout {
@@ -105,7 +106,7 @@ export async function writeFaults(checkout: RelaxCheckout, faults: FixtureFaults
  */
 export async function makeRelaxCheckout(
   targetDir: string,
-  options: {faults?: FixtureFaults; snapshotDir?: string; hostGym?: boolean} = {},
+  options: {faults?: FixtureFaults; snapshotDir?: string; hostGym?: boolean; tracebackPatch?: boolean} = {},
 ): Promise<RelaxCheckout> {
   const snapshot = options.snapshotDir ?? SNAPSHOT_DIR
   if (!existsSync(snapshot)) throw new Error(`NeMo Gym snapshot not found at ${snapshot} (set GYMRECIPE_NEMO_GYM_SNAPSHOT)`)
@@ -115,6 +116,10 @@ export async function makeRelaxCheckout(
   await fs.rm(stagedGym, {recursive: true, force: true})
   await copyTree(snapshot, stagedGym)
   await makeWritable(stagedGym) // the shared snapshot is read-only; copies keep its modes
+  // The stock nemo_gym/server_utils.py stand-in; the image build applies service/patches/ to it.
+  await copyTree(path.join(targetDir, SERVICE_REL, 'fixture_gym', 'stand_in', 'nemo_gym'), path.join(stagedGym, 'nemo_gym'))
+  // A deployment built without Relax's traceback patch (stock Gym).
+  if (options.tracebackPatch === false) await fs.rm(path.join(targetDir, SERVICE_REL, 'patches', 'nemo_gym_http_error_traceback.patch'))
   const checkout: RelaxCheckout = {
     root: targetDir,
     dockerfile: DOCKERFILE,
@@ -131,6 +136,11 @@ async function layoutHostGym(checkout: RelaxCheckout, stagedGym: string): Promis
   const gymRoot = path.join(base, 'nemo-gym')
   await fs.rm(base, {recursive: true, force: true})
   await copyTree(stagedGym, gymRoot)
+  // Relax's build applies its patches to the Gym tree; the host layout does the same.
+  const patches = path.join(checkout.root, SERVICE_REL, 'patches')
+  for (const patch of (await fs.readdir(patches).catch(() => [] as string[])).filter((name) => name.endsWith('.patch')).sort()) {
+    await execa(python, ['-m', 'fixture_gym.apply_patch', gymRoot, path.join(patches, patch)], {cwd: path.join(checkout.root, SERVICE_REL)})
+  }
   await copyTree(path.join(checkout.root, SERVICE_REL, 'nemo_gym_gateway_model'), path.join(gymRoot, 'responses_api_models', 'relax_gateway_model'))
   const bin = path.join(gymRoot, '.venv', 'bin')
   await fs.mkdir(bin, {recursive: true})

@@ -32,9 +32,9 @@ export interface StartFixture {
   cleanup(): Promise<void>
 }
 
-export async function startFixture(options: {purpose: string; portBase: number; faults?: FixtureFaults}): Promise<StartFixture> {
+export async function startFixture(options: {purpose: string; portBase: number; faults?: FixtureFaults; tracebackPatch?: boolean}): Promise<StartFixture> {
   const tmp = await fs.mkdtemp(path.join(os.tmpdir(), `gymrecipe-${options.purpose}-`))
-  const checkout = await makeRelaxCheckout(path.join(tmp, 'relax'), {hostGym: false, snapshotDir: snapshotRoot, faults: options.faults})
+  const checkout = await makeRelaxCheckout(path.join(tmp, 'relax'), {hostGym: false, snapshotDir: snapshotRoot, faults: options.faults, tracebackPatch: options.tracebackPatch})
   const id = `${options.purpose}-${randomBytes(3).toString('hex')}`
   const result = await newRecipe({
     id,

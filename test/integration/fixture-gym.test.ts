@@ -382,6 +382,8 @@ describe('workplace service on the host emulator', () => {
     expect((await json('POST', `${gateway}/v1/trials/relax-wa-abort/abort`)).body.status).toBe('aborted')
     // The slow reply arrives after the abort; the agent's next callback is refused with 410.
     await gym.waitForOutput(/"POST \/ng-rollout\/[0-9a-f]{32}-0\/v1\/responses HTTP\/1.1" (?:410|500)/, 15_000)
+    // A callback cancelled in flight: the Gateway's CancelledError, and Gym's middleware twice, as the real service logs it.
+    await gym.waitForOutput(/CancelledError[\s\S]*RuntimeError: No response returned\.[\s\S]*RuntimeError: No response returned\./, 15_000)
   })
 
   it('expires a trial whose lease is not renewed (aborted/lease_expired)', async () => {
@@ -500,6 +502,28 @@ describe('calendar service start-up on the host emulator', () => {
       expect(asText.status).toBe(500)
       await gym.waitForOutput(/Traceback \(most recent call last\)/)
       expect(gym.output()).toMatch(/\(calendar\) TypeError: Object of type bytes is not JSON serializable/)
+    } finally {
+      expect(await gym.stop()).toBe(0)
+    }
+  })
+
+  it("stock Gym (built without Relax's traceback patch): a failed inner-server call is a silent 500; its own validation handler still prints a traceback", async () => {
+    const stock = await makeRelaxCheckout(path.join(tmp, 'relax-stock'), {tracebackPatch: false})
+    expect(await fs.readFile(path.join(stock.gymRoot!, 'nemo_gym', 'server_utils.py'), 'utf8')).not.toContain('print(format_exc(), flush=True)')
+    expect(await fs.readFile(path.join(checkout.gymRoot!, 'nemo_gym', 'server_utils.py'), 'utf8')).toContain('print(format_exc(), flush=True)')
+    const stockLayout = layoutAt(await freePortBlock(6, 21600))
+    const gym = await startHostGym(stock, {layout: stockLayout, graph: CALENDAR_GRAPH, registration: calendarRegistration})
+    try {
+      await waitForReadyz(`http://${HOST}:${stockLayout.gateway}`, 20_000)
+      // The agent calls its model server with no trial behind it: 410, so the inner call fails.
+      const run = await json('POST', `http://${HOST}:${stockLayout.agent}/run`, {...verifyBody('10:00'), response: undefined})
+      expect(run.status).toBe(500)
+      expect(run.body.detail).toMatch(/^exception calling an inner server: model call failed with HTTP \d{3}/)
+      await gym.waitForOutput(/"POST \/run HTTP\/1.1" 500/)
+      expect(gym.output()).not.toMatch(/Traceback \(most recent call last\)/)
+      const asText = await fetch(`http://${HOST}:${stockLayout.resource}/verify`, {method: 'POST', headers: {'content-type': 'text/plain'}, body: '{}'})
+      expect(asText.status).toBe(500)
+      await gym.waitForOutput(/\(calendar\) TypeError: Object of type bytes is not JSON serializable/)
     } finally {
       expect(await gym.stop()).toBe(0)
     }
@@ -730,7 +754,7 @@ describe('Gateway callback routing on the host emulator', () => {
 
     // A stateless environment has no cleanup URLs: aborting a running trial cannot be verified.
     expect((await json('POST', `${gateway}/v1/trials/relax-cb-hold/abort`)).status).toBe(202)
-    expect(await pollTerminal(gateway, 'relax-cb-hold', false, 10_000)).toMatchObject({status: 'failed', error: {code: 'cleanup_unverified', type: 'CleanupError', cause: {code: 'aborted'}}})
+    expect(await pollTerminal(gateway, 'relax-cb-hold', false, 10_000)).toMatchObject({status: 'failed', error: {code: 'cleanup_unverified', type: 'CleanupError', cause: 'aborted'}})
     expect(await cb('responses', {scenario: 'fixups'})).toEqual({status: 410, body: {detail: 'callback capability is unavailable'}})
     // Like the real Gateway, its log names rollout ids in clear; it never prints a bearer token.
     expect(gym.output()).toContain(rid)
@@ -758,7 +782,8 @@ describe('Gateway callback routing on the host emulator', () => {
     payload.model_endpoint.base_url = `http://${HOST}:${closedPort}/v1`
     expect((await json('POST', `${gateway}/v1/trials`, payload)).status).toBe(202)
     const final = await pollTerminal(gateway, 'relax-cb-transport')
-    expect(final).toMatchObject({status: 'failed', error: {code: 'agent_error'}})
+    // No cleanup URLs here: the agent's failure is reported through the unconfirmed cleanup, as its cause.
+    expect(final).toMatchObject({status: 'failed', error: {code: 'cleanup_unverified', type: 'CleanupError', cause: 'agent_error'}})
     expect(gym.output()).toMatch(/"POST \/ng-rollout\/[0-9a-f]{32}-0\/v1\/responses HTTP\/1.1" 502/)
   })
 })

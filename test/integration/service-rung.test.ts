@@ -39,7 +39,8 @@ describe.skipIf(unavailable !== undefined)('service rung on a faulty service', (
   let fx: StartFixture
   beforeAll(async () => {
     await ensureBaseImage()
-    fx = await startFixture({purpose: 'svcrung', portBase: 24300, faults: {stale_trials: 2, gym_commit: OTHER_COMMIT, silent_500: true}})
+    // Built without Relax's traceback patch: stock Gym, as an image built from an old Dockerfile.
+    fx = await startFixture({purpose: 'svcrung', portBase: 24300, faults: {stale_trials: 2, gym_commit: OTHER_COMMIT}, tracebackPatch: false})
     // A verifier whose known-wrong output is the known-correct one: it can no longer tell them apart.
     const verify = `verify_${fx.id.replaceAll('-', '_')}.py`
     await editFile(fx.dir, verify, (t) => t.replace('\n# Proxy variables are ignored', '\nWRONG_OUTPUT = CORRECT_OUTPUT\n\n# Proxy variables are ignored'))
@@ -58,6 +59,8 @@ describe.skipIf(unavailable !== undefined)('service rung on a faulty service', (
     const failing = service.checks.filter((c: any) => c.status !== 'pass').map((c: any) => c.id).sort()
     expect(failing).toEqual(['service.gym-commit', 'service.traceback', 'service.trials', 'service.verifier'])
     expect(byId.get('service.traceback').status).toBe('fail')
+    // Stock Gym still prints a traceback for the text/plain probe: only the file in the image tells.
+    expect(byId.get('service.traceback').message).toBe("/opt/nemo-gym/nemo_gym/server_utils.py in the image lacks 1 of the 1 line(s) Relax's traceback patch adds (print(format_exc(), flush=True)): the image was built without nemo_gym_http_error_traceback.patch, so a failed inner-server call is a silent 500")
     expect(byId.get('service.gym-commit').message).toBe(`/readyz reports gym_commit=${OTHER_COMMIT}, recipe.yaml gym.commit pins a85670eb167ba9b48cc53a36a070eed815e6c40d`)
     expect(byId.get('service.trials').message).toMatch(/^trials=2 active_trials=2 on service_epoch [0-9a-f]{32} .*a stale requester is still submitting/)
     expect(byId.get('service.trials').hint).toContain("grep 'POST /v1/trials'")

@@ -82,6 +82,22 @@ describe.skipIf(unavailable !== undefined)('trial rung through the fixture Gym i
     expect(await containerLogs(containerId)).not.toMatch(/gymrecipe-[0-9a-f]{48}/)
   })
 
+  it('a failed trial quotes the container log line that explains it: the agent rejected the model reply', async () => {
+    const faults = '/opt/relax-integration/examples/nemo_gym_agentic/service/fixture-faults.json'
+    await dockerOk(['exec', containerId, 'sh', '-c', `echo '{"reject_model_replies": true}' > ${faults}`])
+    try {
+      const r = byId(await runRungChecks(trialRung, await rungContext(relaxRoot, recipeId, {env: env()})))
+      expect(r['trial.status'].status).toBe('fail')
+      // Cleanup URLs are registered here and confirm: the error is the agent's own.
+      expect(r['trial.status'].message).toMatch(/^status: expected completed, got failed; error code agent_error \(the agent \/run failed/)
+      expect(r['trial.status'].message).toMatch(/; the container log says \(a log line of trial gymrecipe-trial-[a-z0-9-]+\): .*Received an invalid response from model server/)
+      expect(String(r['trial.status'].evidence?.log_line)).toContain('Received an invalid response from model server')
+      expect(r['trial.status'].hint).toContain(`gymrecipe logs ${recipeId}`)
+    } finally {
+      await dockerOk(['exec', containerId, 'rm', '-f', faults])
+    }
+  })
+
   it('refuses to read the task from a container without the recipe label', async () => {
     const ctx = await rungContext(relaxRoot, recipeId, {env: env()})
     ctx.target.contract = {...ctx.target.contract!, id: 'someone-else'}

@@ -22,6 +22,7 @@ import {
   makeRelaxCheckout,
   repoRoot,
   startHostGym,
+  writeFaults,
 } from '../helpers/relax-fixture.js'
 import {byId, failures, hostLayout, rungContext, runRungChecks} from '../helpers/trial-helpers.js'
 
@@ -195,7 +196,7 @@ describe('trial rung: workplace-assistant (stateful, Responses, history [0, 1, 2
       const r = byId(await runRungChecks(trialRung, await context()))
       expect(r['trial.status'].status).toBe('pass')
       expect(r['trial.cleanup-abort'].status).toBe('fail')
-      expect(r['trial.cleanup-abort'].message).toMatch(/^aborted trial ended failed with error code cleanup_unverified, cause aborted \(cleanup was not confirmed/)
+      expect(r['trial.cleanup-abort'].message).toMatch(/^aborted trial ended failed with error code aborted \(the trial was aborted\), reported as cleanup_unverified \(cleanup was not confirmed/)
       expect(r['trial.cleanup-abort'].message).toContain('expected aborted (not cleanup_unverified)')
       expect(r['trial.cleanup-abort'].hint).toContain('lifecycle error')
     } finally {
@@ -254,6 +255,21 @@ describe('trial rung: calendar (simple agent, default trial from the real exampl
     expect(r['trial.history'].message).toBe('tool-result history [0] over 1 callback(s)')
     expect(r['trial.reward'].message).toBe('reward 1')
     expect(r['trial.cleanup-abort']).toBeUndefined()
+  })
+
+  it('a trial whose agent rejects every model reply names agent_error first, never cleanup (no cleanup URLs here)', async () => {
+    await writeFaults(checkout, {reject_model_replies: true})
+    try {
+      const ctx = await rungContext(checkout.root, 'calendar', {env: rungEnv(layout), gymRoot: checkout.gymRoot})
+      const r = byId(await runRungChecks(trialRung, ctx))
+      expect(r['trial.status'].status).toBe('fail')
+      // The Gateway reports cleanup_unverified caused by agent_error: the cause leads.
+      expect(r['trial.status'].message).toMatch(/^status: expected completed, got failed; error code agent_error \(the agent \/run failed .*\), reported as cleanup_unverified \(/)
+      expect(r['trial.status'].evidence?.error).toEqual({code: 'cleanup_unverified', type: 'CleanupError', cause: 'agent_error'})
+      expect(r['trial.status'].hint ?? '').not.toMatch(/cleanup/i)
+    } finally {
+      await writeFaults(checkout, {})
+    }
   })
 
   it('[r2e-gym#14] fails when the scripted answer violates a constraint (reward 0, the model answered wrongly)', async () => {

@@ -16,7 +16,7 @@ import {httpRequest, objectFields, readyz} from '../../runtime/http.js'
 import {verbatim} from '../../json-document.js'
 import type {Check, CheckOutcome, NamedResult} from '../types.js'
 import {dockerFor, runningService, service} from './context.js'
-import {codeOf, messageOf} from '../../errors.js'
+import {messageOf} from '../../errors.js'
 
 
 const short = (id: string | undefined) => (id ?? '').replace(/^sha256:/, '').slice(0, 12)
@@ -281,13 +281,56 @@ export function serverErrorTraceback(text: string): LoggedTraceback | undefined 
   return tracebacksIn(text).find((t) => !isCancellation(t))
 }
 
+/** Relax's patch that makes a failed inner-server call print its traceback, and what it changes. */
+const TRACEBACK_PATCH = 'examples/nemo_gym_agentic/service/patches/nemo_gym_http_error_traceback.patch'
+const TRACEBACK_PATCH_FILE = 'nemo_gym/server_utils.py'
+const TRACEBACK_PATCH_LINE = 'print(format_exc(), flush=True)'
+const GYM_ROOT_IN_IMAGE = '/opt/nemo-gym'
+
+/** The file a patch changes and the lines it adds (from the checkout's patch, else the known line). */
+async function tracebackPatchLines(relaxRoot: string): Promise<{file: string; lines: string[]; from: string}> {
+  const text = await fsp.readFile(path.join(relaxRoot, TRACEBACK_PATCH), 'utf8').catch(() => undefined)
+  const file = text ? /^\+\+\+ (?:b\/)?(\S+)/m.exec(text)?.[1] : undefined
+  const added = text ? text.split('\n').filter((l) => l.startsWith('+') && !l.startsWith('+++')).map((l) => l.slice(1).trim()).filter(Boolean) : []
+  if (file && added.length > 0) return {file, lines: added, from: TRACEBACK_PATCH}
+  return {file: TRACEBACK_PATCH_FILE, lines: [TRACEBACK_PATCH_LINE], from: `the line the patch adds (${TRACEBACK_PATCH} is not in this checkout)`}
+}
+
+/**
+ * Whether the Gym tree baked into the image carries Relax's traceback patch, read from the patched
+ * file inside the running container: stock Gym prints a traceback for some 500s (its validation
+ * handler's) but not for a failed inner-server call, which is what the patch is for.
+ */
+async function patchInImage(docker: Parameters<typeof execInContainer>[0], containerId: string, relaxRoot: string): Promise<{ok: boolean; said: string; evidence: Record<string, unknown>}> {
+  const patch = await tracebackPatchLines(relaxRoot)
+  const inImage = `${GYM_ROOT_IN_IMAGE}/${patch.file}`
+  const read = await execInContainer(docker, containerId, ['cat', '--', inImage], {timeoutMs: 30_000})
+  const evidence = {file_in_image: inImage, patch_lines: patch.lines, from: patch.from}
+  if (read.exitCode !== 0) return {ok: false, said: `${inImage} cannot be read in the image (${(read.stderr.trim() || `exit ${read.exitCode}`).split('\n')[0]})`, evidence}
+  const present = read.stdout.split('\n').map((l) => l.trim())
+  const missing = patch.lines.filter((line) => !present.includes(line))
+  if (missing.length > 0) {
+    return {ok: false, said: `${inImage} in the image lacks ${missing.length} of the ${patch.lines.length} line(s) Relax's traceback patch adds (${missing.slice(0, 2).join(' | ')}): the image was built without nemo_gym_http_error_traceback.patch, so a failed inner-server call is a silent 500`, evidence: {...evidence, missing}}
+  }
+  return {ok: true, said: `Relax's traceback patch is in the image (verified in the image, not provoked: the ${patch.lines.length} line(s) it adds are in ${inImage})`, evidence}
+}
+
 export const tracebackCheck: Check = {
   id: 'service.traceback',
-  title: 'a Gym HTTP 500 leaves a traceback in the container logs',
+  title: "Relax's traceback patch is in the image, and a Gym HTTP 500 leaves a traceback in the container logs",
   async run(ctx) {
     const found = await runningService(ctx)
     if ('problem' in found) return {status: 'fail', ...found.problem}
     const {docker, desc, container, urls} = found.ok
+    const patched = await patchInImage(docker, container.id, ctx.target.relaxRoot)
+    if (!patched.ok) {
+      return {
+        status: 'fail',
+        message: patched.said,
+        hint: 'Rebuild the image from a Dockerfile that applies examples/nemo_gym_agentic/service/patches/ (gymrecipe start rebuilds it); stock Gym prints a traceback for its own validation errors, so a traceback in the logs alone does not prove the patch.',
+        evidence: patched.evidence,
+      }
+    }
     const probe = desc.errorProbe
     const base = probe.server === 'resource' ? urls.resource : urls.agent
     if (!base) return {status: 'skip', message: `not checked: no ${probe.server} URL is known for this recipe, so the error probe cannot be sent`, hint: 'Record the recipe with `gymrecipe new` (service.error_probe).'}
@@ -298,18 +341,18 @@ export const tracebackCheck: Check = {
     try {
       answer = await httpRequest('POST', target, {body: probe.body, headers: {'content-type': probe.content_type}, timeoutMs: 30_000})
     } catch (error) {
-      return {status: 'fail', message: `${request} failed: ${codeOf(error instanceof Error ? error.cause : undefined) ?? messageOf(error)}`, hint: `gymrecipe logs ${desc.recipe}`}
+      return {status: 'fail', message: `${patched.said}, but ${request} failed: ${messageOf(error)}`, hint: `gymrecipe logs ${desc.recipe}`}
     }
     if (answer.status === 422) {
       return {
         status: 'skip',
-        message: `not checked: ${request} was answered 422, a request validation error: Gym refused the probe before any handler ran, so there was no 500 to trace`,
+        message: `${patched.said}; the logs not checked: ${request} was answered 422, a request validation error: Gym refused the probe before any handler ran, so there was no 500 to trace`,
         hint: 'Record a request the pinned Gym answers 500 as service.error_probe in recipe.yaml (a JSON body sent as text/plain does at the pinned commit).',
         evidence: {status: 422, body: answer.text.slice(0, 500)},
       }
     }
     if (answer.status !== 500) {
-      return {status: 'skip', message: `not checked: ${request} was answered HTTP ${answer.status}, not 500, so there was no 500 to trace`, hint: 'Record a request the pinned Gym answers 500 as service.error_probe in recipe.yaml.', evidence: {status: answer.status, body: answer.text.slice(0, 500)}}
+      return {status: 'skip', message: `${patched.said}; the logs not checked: ${request} was answered HTTP ${answer.status}, not 500, so there was no 500 to trace`, hint: 'Record a request the pinned Gym answers 500 as service.error_probe in recipe.yaml.', evidence: {status: answer.status, body: answer.text.slice(0, 500)}}
     }
     // stdout and stderr from the moment of the request: Gym prints tracebacks to stdout,
     // uvicorn to stderr.
@@ -325,11 +368,11 @@ export const tracebackCheck: Check = {
     if (!found500) {
       return {
         status: 'fail',
-        message: `${request} answered HTTP 500 but no traceback reached the container logs within 5 s`,
-        hint: 'The image lacks the HTTP-error traceback patch (print(format_exc(), flush=True) in nemo_gym/server_utils.py); without it 500s are silent (Calendar PITFAIL #13).',
+        message: `${patched.said}, but ${request} answered HTTP 500 and no traceback reached the container logs within 5 s`,
+        hint: 'Gym prints tracebacks to stdout; check that the start script does not redirect or drop the servers\' output (Calendar PITFAIL #13).',
         evidence: {logs_after_request: logs.split('\n').slice(-40)},
       }
     }
-    return {status: 'pass', message: `HTTP 500 from ${request} → traceback in the logs${found500.exception ? ` (${found500.exception})` : ''}`, evidence: {traceback: found500.lines}}
+    return {status: 'pass', message: `${patched.said}; HTTP 500 from ${request} → traceback in the logs${found500.exception ? ` (${found500.exception})` : ''}`, evidence: {...patched.evidence, traceback: found500.lines}}
   },
 }
