@@ -133,6 +133,10 @@ describe.skipIf(unavailable !== undefined)('gymrecipe start on the fixture image
     const verifier = service.checks.find((c: any) => c.id === 'service.verifier')
     expect(verifier.message).toContain('correct_reward=1 incorrect_reward=0')
     expect(verifier.evidence.exit_code).toBe(0)
+    const privateRay = service.checks.find((c: any) => c.id === 'service.private-ray')
+    // Ray listens on every interface; the token the start script made is what keeps others out.
+    expect(privateRay).toMatchObject({status: 'pass', evidence: {token_auth: true}})
+    expect(privateRay.message).toMatch(/^listening for the network: 0\.0\.0\.0 \(every interface\):\d+ \(private Ray GCS\); every connection needs the token/)
     const traceback = service.checks.find((c: any) => c.id === 'service.traceback')
     expect(traceback.status).toBe('pass')
     // The patch itself, read in the image; then tracebacks reach the logs.

@@ -44,6 +44,8 @@ describe.skipIf(unavailable !== undefined)('service rung on a faulty service', (
     // A verifier whose known-wrong output is the known-correct one: it can no longer tell them apart.
     const verify = `verify_${fx.id.replaceAll('-', '_')}.py`
     await editFile(fx.dir, verify, (t) => t.replace('\n# Proxy variables are ignored', '\nWRONG_OUTPUT = CORRECT_OUTPUT\n\n# Proxy variables are ignored'))
+    // A start script from before Ray token auth: its private Ray answers anyone.
+    await editFile(fx.dir, `start_${fx.id.replaceAll('-', '_')}_gym.sh`, (t) => t.replace(/\n {2}export RAY_AUTH_MODE=token\n.*\n {2}export RAY_AUTH_TOKEN\n/, '\n'))
   })
   afterAll(async () => {
     await fx?.cleanup()
@@ -57,7 +59,8 @@ describe.skipIf(unavailable !== undefined)('service rung on a faulty service', (
     const service = r.json.ladder.rungs.find((x: any) => x.rung === 'service')
     const byId = new Map<string, any>(service.checks.map((c: any) => [c.id, c]))
     const failing = service.checks.filter((c: any) => c.status !== 'pass').map((c: any) => c.id).sort()
-    expect(failing).toEqual(['service.gym-commit', 'service.traceback', 'service.trials', 'service.verifier'])
+    expect(failing).toEqual(['service.gym-commit', 'service.private-ray', 'service.traceback', 'service.trials', 'service.verifier'])
+    expect(byId.get('service.private-ray').message).toMatch(/^the private Ray accepts connections from the network without authentication: 0\.0\.0\.0 \(every interface\):\d+ \(private Ray GCS\); anyone who reaches this host can run work inside the Gym container$/)
     expect(byId.get('service.traceback').status).toBe('fail')
     // Stock Gym still prints a traceback for the text/plain probe: only the file in the image tells.
     expect(byId.get('service.traceback').message).toBe("/opt/nemo-gym/nemo_gym/server_utils.py in the image lacks 1 of the 1 line(s) Relax's traceback patch adds (print(format_exc(), flush=True)): the image was built without nemo_gym_http_error_traceback.patch, so a failed inner-server call is a silent 500")

@@ -13,6 +13,7 @@ import {containerLogChunks, containerLogTail, execInContainer, imageIdOf, inspec
 import {OWNERSHIP_LABEL} from '../../runtime/docker.js'
 import {lastGatewayUse} from '../../runtime/gateway-ledger.js'
 import {httpRequest, objectFields, readyz} from '../../runtime/http.js'
+import {listeningSockets, loopbackOnly} from '../../runtime/net.js'
 import {verbatim} from '../../json-document.js'
 import type {Check, CheckOutcome, NamedResult} from '../types.js'
 import {dockerFor, runningService, service} from './context.js'
@@ -374,5 +375,56 @@ export const tracebackCheck: Check = {
       }
     }
     return {status: 'pass', message: `${patched.said}; HTTP 500 from ${request} → traceback in the logs${found500.exception ? ` (${found500.exception})` : ''}`, evidence: {...patched.evidence, traceback: found500.lines}}
+  },
+}
+
+// ------------------------------------------------------------------ 5. the private Ray stays private
+
+/** Ray's own processes in the container (GCS, raylet): whether any of them runs with token auth. */
+const RAY_AUTH_PROBE = [
+  'sh', '-c',
+  'found=1; for p in /proc/[0-9]*; do case "$(tr "\\000" " " < "$p/cmdline" 2>/dev/null)" in *gcs_server*|*raylet*) found=0; tr "\\000" "\\n" < "$p/environ" 2>/dev/null | grep -qx "RAY_AUTH_MODE=token" && exit 0;; esac; done; exit $((2 + found))',
+]
+
+export const privateRayCheck: Check = {
+  id: 'service.private-ray',
+  title: 'the private Ray of the Gym container is not open to the network',
+  async run(ctx) {
+    const found = await runningService(ctx)
+    if ('problem' in found) return {status: 'fail', ...found.problem}
+    const {docker, container} = found.ok
+    const contract = ctx.target.contract
+    if (!contract) return {status: 'skip', message: 'not checked: the private Ray ports are only known from recipe.yaml'}
+    const labels = new Map<number, string>(found.ok.desc.ports.filter((p) => /Ray/.test(p.label)).map((p) => [p.port, p.label]))
+    const isRayPort = (port: number) => labels.has(port) || (port >= contract.ray.min_worker_port && port <= contract.ray.max_worker_port)
+    // The container shares the host's network: its socket table is the host's. Nothing is sent.
+    const sockets = await execInContainer(docker, container.id, ['cat', '/proc/net/tcp', '/proc/net/tcp6'], {timeoutMs: 30_000})
+    if (sockets.exitCode !== 0) return {status: 'skip', message: `not checked: the socket table could not be read in the container (${(sockets.stderr.trim() || `exit ${sockets.exitCode}`).split('\n')[0]})`}
+    const listening = listeningSockets(sockets.stdout).filter((l) => isRayPort(l.port))
+    const open = listening.filter((l) => !loopbackOnly(l.address))
+    const probe = await execInContainer(docker, container.id, RAY_AUTH_PROBE, {timeoutMs: 30_000})
+    const tokenAuth = probe.exitCode === 0
+    const rayFound = probe.exitCode === 0 || probe.exitCode === 2
+    const where = (l: {address: string; port: number}) => `${l.address === '0.0.0.0' || l.address === '::' ? `${l.address} (every interface)` : l.address}:${l.port} (${labels.get(l.port) ?? 'Ray worker'})`
+    const shown = open.slice(0, 6).map(where).join(', ') + (open.length > 6 ? `, and ${open.length - 6} more` : '')
+    const evidence = {listening, open, token_auth: tokenAuth, ray_processes_found: rayFound}
+    if (open.length === 0) {
+      const what = listening.length > 0 ? `its ${listening.length} listening port(s) are on loopback only` : 'none of its ports is listening'
+      return {status: 'pass', message: `the private Ray is not reachable from the network: ${what}${tokenAuth ? '; Ray token auth is on' : ''}`, evidence}
+    }
+    if (tokenAuth) {
+      return {
+        status: 'pass',
+        message: `listening for the network: ${shown}; every connection needs the token the container made (RAY_AUTH_MODE=token): Ray listens on every interface whatever its node address`,
+        hint: 'To close them too, firewall these ports to everything but loopback on the Gym host.',
+        evidence,
+      }
+    }
+    return {
+      status: 'fail',
+      message: `the private Ray accepts connections from the network without authentication: ${shown}${rayFound ? '' : ' (no Ray process was found in the container to read its auth mode)'}; anyone who reaches this host can run work inside the Gym container`,
+      hint: 'Regenerate the start script (gymrecipe new --update): it starts the private Ray on 127.0.0.1 with Ray token authentication (RAY_AUTH_MODE=token); or firewall these ports.',
+      evidence,
+    }
   },
 }
