@@ -133,6 +133,27 @@ describe.skipIf(unavailable !== undefined)('gymrecipe start on the fixture image
     const verifier = service.checks.find((c: any) => c.id === 'service.verifier')
     expect(verifier.message).toContain('correct_reward=1 incorrect_reward=0')
     expect(verifier.evidence.exit_code).toBe(0)
+    // The image holds this checkout's service: Dockerfile, patches and Gateway code, not only the scripts.
+    const files = service.checks.find((c: any) => c.id === 'service.image-files')
+    expect(files.status).toBe('pass')
+    expect(files.evidence.compared).toEqual(expect.arrayContaining(['service/Dockerfile', 'service/patches/nemo_gym_http_error_traceback.patch', 'service/fixture_gym/gateway.py']))
+    // The Gym tree in the image, compared with the Gym checkout (GYMRECIPE_GYM_ROOT); the patched file left out.
+    const tree = service.checks.find((c: any) => c.id === 'service.gym-tree')
+    expect(tree.status).toBe('pass')
+    expect(tree.message).toContain('environments/calendar/config.yaml')
+    expect(tree.message).toContain('nemo_gym/server_utils.py left out')
+    // A Dockerfile edited since the build: the image no longer matches the checkout.
+    const dockerfile = path.join(fx.relaxRoot, 'examples/nemo_gym_agentic/service/Dockerfile')
+    const original = await fs.readFile(dockerfile, 'utf8')
+    await fs.writeFile(dockerfile, `${original}\n# edited after the build\n`)
+    try {
+      const stale = await runCli(['verify', fx.id, '--level', 'service', '--relax-root', fx.relaxRoot, '--json'], {env: fx.env, timeout: 300_000})
+      const staleFiles = stale.json.rungs.find((x: any) => x.rung === 'service').checks.find((c: any) => c.id === 'service.image-files')
+      expect(staleFiles.status).toBe('fail')
+      expect(staleFiles.message).toBe('service/Dockerfile changed since the image was built (or the image lacks them)')
+    } finally {
+      await fs.writeFile(dockerfile, original)
+    }
     const privateRay = service.checks.find((c: any) => c.id === 'service.private-ray')
     // Ray listens on every interface; the token the start script made is what keeps others out.
     expect(privateRay).toMatchObject({status: 'pass', evidence: {token_auth: true}})

@@ -60,6 +60,7 @@ describe.skipIf(Boolean(unavailable))('a stateful tool recipe from new to a prov
       EXP_DIR: path.join(tmp, 'exp'),
       XDG_STATE_HOME: path.join(tmp, 'state'),
       RAY_DASHBOARD_ADDRESS: ray.url,
+      GYMRECIPE_GYM_ROOT: snapshotRoot,
       RELAX_HOST: HOST,
       RELAX_PORT: String((relax.address() as AddressInfo).port),
       RAY_ADDRESS: undefined,

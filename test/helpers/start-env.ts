@@ -71,6 +71,8 @@ export async function startFixture(options: {purpose: string; portBase: number; 
       NEMO_GYM_IMAGE: image,
       NEMO_GYM_SOURCE_DATA: source,
       DOCKER_CLI_HINTS: 'false',
+      // The Gym checkout the image's tree is compared with (service.gym-tree).
+      GYMRECIPE_GYM_ROOT: snapshotRoot,
     },
     async cleanup() {
       await removeByLabel(label).catch(() => undefined)

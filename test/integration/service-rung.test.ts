@@ -5,14 +5,16 @@
  * as its own failing check (exit 4), the same for a hand-written recipe without recipe.yaml,
  * and a stopped container fails the container check with its exit code and logs.
  */
+import {execa} from 'execa'
 import fs from 'node:fs/promises'
+import os from 'node:os'
 import path from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {resolveRecipe} from '../../src/ladder/target.js'
 import {serviceRung} from '../../src/ladder/service/index.js'
 import type {CheckResult} from '../../src/ladder/types.js'
-import {runCli} from '../helpers/cli.js'
+import {runCli, snapshotRoot} from '../helpers/cli.js'
 import {dockerOk, dockerUnavailableReason, ensureBaseImage} from '../helpers/docker.js'
 import {editFile} from '../helpers/recipes.js'
 import {type StartFixture, startFixture} from '../helpers/start-env.js'
@@ -23,9 +25,9 @@ if (unavailable) console.error(`\n!! SKIPPING service rung tests: ${unavailable}
 
 const OTHER_COMMIT = '0123456789abcdef0123456789abcdef01234567'
 
-async function serviceChecks(fx: StartFixture): Promise<Map<string, CheckResult>> {
+async function serviceChecks(fx: StartFixture, gymRoot?: string): Promise<Map<string, CheckResult>> {
   const target = await resolveRecipe(fx.relaxRoot, fx.id)
-  const ctx = {target, options: {env: {...process.env, ...fx.env}, smoke: false}, scratch: new Scratch()}
+  const ctx = {target, options: {env: {...process.env, ...fx.env}, smoke: false, gymRoot}, scratch: new Scratch()}
   const out = new Map<string, CheckResult>()
   for (const check of serviceRung.checks(ctx)) {
     const outcome = await check.run(ctx)
@@ -92,6 +94,49 @@ describe.skipIf(unavailable !== undefined)('service rung on a faulty service', (
       expect(results.get('service.traceback')?.status).toBe('fail')
     } finally {
       await fs.rename(`${contract}.aside`, contract)
+    }
+  }, 300_000)
+
+  it('the Gym tree in the image is compared with a checkout: its files, or the pinned commit\'s own from .git', async () => {
+    const work = await fs.mkdtemp(path.join(os.tmpdir(), 'gymrecipe-gym-tree-'))
+    try {
+      // A checkout whose calendar config is not the one baked into the image.
+      const changed = path.join(work, 'changed')
+      await fs.cp(snapshotRoot, changed, {recursive: true})
+      await fs.chmod(path.join(changed, 'environments/calendar/config.yaml'), 0o644)
+      await fs.appendFile(path.join(changed, 'environments/calendar/config.yaml'), '# edited\n')
+      const differ = (await serviceChecks(fx, changed)).get('service.gym-tree')!
+      expect(differ.status).toBe('fail')
+      expect(differ.message).toContain('environments/calendar/config.yaml differ (compared with the files of')
+      // A git checkout holding the pinned commit: its files at that commit are compared.
+      const repo = path.join(work, 'repo')
+      await fs.cp(snapshotRoot, repo, {recursive: true})
+      const git = (...args: string[]) => execa('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args])
+      await git('init', '-q')
+      await git('add', '-A')
+      await git('commit', '-q', '-m', 'snapshot')
+      const head = String((await git('rev-parse', 'HEAD')).stdout).trim()
+      const notThere = (await serviceChecks(fx, repo)).get('service.gym-tree')!
+      expect(notThere).toMatchObject({status: 'fail', message: `the pinned commit a85670eb167ba9b48cc53a36a070eed815e6c40d is not in the history of ${repo}`})
+      const contract = path.join(fx.dir, 'recipe.yaml')
+      const original = await fs.readFile(contract, 'utf8')
+      await fs.writeFile(contract, original.replace('a85670eb167ba9b48cc53a36a070eed815e6c40d', head))
+      try {
+        // Files edited after the commit do not count: the commit's own are read.
+        await fs.appendFile(path.join(repo, 'environments/calendar/config.yaml'), '# after the commit\n')
+        const proven = (await serviceChecks(fx, repo)).get('service.gym-tree')!
+        expect(proven.status).toBe('pass')
+        expect(proven.message).toContain(`match the pinned commit's files, read from ${repo}/.git`)
+        // This deployment was built without the traceback patch: nothing is left out.
+        expect(proven.evidence).toMatchObject({method: 'git', patched_left_out: []})
+      } finally {
+        await fs.writeFile(contract, original)
+      }
+      const without = (await serviceChecks(fx)).get('service.gym-tree')!
+      expect(without.status).toBe('skip')
+      expect(without.hint).toContain('--gym-root')
+    } finally {
+      await fs.rm(work, {recursive: true, force: true})
     }
   }, 300_000)
 

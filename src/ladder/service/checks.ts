@@ -14,6 +14,7 @@ import {OWNERSHIP_LABEL} from '../../runtime/docker.js'
 import {lastGatewayUse} from '../../runtime/gateway-ledger.js'
 import {httpRequest, objectFields, readyz} from '../../runtime/http.js'
 import {listeningSockets, loopbackOnly} from '../../runtime/net.js'
+import {commitExists, fileSha256, fileSha256AtCommit, hasGit} from '../../runtime/git-tree.js'
 import {verbatim} from '../../json-document.js'
 import type {Check, CheckOutcome, NamedResult} from '../types.js'
 import {dockerFor, runningService, service} from './context.js'
@@ -102,28 +103,131 @@ export const containerCheck: Check = {
   },
 }
 
+/** sha256 of files inside the running container, by path (absent and unreadable files left out). */
+async function sha256InContainer(docker: import('dockerode'), id: string, files: string[]): Promise<{hashes: Map<string, string>; error?: string}> {
+  const hashes = new Map<string, string>()
+  let error: string | undefined
+  for (let at = 0; at < files.length; at += 100) {
+    const r = await execInContainer(docker, id, ['sha256sum', '--', ...files.slice(at, at + 100)], {timeoutMs: 60_000})
+    for (const line of r.stdout.split('\n')) {
+      const m = line.match(/^([0-9a-f]{64})\s+\*?(.+)$/)
+      if (m) hashes.set(m[2], m[1])
+    }
+    if (hashes.size === 0 && r.exitCode !== 0) error = (r.stderr.trim() || `exit ${r.exitCode}`).split('\n')[0]
+  }
+  return {hashes, error}
+}
+
+/** Files under a folder of the checkout, relative to it (sorted; bounded, caches and venvs left out). */
+async function filesUnder(root: string, dir: string, limit = 400): Promise<string[]> {
+  const out: string[] = []
+  const skip = new Set(['__pycache__', '.venv', 'fixture_gym_root', 'node_modules', '.git'])
+  const walk = async (rel: string) => {
+    const entries = await fsp.readdir(path.join(root, rel), {withFileTypes: true}).catch(() => [])
+    for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+      if (out.length >= limit || skip.has(entry.name)) continue
+      const child = rel ? `${rel}/${entry.name}` : entry.name
+      if (entry.isDirectory()) await walk(child)
+      else if (entry.isFile()) out.push(child)
+    }
+  }
+  await walk(dir)
+  return out
+}
+
+const SERVICE_DIR = 'examples/nemo_gym_agentic/service'
+
+/**
+ * The image holds the checkout's recipe scripts and its service: the Dockerfile it was built from,
+ * the patches applied to Gym, and the Gateway code (a reused image tag says nothing about them).
+ */
 async function bakedFiles(ctx: Parameters<Check['run']>[0], docker: import('dockerode'), id: string, dirInImage: string): Promise<NamedResult> {
-  const names = [ctx.target.files.start, ctx.target.files.verify].filter((n): n is string => Boolean(n))
-  const title = 'the image holds the checkout\'s recipe scripts'
-  const local: Record<string, string> = {}
-  for (const name of names) {
-    const text = await fsp.readFile(path.join(ctx.target.dir, name)).catch(() => undefined)
-    if (text) local[name] = createHash('sha256').update(text).digest('hex')
+  const title = "the image holds the checkout's recipe scripts, Dockerfile, patches and Gateway code"
+  const relax = ctx.target.relaxRoot
+  const integrationInImage = dirInImage.slice(0, dirInImage.length - path.relative(path.join(relax, 'examples', 'nemo_gym_agentic'), ctx.target.dir).length - 1)
+  const recipeFiles = [ctx.target.files.start, ctx.target.files.verify].filter((n): n is string => Boolean(n))
+  const pairs: Array<{shown: string; local: string; image: string}> = [
+    ...recipeFiles.map((name) => ({shown: name, local: path.join(ctx.target.dir, name), image: `${dirInImage}/${name}`})),
+    ...(await filesUnder(relax, SERVICE_DIR)).map((rel) => ({shown: rel.slice('examples/nemo_gym_agentic/'.length), local: path.join(relax, rel), image: `${integrationInImage}/${rel.slice('examples/nemo_gym_agentic/'.length)}`})),
+  ]
+  const local = new Map<string, string>()
+  for (const pair of pairs) {
+    const data = await fsp.readFile(pair.local).catch(() => undefined)
+    if (data) local.set(pair.image, createHash('sha256').update(data).digest('hex'))
   }
-  const r = await execInContainer(docker, id, ['sha256sum', ...Object.keys(local).map((n) => `${dirInImage}/${n}`)], {timeoutMs: 20_000})
-  const inImage: Record<string, string> = {}
-  for (const line of r.stdout.split('\n')) {
-    const m = line.match(/^([0-9a-f]{64})\s+\*?(.+)$/)
-    if (m) inImage[path.basename(m[2])] = m[1]
-  }
-  if (Object.keys(inImage).length === 0) {
-    return {id: 'service.image-files', title, status: 'skip', message: `could not read ${dirInImage} in the container: ${(r.stderr.trim() || `exit ${r.exitCode}`).split('\n')[0]}`}
-  }
-  const differ = Object.keys(local).filter((n) => inImage[n] !== local[n])
+  const {hashes, error} = await sha256InContainer(docker, id, [...local.keys()])
+  if (hashes.size === 0) return {id: 'service.image-files', title, status: 'skip', message: `could not read ${dirInImage} in the container: ${error ?? 'no file'}`}
+  const differ = pairs.filter((p) => local.has(p.image) && hashes.get(p.image) !== local.get(p.image)).map((p) => p.shown)
+  const evidence = {compared: pairs.filter((p) => local.has(p.image)).map((p) => p.shown)}
   if (differ.length > 0) {
-    return {id: 'service.image-files', title, status: 'fail', message: `${differ.join(', ')} changed since the image was built (or ${dirInImage} is missing them)`, hint: `Rebuild and recreate: gymrecipe start ${ctx.target.id}`}
+    const shown = differ.slice(0, 8).join(', ') + (differ.length > 8 ? `, and ${differ.length - 8} more` : '')
+    return {id: 'service.image-files', title, status: 'fail', message: `${shown} changed since the image was built (or the image lacks them)`, hint: `Rebuild and recreate: gymrecipe start ${ctx.target.id}`, evidence: {...evidence, differ}}
   }
-  return {id: 'service.image-files', title, status: 'pass', message: `${Object.keys(local).join(', ')} match ${dirInImage}`}
+  const service = evidence.compared.length - recipeFiles.length
+  return {id: 'service.image-files', title, status: 'pass', message: `${recipeFiles.join(', ')} and ${service} file(s) of service/ (Dockerfile, patches, Gateway code) match the image`, evidence}
+}
+
+// ------------------------------------------------------------------ 1b. the Gym tree in the image
+
+/** Files that identify a Gym tree: its packaging and lock, the config parser, and the recipe's own configs. */
+const GYM_FINGERPRINT = ['pyproject.toml', 'uv.lock', 'nemo_gym/global_config.py', 'nemo_gym/server_utils.py', 'nemo_gym/cli/env.py']
+
+/** Files the checkout's patches change: they differ from the pinned commit in the image on purpose. */
+async function patchedFiles(relaxRoot: string): Promise<Set<string>> {
+  const dir = path.join(relaxRoot, SERVICE_DIR, 'patches')
+  const names = (await fsp.readdir(dir).catch(() => [] as string[])).filter((n) => n.endsWith('.patch'))
+  const out = new Set<string>()
+  for (const name of names) {
+    const text = await fsp.readFile(path.join(dir, name), 'utf8').catch(() => '')
+    for (const m of text.matchAll(/^\+\+\+ (?:b\/)?(\S+)/gm)) out.add(m[1])
+  }
+  return out
+}
+
+export const gymTreeCheck: Check = {
+  id: 'service.gym-tree',
+  title: 'the Gym tree in the image is the pinned commit',
+  async run(ctx) {
+    const found = await runningService(ctx)
+    if ('problem' in found) return {status: 'fail', ...found.problem}
+    const {docker, container} = found.ok
+    const commit = ctx.target.contract?.gym.commit
+    if (!commit) return {status: 'skip', message: 'not checked: no recipe.yaml records the pinned Gym commit'}
+    const gymRoot = ctx.options.gymRoot
+    if (!gymRoot) {
+      return {
+        status: 'skip',
+        message: `not checked: /readyz gym_commit is the image's build argument, not read from the tree; proving that the tree is ${commit.slice(0, 12)} needs a Gym checkout to compare with`,
+        hint: 'Pass --gym-root <Gym checkout> (or set GYMRECIPE_GYM_ROOT); with its .git the pinned commit\'s own files are compared.',
+      }
+    }
+    const withGit = (await hasGit(gymRoot)) && (await commitExists(gymRoot, commit))
+    if ((await hasGit(gymRoot)) && !withGit) {
+      return {status: 'fail', message: `the pinned commit ${commit} is not in the history of ${gymRoot}`, hint: 'Fetch it (git fetch origin <commit>) or point --gym-root at the checkout the image was built from.'}
+    }
+    const patched = await patchedFiles(ctx.target.relaxRoot)
+    const candidates = [...new Set([...GYM_FINGERPRINT, ...(ctx.target.contract?.gym.config_paths ?? [])])].filter((f) => !patched.has(f))
+    const expected = new Map<string, string>()
+    for (const file of candidates) {
+      const hash = withGit ? await fileSha256AtCommit(gymRoot, commit, file) : await fileSha256(gymRoot, file)
+      if (hash) expected.set(file, hash)
+    }
+    const how = withGit ? `the pinned commit's files, read from ${gymRoot}/.git` : `the files of ${gymRoot} (no .git there: which commit they are is not known)`
+    if (expected.size === 0) return {status: 'skip', message: `not checked: none of ${candidates.join(', ')} is in ${how}`}
+    const {hashes, error} = await sha256InContainer(docker, container.id, [...expected.keys()].map((f) => `${GYM_ROOT_IN_IMAGE}/${f}`))
+    if (hashes.size === 0) return {status: 'skip', message: `not checked: the Gym tree could not be read in the container (${error ?? 'no file'})`}
+    const differ = [...expected.keys()].filter((f) => hashes.get(`${GYM_ROOT_IN_IMAGE}/${f}`) !== expected.get(f))
+    const evidence = {method: withGit ? 'git' : 'files', gym_root: gymRoot, compared: [...expected.keys()], patched_left_out: [...patched]}
+    if (differ.length > 0) {
+      return {
+        status: 'fail',
+        message: `the Gym tree in the image is not ${withGit ? commit.slice(0, 12) : `the one at ${gymRoot}`}: ${differ.join(', ')} differ${withGit ? ` from ${commit.slice(0, 12)}` : ''} (compared with ${how})`,
+        hint: 'Rebuild the image with NEMO_GYM_COMMIT set to the pinned commit (gymrecipe start rebuilds it).',
+        evidence: {...evidence, differ},
+      }
+    }
+    return {status: 'pass', message: `${expected.size} file(s) of the Gym tree in the image (${[...expected.keys()].join(', ')}) match ${how}${patched.size > 0 ? `; ${[...patched].join(', ')} left out (the checkout's patches change them)` : ''}`, evidence}
+  },
 }
 
 // ------------------------------------------------------------------ 2. /readyz
