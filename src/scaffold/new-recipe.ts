@@ -28,6 +28,8 @@ export interface NewRecipeOptions {
   dataset?: string
   smoke: boolean
   portBase?: number
+  /** The private Ray's GCS port (default: kept on --update, else the next free one from 6381). */
+  gcsPort?: number
   verifierFile?: string
   model?: {name: string; slug: string; configScript: string}
   gpus?: number
@@ -171,7 +173,8 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   const recordedPorts = o.portBase === undefined && recorded?.service && recorded.ray ? {gateway_port: recorded.service.gateway_port, gcs_port: recorded.ray.gcs_port, dashboard_port: recorded.ray.dashboard_port, component_port_base: recorded.ray.component_port_base, min_worker_port: recorded.ray.min_worker_port, max_worker_port: recorded.ray.max_worker_port} : undefined
   // A new --port-base moves the recipe's block; its private Ray GCS port stays where it was.
   const chosen = recordedPorts ?? choosePorts(base, others, o.portBase)
-  const ports = o.update === true && recorded?.ray?.gcs_port !== undefined ? {...chosen, gcs_port: recorded.ray.gcs_port} : chosen
+  const kept = o.update === true && recorded?.ray?.gcs_port !== undefined ? {...chosen, gcs_port: recorded.ray.gcs_port} : chosen
+  const ports = o.gcsPort === undefined ? kept : {...kept, gcs_port: o.gcsPort}
 
   const draft = contractFromGym({
     id: o.id,

@@ -158,7 +158,7 @@ function portInUse(port: number, label: string, host: string): GymError {
   return new GymError(`Port ${port} (${label}) is already in use on ${host}`, {
     code: 'E_PORT_IN_USE',
     exit: ExitCode.precondition,
-    hint: `Find what holds it (ss -ltnp 'sport = :${port}'), stop it, or give the recipe another port block (gymrecipe new --port-base).`,
+    hint: `Find what holds it (ss -ltnp 'sport = :${port}'), stop it, or move the recipe: ${label === 'private Ray GCS' ? 'gymrecipe new <recipe> --update --gcs-port <port>' : 'gymrecipe new <recipe> --update --port-base <port>'}.`,
     details: {port, label, host},
   })
 }

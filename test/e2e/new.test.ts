@@ -96,6 +96,21 @@ describe('gymrecipe new', () => {
     expect(ephemeral.json.error.message).toContain('overlaps the ephemeral range 32768-60999')
   })
 
+  it('--gcs-port moves the private Ray; one another recipe holds is refused, and --update keeps the chosen one', async () => {
+    const relax = await relaxRoot()
+    const first = await runCli(newArgs('first', relax, CALENDAR, ['--gcs-port', '7421']))
+    expect(first.exitCode, first.stderr).toBe(0)
+    expect(first.json.contract.ray.gcs_port).toBe(7421)
+    const env = await readFile(path.join(relax, 'examples/nemo_gym_agentic/recipes/first/start_first_gym.sh'), 'utf8')
+    expect(env).toContain('7421')
+    const clash = await runCli(newArgs('second', relax, CALENDAR, ['--gcs-port', '7421']))
+    expect(clash.exitCode).toBe(2)
+    expect(clash.json.error.message).toContain('collides with recipe "first"')
+    const updated = await runCli(newArgs('first', relax, CALENDAR, ['--update', '--port-base', '21000']))
+    expect(updated.exitCode, updated.stderr).toBe(0)
+    expect(updated.json.contract.ray.gcs_port).toBe(7421)
+  })
+
   it('never silently overwrites a file edited by hand: refuses with the list, --dry-run shows the diff, --force overwrites', async () => {
     const relax = await relaxRoot()
     const created = await runCli(newArgs('cal', relax))

@@ -79,8 +79,10 @@ describe.skipIf(Boolean(unavailable))('a stateful tool recipe from new to a prov
   const cli = (args: string[]) => runCli([...args, '--relax-root', checkout.root], {env, timeout: 900_000})
 
   it('climbs every rung: the generated scripts work against the emulated Gym, Ray and Relax', async () => {
+    const block = await freePortBlock(100, 27000, 4000)
+    // The private Ray's GCS port inside the block (base+18 is unused), so concurrent tests never share one.
     const created = await runCli(
-      ['new', id, '--from', 'workplace-assistant', '--gym-root', snapshotRoot, '--gym-config', 'resources_servers/workplace_assistant/configs/workplace_assistant.yaml', '--relax-root', checkout.root, '--port-base', String(await freePortBlock(100, 27000, 4000)), '--json'],
+      ['new', id, '--from', 'workplace-assistant', '--gym-root', snapshotRoot, '--gym-config', 'resources_servers/workplace_assistant/configs/workplace_assistant.yaml', '--relax-root', checkout.root, '--port-base', String(block), '--gcs-port', String(block + 18), '--json'],
       {env},
     )
     expect(created.exitCode, created.stderr).toBe(0)

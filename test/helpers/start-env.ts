@@ -44,6 +44,8 @@ export async function startFixture(options: {purpose: string; portBase: number; 
     from: 'calendar',
     smoke: false,
     portBase: options.portBase,
+    // inside the block (base+18 is unused), so concurrent tests never share a GCS port
+    gcsPort: options.portBase + 18,
     force: false,
     dryRun: false,
     version: 'test',
