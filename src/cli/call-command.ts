@@ -34,6 +34,7 @@ const EXIT_STATUS = `EXIT STATUS
   1    output written but some row failed, or a journal/output write error,
        or the rows file changed during the run
   2    bad config, rows file or flags, or a bearer_token_env not set
+  3    the evidence folder is in use by another run (one run per folder)
   130  interrupted (Ctrl+C / SIGTERM); re-run with --resume`
 
 export function callDescription(kind: CallKind): string {
@@ -44,7 +45,7 @@ export function callDescription(kind: CallKind): string {
   return [
     what,
     'Each row owns its client state (cookie jar, session headers, which bearer token goes to which endpoint), used across session.initialize, the call and session.cleanup; connections come from one keep-alive pool per endpoint, shared by the rows and never larger than max_parallel_requests, and carry nothing of one row to another. Requests are never retried, proxy environment variables are ignored and redirects are not followed. max_parallel_requests bounds whole row lifecycles including cleanup. Every attempt writes its native request and response to <evidence-dir>/attempts/; initialize response bodies, tokens and cookies are never written. The rows file is streamed (validated in a first pass, called in a second), so memory does not grow with its length.',
-    'Ctrl+C or SIGTERM stops admitting rows, cancels the rows in flight, runs their cleanup, writes their evidence and exits 130 (a second Ctrl+C exits at once). --resume then calls only the rows that did not finish and writes the output in input order; remote deduplication still needs the service\'s own idempotency.',
+    'Ctrl+C or SIGTERM stops admitting rows, cancels the rows in flight, runs their cleanup, writes their evidence and exits 130 (a second Ctrl+C exits at once). --resume then calls only the rows that did not finish and writes the output in input order; remote deduplication still needs the service\'s own idempotency. An evidence folder belongs to one run at a time: a second run on it is refused at once and told which process holds it; a run that crashed frees it by itself.',
     EXIT_STATUS,
   ].join('\n\n')
 }

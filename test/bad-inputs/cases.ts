@@ -212,6 +212,7 @@ export const CASES: BadInput[] = [
   {id: 'call-rows-have-output-column', args: CALL('{ws}/r.jsonl'), files: {'r.jsonl': '{"id":"a","q":"x","verdict":1}\n'}, exit: 2, first: /r\.jsonl:1: the row already has a field named verdict/},
   {id: 'call-rows-not-object', args: CALL('{ws}/r.jsonl'), files: {'r.jsonl': '"just a string"\n'}, exit: 2, first: /r\.jsonl:1: a row must be a JSON object/},
   {id: 'call-evidence-is-a-file', args: ['call', 'resource', '{ws}/call-rows.jsonl', '--config', '{ws}/call.yaml', '-o', '{ws}/out.jsonl', '-e', '{ws}/rows.jsonl'], exit: 2, first: /rows\.jsonl/},
+  {id: 'call-evidence-in-use', args: CALL(), files: {'evidence/.gymrecipe.lock': '{"pid":1,"host":"elsewhere.example","since":"2026-12-01T00:00:00Z","processStart":null,"what":"gymrecipe resource call"}\n'}, exit: 3, first: /evidence is in use by pid 1 on elsewhere\.example \(gymrecipe resource call/},
   {id: 'call-output-is-link', args: ['call', 'resource', '{ws}/call-rows.jsonl', '--config', '{ws}/call.yaml', '-o', '{ws}/rows-link.jsonl', '-e', '{ws}/evidence'], exit: 2, first: /rows-link\.jsonl is a symbolic link/},
 
   // --- status

@@ -218,3 +218,82 @@ describe('gymrecipe call (CLI)', () => {
     expect(out.map((r) => r.id)).toEqual(rows.map((r) => r.id))
   })
 })
+
+describe('one run per evidence folder', () => {
+  const run = (ws: {rows: string; config: string; out: string; evidence: string}, ...extra: string[]) =>
+    execa(process.execPath, [path.join(repoRoot, 'bin', 'run.js'), 'call', 'resource', ws.rows, '--config', ws.config, '--output', ws.out, '--evidence-dir', ws.evidence, '--json', ...extra], {cwd: repoRoot, reject: false})
+  const stateless = (parallel: number) => configYaml(`max_parallel_requests: ${parallel}\n`).replace(/session:[\s\S]*cleanup_timeout: 5\n/u, '')
+
+  /** Start runs together; the one holding the folder is gated until every other has exited. */
+  async function race(ws: Awaited<ReturnType<typeof workspace>>, count: number, extra: string[]) {
+    const runs = Array.from({length: count}, () => run(ws, ...extra))
+    const settled: Array<Awaited<(typeof runs)[number]> | undefined> = Array.from({length: count})
+    runs.forEach((r, i) => void r.then((done) => (settled[i] = done)))
+    const deadline = Date.now() + 60_000
+    while (settled.filter(Boolean).length < count - 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    gym.setGate(true)
+    const results = await Promise.all(runs)
+    return results.map((r, i) => ({pid: runs[i].pid, exitCode: r.exitCode, json: JSON.parse(String(r.stdout) || 'null'), stderr: String(r.stderr)}))
+  }
+
+  it('two fresh runs started together: one calls every row once, the other is refused at once naming the holder (exit 3)', async () => {
+    const rows = Array.from({length: 400}, (_, i) => sqlRow(`f${i}`, i % 50 === 49 ? 'gate' : null))
+    const ws = await workspace(rows)
+    await writeFile(ws.config, stateless(16))
+    const results = await race(ws, 2, [])
+    const winners = results.filter((r) => r.exitCode === 0)
+    const refused = results.filter((r) => r.exitCode !== 0)
+    expect(winners).toHaveLength(1)
+    expect(refused).toHaveLength(1)
+    expect(refused[0].exitCode, refused[0].stderr).toBe(3)
+    expect(refused[0].json.error.code).toBe('E_DIR_LOCKED')
+    expect(refused[0].json.error.message).toContain(`in use by pid ${winners[0].pid}`)
+    for (const row of rows) expect(gym.callsFor('/execute', row.id), row.id).toBe(1)
+    expect(gym.calls('/execute')).toBe(rows.length)
+    // the folder is free again once its run has finished
+    expect(await readdir(ws.evidence)).not.toContain('.gymrecipe.lock')
+  })
+
+  it('after a crash, three --resume runs started together call each unfinished row exactly once; the crashed run\'s lock does not block them', async () => {
+    const rows = Array.from({length: 1500}, (_, i) => sqlRow(`r${i}`, i >= 300 && i % 100 === 0 ? 'gate' : null))
+    const ws = await workspace(rows)
+    await writeFile(ws.config, stateless(32))
+    const crashed = run(ws)
+    const journalPath = path.join(ws.evidence, 'journal.jsonl')
+    const journaled = async () => (await readFile(journalPath, 'utf8').catch(() => '')).trim().split('\n').length - 1
+    const deadline = Date.now() + 30_000
+    while ((await journaled()) < 200 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    crashed.kill('SIGKILL')
+    expect((await crashed).signal).toBe('SIGKILL')
+    // the dead run's lock is left behind, naming a process that no longer exists
+    expect(JSON.parse(await readFile(path.join(ws.evidence, '.gymrecipe.lock'), 'utf8')).pid).toBe(crashed.pid)
+    const finished = new Set(
+      (await readFile(journalPath, 'utf8'))
+        .trim()
+        .split('\n')
+        .slice(1)
+        .flatMap((l) => {
+          try {
+            return [JSON.parse(l).columns.execution.row_id as string]
+          } catch {
+            return [] // a line the kill cut short
+          }
+        }),
+    )
+    expect(finished.size).toBeGreaterThanOrEqual(200)
+
+    gym.reset()
+    const results = await race(ws, 3, ['--resume'])
+    const winners = results.filter((r) => r.exitCode === 0)
+    expect(winners, results.map((r) => `${r.exitCode} ${r.stderr}`).join('\n')).toHaveLength(1)
+    expect(winners[0].json.result).toMatchObject({rows: 1500, finished: 1500, completed: 1500, resumed: finished.size})
+    for (const loser of results.filter((r) => r.exitCode !== 0)) {
+      expect(loser.exitCode).toBe(3)
+      expect(loser.json.error).toMatchObject({code: 'E_DIR_LOCKED', details: {pid: winners[0].pid}})
+    }
+    for (const row of rows) expect(gym.callsFor('/execute', row.id), row.id).toBe(finished.has(row.id) ? 0 : 1)
+    expect(gym.calls('/execute')).toBe(1500 - finished.size)
+    const out = (await readFile(ws.out, 'utf8')).trim().split('\n').map((l) => JSON.parse(l))
+    expect(out.map((r) => r.id)).toEqual(rows.map((r) => r.id))
+  }, 120_000)
+})

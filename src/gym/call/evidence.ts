@@ -2,6 +2,7 @@ import {constants, promises as fsp} from 'node:fs'
 import path from 'node:path'
 
 import {codeOf, GymError, messageOf, ExitCode} from '../../errors.js'
+import {type DirLock, lockDirectory} from '../../runtime/dir-lock.js'
 import {BackgroundSync, writeFileAtomic} from '../../runtime/fs.js'
 import {LineReader} from '../jsonl-reader.js'
 import type {AttemptWriter} from './lifecycle.js'
@@ -64,6 +65,7 @@ export class EvidenceDir implements AttemptWriter {
   private failure?: Error
   private recorded: RecordedRows = NO_ROWS
   private readonly attempts: AttemptLog
+  private lock?: DirLock
 
   private constructor(readonly dir: string) {
     this.attempts = new AttemptLog(path.join(dir, ATTEMPTS_DIR))
@@ -91,6 +93,24 @@ export class EvidenceDir implements AttemptWriter {
         location: {file: dir},
       })
     }
+    // One run per folder: two runs on one journal would call the same rows twice.
+    const lock = await lockDirectory(dir, `gymrecipe ${header.command} call`)
+    try {
+      const opened = await EvidenceDir.openLocked(dir, header, resume, onRecorded)
+      opened.evidence.lock = lock
+      return opened
+    } catch (error) {
+      await lock.release()
+      throw error
+    }
+  }
+
+  private static async openLocked(
+    dir: string,
+    header: JournalHeader,
+    resume: boolean,
+    onRecorded?: (columns: Record<string, unknown>) => void,
+  ): Promise<{evidence: EvidenceDir; previous: RecordedRows; resumedFromJournal: boolean}> {
     const journalPath = path.join(dir, JOURNAL_FILE)
     let size = 0
     try {
@@ -178,6 +198,12 @@ export class EvidenceDir implements AttemptWriter {
       await this.journal.close()
       this.journal = undefined
     }
+  }
+
+  /** Free the folder for the next run (after the summary: it is part of this run's evidence). */
+  async release(): Promise<void> {
+    await this.lock?.release()
+    this.lock = undefined
   }
 
   async writeSummary(summary: unknown): Promise<void> {

@@ -190,17 +190,21 @@ export async function runCall(options: RunCallOptions): Promise<CallSummary> {
   }
   const closed = await outputClosed
   const fatal = unexpected ?? journalError ?? writeError
-  if (interrupted || fatal) {
-    await target.abort()
+  try {
+    if (interrupted || fatal) {
+      await target.abort()
+      finish()
+      await evidence.writeSummary(summary).catch(() => undefined)
+      if (fatal) throw runStopped(fatal)
+      return summary
+    }
+    await commitOutput(closed, target, output)
     finish()
     await evidence.writeSummary(summary).catch(() => undefined)
-    if (fatal) throw runStopped(fatal)
     return summary
+  } finally {
+    await evidence.release()
   }
-  await commitOutput(closed, target, output)
-  finish()
-  await evidence.writeSummary(summary).catch(() => undefined)
-  return summary
 }
 
 function emptySummary(options: RunCallOptions, rows: number): CallSummary {
