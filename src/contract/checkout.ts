@@ -6,6 +6,7 @@ import {contractProblems} from './load.js'
 import {type OccupiedRecipe, type PortRange, recipePortRanges} from './ports.js'
 import {RECIPES_DIR, type RecipeContract} from './types.js'
 import {codeOf} from '../errors.js'
+import {INPUT_LIMITS, readInputText} from '../runtime/read-input.js'
 
 export function recipeDir(relaxRoot: string, id: string): string {
   return path.join(relaxRoot, RECIPES_DIR, id)
@@ -47,7 +48,7 @@ export async function occupiedRecipes(relaxRoot: string, exceptId: string): Prom
   for (const id of await listDirs(root)) {
     if (id === exceptId) continue
     const dir = path.join(root, id)
-    const contractText = await fsp.readFile(path.join(dir, 'recipe.yaml'), 'utf8').catch(() => undefined)
+    const contractText = await readInputText(path.join(dir, 'recipe.yaml'), {what: 'recipe.yaml', maxBytes: INPUT_LIMITS.recipeYaml}).catch(() => undefined)
     if (contractText !== undefined) {
       try {
         const value = parseYaml(contractText)
@@ -60,7 +61,7 @@ export async function occupiedRecipes(relaxRoot: string, exceptId: string): Prom
       }
     }
     const scripts = await Promise.all(
-      (await fsp.readdir(dir)).filter((f) => f.endsWith('.sh')).map((f) => fsp.readFile(path.join(dir, f), 'utf8')),
+      (await fsp.readdir(dir)).filter((f) => f.endsWith('.sh')).map(async (f) => (await readInputText(path.join(dir, f), {what: f, maxBytes: INPUT_LIMITS.recipeFile}).catch(() => undefined)) ?? ''),
     )
     const ranges = scrapePorts(scripts.join('\n'))
     if (ranges.length > 0) out.push({id, ranges})

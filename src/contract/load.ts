@@ -1,8 +1,8 @@
 import type {ErrorObject} from 'ajv'
-import {promises as fsp} from 'node:fs'
 import {LineCounter, parseDocument, type Document} from 'yaml'
 
-import {codeOf, GymError, messageOf, ExitCode} from '../errors.js'
+import {GymError, ExitCode} from '../errors.js'
+import {INPUT_LIMITS, readInputText} from '../runtime/read-input.js'
 import {checkContractInvariants} from './invariants.js'
 import {recipeSchema} from './schema.js'
 import type {RecipeContract} from './types.js'
@@ -102,11 +102,9 @@ export function parseContract(text: string, file: string): RecipeContract {
 }
 
 export async function loadContractFile(file: string): Promise<RecipeContract> {
-  let text: string
-  try {
-    text = await fsp.readFile(file, 'utf8')
-  } catch (error) {
-    throw new GymError(`cannot read recipe contract ${file}: ${codeOf(error) ?? messageOf(error)}`, {
+  const text = await readInputText(file, {what: 'recipe.yaml', maxBytes: INPUT_LIMITS.recipeYaml, strictText: true, hint: 'Regenerate it with `gymrecipe new <recipe> --update`, or restore it from git.'})
+  if (text === undefined) {
+    throw new GymError(`cannot read recipe contract ${file}: ENOENT`, {
       code: 'E_CONTRACT_MISSING',
       exit: ExitCode.usage,
       hint: 'Create the recipe with `gymrecipe new <recipe>`, or pass --relax-root pointing at the Relax checkout that holds it.',

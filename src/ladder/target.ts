@@ -4,7 +4,7 @@ import path from 'node:path'
 import {loadContractFile} from '../contract/load.js'
 import {assertRecipeId} from '../contract/recipe-id.js'
 import {recipeFileNames, type RecipeFileNames} from '../contract/types.js'
-import {codeOf, GymError, messageOf, ExitCode} from '../errors.js'
+import {codeOf, fromSystemError, GymError, isSystemError, messageOf, ExitCode} from '../errors.js'
 import {recipeDir} from '../contract/checkout.js'
 import type {RecipeLayout, RecipeTarget} from './types.js'
 
@@ -40,6 +40,22 @@ export function discoverLayout(entries: string[], files: Partial<RecipeFileNames
   }
 }
 
+/** A recipe file that is a pipe, a device or a folder would hang or mislead every reader: one line, exit 2. */
+async function refuseNonFiles(dir: string, names: string[]): Promise<void> {
+  for (const name of names) {
+    const stat = await fsp.stat(path.join(dir, name)).catch(() => undefined)
+    if (stat && !stat.isFile()) {
+      const kind = stat.isFIFO() ? 'a pipe (FIFO)' : stat.isDirectory() ? 'a folder' : stat.isCharacterDevice() || stat.isBlockDevice() ? 'a device' : 'not a regular file'
+      throw new GymError(`${name} is ${kind}, not a file`, {
+        code: 'E_INPUT_NOT_FILE',
+        exit: ExitCode.usage,
+        hint: `Replace it with the regular file it should be (\`gymrecipe new ${path.basename(dir)} --update\` regenerates the generated ones).`,
+        location: {file: path.join(dir, name)},
+      })
+    }
+  }
+}
+
 /**
  * Locate a recipe folder and its contract (optional) inside a Relax checkout. `asHandWritten`
  * ignores recipe.yaml and finds the files by the names Relax uses (for `adopt`).
@@ -49,6 +65,8 @@ export async function resolveRecipe(relaxRoot: string, id: string, options: {asH
   const root = path.resolve(relaxRoot)
   const dir = recipeDir(root, id)
   const entries = await fsp.readdir(dir).catch((error: unknown) => {
+    // A folder that exists but may not be read is the machine refusing (exit 1), not a wrong name.
+    if (isSystemError(error) && codeOf(error) !== 'ENOENT' && codeOf(error) !== 'ENOTDIR') throw fromSystemError(error)
     throw new GymError(`recipe folder ${dir} not found (${codeOf(error) ?? messageOf(error)})`, {
       code: 'E_RECIPE_NOT_FOUND',
       exit: ExitCode.usage,
@@ -65,5 +83,6 @@ export async function resolveRecipe(relaxRoot: string, id: string, options: {asH
     })
   }
   const files = contract ? recipeFileNames(contract) : discoverFiles(entries)
+  await refuseNonFiles(dir, Object.values(files).filter((n): n is string => !!n && entries.includes(n)))
   return {id, relaxRoot: root, dir, contract, files, layout: discoverLayout(entries, files)}
 }

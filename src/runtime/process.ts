@@ -21,7 +21,9 @@ export interface RunResult {
 export async function run(file: string, args: readonly string[], options: ExecaOptions = {}): Promise<RunResult> {
   // Loaded on first use: most commands start no process, and execa is a large part of start-up.
   const {execa} = await import('execa')
-  const result = await execa(file, args, {reject: false, stripFinalNewline: true, ...options})
+  // No stdin unless given: a socket on stdin makes bash behave as under sshd and source ~/.bashrc.
+  const stdin = options.input === undefined && options.inputFile === undefined && options.stdin === undefined ? {stdin: 'ignore' as const} : {}
+  const result = await execa(file, args, {reject: false, stripFinalNewline: true, ...stdin, ...options})
   const stdout = typeof result.stdout === 'string' ? result.stdout : ''
   const stderr = typeof result.stderr === 'string' ? result.stderr : ''
   return {

@@ -126,6 +126,13 @@ export interface JobsEndpoint {
  */
 export function resolveJobsEndpoint(env: NodeJS.ProcessEnv): JobsEndpoint {
   const port = env.RAY_DASHBOARD_PORT || '8265'
+  if (!/^\d{1,5}$/.test(port)) {
+    throw new GymError(`RAY_DASHBOARD_PORT must be a port number, got ${JSON.stringify(port)}`, {
+      code: 'E_RAY_ADDRESS',
+      exit: ExitCode.usage,
+      hint: 'Set RAY_DASHBOARD_PORT to the Relax cluster dashboard port (8265 unless changed), or unset it.',
+    })
+  }
   if (env.RAY_API_SERVER_ADDRESS) return {address: env.RAY_API_SERVER_ADDRESS, source: 'RAY_API_SERVER_ADDRESS'}
   if (env.RAY_DASHBOARD_ADDRESS) return {address: env.RAY_DASHBOARD_ADDRESS, source: 'RAY_DASHBOARD_ADDRESS'}
   const rayAddress = env.RAY_ADDRESS ?? ''

@@ -100,7 +100,7 @@ export const CASES: BadInput[] = [
   {id: 'handoff-ok', args: ['handoff', '{recipe}', '--relax-root', R], env: NO_DOCKER, exit: 0, first: /^{recipe} hand-off: run from /, mentions: [/^not passed on current inputs:$/m]},
   {id: 'handoff-json', args: ['handoff', '{recipe}', '--relax-root', R, '--json'], env: NO_DOCKER, exit: 0, first: /^\{$/},
   {id: 'handoff-write', args: ['handoff', '{recipe}', '--relax-root', R, '--write'], env: NO_DOCKER, exit: 0, first: /hand-off/, mentions: [/^written: the Hand-off section of /m], writes: [`${RECIPE_DIR}/README.md`]},
-  {id: 'handoff-write-readme-is-a-folder', args: ['handoff', '{recipe}', '--relax-root', R, '--write'], env: NO_DOCKER, files: {'elsewhere/.keep': '', [`${RECIPE_DIR}/README.md`]: {link: '../../../../../elsewhere'}}, exit: 2, first: /^cannot read \S+\/README\.md: is a directory \(EISDIR\)$/},
+  {id: 'handoff-write-readme-is-a-folder', args: ['handoff', '{recipe}', '--relax-root', R, '--write'], env: NO_DOCKER, files: {'elsewhere/.keep': '', [`${RECIPE_DIR}/README.md`]: {link: '../../../../../elsewhere'}}, exit: 2, first: /\/README\.md: README\.md is a folder, not a file$/},
   {id: 'handoff-dry-run-alone', args: ['handoff', '{recipe}', '--relax-root', R, '--dry-run'], exit: 2, first: /^--dry-run only applies with --write$/},
   {id: 'handoff-unknown-recipe', args: ['handoff', 'nope', '--relax-root', R], exit: 2, first: /nope/},
   {id: 'handoff-env-sh-syntax', args: ['handoff', '{recipe}', '--relax-root', R], env: NO_DOCKER, files: {[`${RECIPE_DIR}/env.sh`]: 'GYM_HOST="unclosed\n'}, exit: 0, first: /hand-off/, mentions: [/^ {2}env: sourcing .*env\.sh failed/m]},
@@ -116,7 +116,7 @@ export const CASES: BadInput[] = [
   {id: 'pitfall-add-missing-parts', args: ['pitfall', 'add', '{recipe}', '--relax-root', R, '--symptom', 'a'], exit: 2, first: /^missing --cause, --fix$/},
   {id: 'pitfall-add-no-failure', args: ['pitfall', 'add', '{recipe}', '--relax-root', R, '--from-last-failure', '--yes'], exit: 3, first: /^no failed check is recorded for {recipe}$/},
   {id: 'pitfall-add-no-editor', args: ['pitfall', 'add', '{recipe}', '--relax-root', R, '--symptom', 'a', '--cause', 'y', '--fix', 'z', '--edit'], exit: 3, first: /^neither VISUAL nor EDITOR is set$/},
-  {id: 'pitfall-add-pitfail-is-a-folder', args: ['pitfall', 'add', '{recipe}', '--relax-root', R, '--symptom', 'a', '--cause', 'y', '--fix', 'z'], files: {'elsewhere/.keep': '', [`${RECIPE_DIR}/PITFAIL.md`]: {link: '../../../../../elsewhere'}}, exit: 2, first: /^cannot read \S+\/PITFAIL\.md: is a directory \(EISDIR\)$/},
+  {id: 'pitfall-add-pitfail-is-a-folder', args: ['pitfall', 'add', '{recipe}', '--relax-root', R, '--symptom', 'a', '--cause', 'y', '--fix', 'z'], files: {'elsewhere/.keep': '', [`${RECIPE_DIR}/PITFAIL.md`]: {link: '../../../../../elsewhere'}}, exit: 2, first: /\/PITFAIL\.md: PITFAIL\.md is a folder, not a file$/},
   {id: 'pitfall-add-unknown-recipe', args: ['pitfall', 'add', 'nope', '--relax-root', R, '--symptom', 'a', '--cause', 'y', '--fix', 'z'], exit: 2, first: /nope/},
 
   // --- adopt

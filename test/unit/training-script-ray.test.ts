@@ -67,6 +67,21 @@ describe('the Jobs endpoint of the generated script', () => {
     expect(() => resolveJobsEndpoint({RAY_ADDRESS: 'ray://head:10001'})).toThrow(/Ray Client address/)
   })
 
+  it.each(['8265; id', 'A[$(id)]', '-1'])('refuses the RAY_DASHBOARD_PORT %j in both, before anything is submitted', (port) => {
+    const resolution = block(/^RAY_DASHBOARD_PORT=/, /^CKPT_ARGS=\(/)
+    let status = 0
+    let stderr = ''
+    try {
+      execFileSync('bash', ['-c', `SCRIPT_DIR=/x\n${resolution}`], {env: {PATH: process.env.PATH, RAY_ADDRESS: '10.0.0.5:6379', RAY_DASHBOARD_PORT: port}, encoding: 'utf8', stdio: 'pipe'})
+    } catch (error) {
+      status = (error as {status: number}).status
+      stderr = String((error as {stderr: string}).stderr)
+    }
+    expect(status).toBe(2)
+    expect(stderr).toContain('RAY_DASHBOARD_PORT must be a port number')
+    expect(() => resolveJobsEndpoint({RAY_ADDRESS: '10.0.0.5:6379', RAY_DASHBOARD_PORT: port})).toThrow(/RAY_DASHBOARD_PORT must be a port number/)
+  })
+
   it('hands the endpoint to `ray job submit` and `ray job status` as RAY_API_SERVER_ADDRESS, which Ray\'s CLI takes before RAY_ADDRESS', () => {
     expect(script).toMatch(/^RAY_API_SERVER_ADDRESS="\$\{DASHBOARD_ADDRESS\}" ray job submit /m)
     expect(script).toMatch(/RAY_API_SERVER_ADDRESS="\$\{DASHBOARD_ADDRESS\}" ray job status /)

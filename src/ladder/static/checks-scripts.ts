@@ -2,6 +2,7 @@ import {chmod, copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile} from 
 import os from 'node:os'
 import path from 'node:path'
 
+import {ENV_SH_RULE, envShProblems} from '../../env-sh.js'
 import {run} from '../../runtime/process.js'
 import {type Check, type CheckOutcome, type NamedResult, passOrProblems} from '../types.js'
 import {launcherRole, type LoadedFile, recipeFiles} from './recipe-files.js'
@@ -12,9 +13,6 @@ import {arrays, assignments, type LogicalLine, type Resolved, resolveWord} from 
 
 /** Names that are training hyperparameters, budgets or parser choices, never deployment values. */
 const HYPERPARAMETER = /(?:^|_)(?:LR|LEARNING_RATE|BATCH_SIZE|GLOBAL_BATCH\w*|MICRO_BATCH\w*|ROLLOUT_BATCH\w*|N_SAMPLES\w*|SAMPLES_PER_PROMPT|NUM_ROLLOUTS?|NUM_EPOCHS?|EPOCHS?|CONTEXT_LEN\w*|CONTEXT_LENGTH|MAX_CONTEXT\w*|MAX_PROMPT\w*|MAX_RESPONSE\w*|MAX_TOKENS\w*|PROMPT_LEN\w*|RESPONSE_LEN\w*|TEMPERATURE|TOP_P|TOP_K|\w*PARSER|KL_\w+|ENTROPY\w*|EPS_CLIP\w*|WEIGHT_DECAY|ADAM_\w+|TENSOR_PARALLEL\w*|TP_SIZE|PP_SIZE|CP_SIZE|SAVE_INTERVAL|DATA_LIMIT|MAX_STEPS|WARMUP\w*|ADVANTAGE\w*)(?:$|_)/
-
-/** env.sh is sourced by every script: a line that is not an assignment runs as a command. */
-const ENV_LINE = /^(?:(?:export|readonly)\s+)?[A-Za-z_][A-Za-z0-9_]*=(?:"[^"`]*"|'[^']*'|[^\s;&|`$()<>]*(?:\$\{[A-Za-z_][A-Za-z0-9_]*(?::?[-=][^}`$()]*)?\}[^\s;&|`$()<>]*)*)$|^export\s+[A-Za-z_][A-Za-z0-9_]*(?:\s+[A-Za-z_][A-Za-z0-9_]*)*$/
 
 /** env.sh is not committed in Relax (.gitignore): without it the checks that read it cannot run. */
 function envMissing(ctx: Parameters<Check['run']>[0]): CheckOutcome {
@@ -32,10 +30,8 @@ export const envDeploymentOnly: Check = {
     const env = (await recipeFiles(ctx)).byRole.env
     if (!env) return envMissing(ctx)
     const problems: CheckOutcome[] = []
-    for (const l of env.lines) {
-      if (!ENV_LINE.test(l.text)) {
-        problems.push({status: 'fail', message: `line ${l.line} is not a plain assignment and runs as a command whenever env.sh is sourced: ${l.text.slice(0, 80)}`, file: env.name, line: l.line, hint: 'Keep env.sh to NAME=value / export NAME=value lines (defaults as ${NAME:-value}); move logic into the scripts.'})
-      }
+    for (const p of envShProblems(env.text)) {
+      problems.push({status: 'fail', message: `line ${p.line} can run a command: ${p.problem}: ${JSON.stringify(p.text.slice(0, 80))}`, file: env.name, line: p.line, hint: ENV_SH_RULE})
     }
     for (const a of assignments(env.lines)) {
       if (HYPERPARAMETER.test(a.name)) {

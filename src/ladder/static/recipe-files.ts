@@ -1,7 +1,7 @@
-import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
 import type {RecipeFileNames} from '../../contract/types.js'
+import {INPUT_LIMITS, readInputText} from '../../runtime/read-input.js'
 import {once, ScratchKey} from '../scratch.js'
 import type {CheckContext, RecipeLayout} from '../types.js'
 import {type LogicalLine, logicalLines} from './shell.js'
@@ -37,7 +37,8 @@ async function readRecipeFiles(ctx: CheckContext): Promise<RecipeFiles> {
   const load = (name: string) => {
     if (!cache.has(name)) {
       const file = path.join(ctx.target.dir, name)
-      cache.set(name, fsp.readFile(file, 'utf8').then((text) => ({name, path: file, text, lines: name.endsWith('.sh') ? logicalLines(text) : []}), () => undefined))
+      // Missing files are simply absent; one that is no small text file (a pipe, a device) is refused.
+      cache.set(name, readInputText(file, {what: name, maxBytes: INPUT_LIMITS.recipeFile}).then((text) => (text === undefined ? undefined : {name, path: file, text, lines: name.endsWith('.sh') ? logicalLines(text) : []})))
     }
     return cache.get(name)!
   }
