@@ -1,5 +1,5 @@
 import type {ErrorObject} from 'ajv'
-import {LineCounter, parseDocument, type Document} from 'yaml'
+import {LineCounter, type Document} from 'yaml'
 
 import {GymError, ExitCode} from '../errors.js'
 import {INPUT_LIMITS, readInputText} from '../runtime/read-input.js'
@@ -8,7 +8,7 @@ import {recipeSchema} from './schema.js'
 import type {RecipeContract} from './types.js'
 import {ajvCompiler, schemaValidator} from '../precompiled.js'
 import {pointerPath, schemaProblems, yamlLineOf} from '../schema-errors.js'
-import {yamlValue} from '../yaml-value.js'
+import {parseYamlDocument, yamlValue} from '../yaml-value.js'
 
 export interface ContractProblem {
   file: string
@@ -83,7 +83,7 @@ export function assertValidContract(value: unknown, file = '<contract>'): Recipe
 /** Parse and validate recipe.yaml text; errors name the file, line and JSON pointer. */
 export function parseContract(text: string, file: string): RecipeContract {
   const lineCounter = new LineCounter()
-  const doc = parseDocument(text, {lineCounter, prettyErrors: true, uniqueKeys: true})
+  const doc = parseYamlDocument(text, {lineCounter, prettyErrors: true, uniqueKeys: true})
   if (doc.errors.length > 0) {
     const problems = doc.errors.map((e) => ({
       file,

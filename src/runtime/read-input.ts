@@ -27,7 +27,7 @@ export const INPUT_LIMITS = {
   envSh: 1 * MiB,
   /** A script, verifier, README or PITFAIL.md of a recipe. */
   recipeFile: 8 * MiB,
-  gymConfig: 4 * MiB,
+  gymConfig: 1 * MiB,
   callConfig: 4 * MiB,
   taskSpec: 4 * MiB,
 } as const
@@ -40,8 +40,8 @@ function kindOf(stat: {isDirectory(): boolean; isFIFO(): boolean; isCharacterDev
   return 'not a regular file'
 }
 
-function refusal(file: string, spec: InputFile, why: string, code: string): GymError {
-  return new GymError(`${spec.what} ${why}`, {code, exit: ExitCode.usage, hint: spec.hint ?? 'Point it at the regular text file it should be.', location: {file}})
+function refusal(file: string, spec: InputFile, why: string, code: string, kind?: string, line?: number): GymError {
+  return new GymError(`${spec.what} ${why}`, {code, exit: ExitCode.usage, hint: spec.hint ?? 'Point it at the regular text file it should be.', location: {file, line}, details: kind ? {kind} : undefined})
 }
 
 /** The file's text, or undefined when it does not exist; refused (exit 2) when it is no small text file. */
@@ -56,7 +56,7 @@ export async function readInputText(file: string, spec: InputFile): Promise<stri
   }
   try {
     const stat = await handle.stat()
-    if (!stat.isFile()) throw refusal(file, spec, `is ${kindOf(stat)}, not a file`, 'E_INPUT_NOT_FILE')
+    if (!stat.isFile()) throw refusal(file, spec, `is ${kindOf(stat)}, not a file`, 'E_INPUT_NOT_FILE', stat.isDirectory() ? 'directory' : 'special')
     if (stat.size > spec.maxBytes) throw refusal(file, spec, `is ${stat.size} bytes, over the ${spec.maxBytes}-byte limit for it`, 'E_INPUT_TOO_LARGE')
     // Read at most one byte past the limit: a file growing while read is still bounded.
     const buffer = Buffer.alloc(Math.min(spec.maxBytes + 1, Math.max(stat.size + 1, 1)))
@@ -73,11 +73,11 @@ export async function readInputText(file: string, spec: InputFile): Promise<stri
     const bytes = buffer.subarray(0, length)
     if (spec.strictText) {
       const nul = bytes.indexOf(0)
-      if (nul >= 0) throw refusal(file, spec, `holds a NUL byte (line ${lineAt(bytes, nul)}), so it is not text`, 'E_INPUT_NOT_TEXT')
+      if (nul >= 0) throw refusal(file, spec, 'holds a NUL byte, so it is not text', 'E_INPUT_NOT_TEXT', undefined, lineAt(bytes, nul))
       try {
         return new TextDecoder('utf-8', {fatal: true, ignoreBOM: true}).decode(bytes)
       } catch {
-        throw refusal(file, spec, `is not valid UTF-8 (line ${lineAt(bytes, firstInvalidUtf8(bytes))})`, 'E_INPUT_NOT_TEXT')
+        throw refusal(file, spec, 'is not valid UTF-8 text', 'E_INPUT_NOT_TEXT', undefined, lineAt(bytes, firstInvalidUtf8(bytes)))
       }
     }
     return bytes.toString('utf8')

@@ -1,6 +1,5 @@
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
-import {parseDocument} from 'yaml'
 
 import {ARCHETYPE_BASE, loadBuiltin} from '../contract/builtin.js'
 import {chooseAgent, contractFromGym, type ExampleRowsSummary, type VerifierOverride} from '../contract/from-gym.js'
@@ -15,7 +14,7 @@ import {occupiedRecipes, recipeDir} from '../contract/checkout.js'
 import {applyPlan, planRecipe, type RecipePlan} from './plan.js'
 import {renderRecipe} from './render.js'
 import {planUpdate, recordedContract} from './update.js'
-import {yamlValue} from '../yaml-value.js'
+import {parseYamlDocument, yamlValue} from '../yaml-value.js'
 
 export interface NewRecipeOptions {
   id: string
@@ -99,7 +98,7 @@ async function readVerifierOverride(file: string): Promise<VerifierOverride> {
   const text = await fsp.readFile(file, 'utf8').catch((error: unknown) => {
     throw usageError(`cannot read --verifier file ${file}: ${codeOf(error) ?? messageOf(error)}`)
   })
-  const doc = parseDocument(text)
+  const doc = parseYamlDocument(text)
   if (doc.errors.length > 0) throw usageError(`${file}: invalid YAML: ${doc.errors[0].message.split('\n')[0]}`)
   const parsed = yamlValue(doc, file)
   // The blocks are checked in full with the whole contract; here only that they are there.

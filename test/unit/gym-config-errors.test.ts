@@ -108,3 +108,69 @@ describe('loadGymGraph rejects bad input with the file and line', () => {
     expectError(await errorFor(['top.yaml'], root), {reason: 'outside-root', file: 'top.yaml', line: 2, message: /through a symlink/})
   })
 })
+
+describe('hostile Gym configs cost a bounded amount and are refused in one line', () => {
+  async function rootWith(files: Record<string, string | Buffer>): Promise<string> {
+    const root = await mkdtemp(path.join(os.tmpdir(), 'gr-gym-hostile-'))
+    for (const [name, content] of Object.entries(files)) await writeFile(path.join(root, name), content)
+    return root
+  }
+  /** Refused for its interpolations, at a line of the values below `after`. */
+  function expectRefusedAfter(error: GymError, file: string, after: number, message: RegExp): void {
+    expect(error).toMatchObject({code: 'E_GYM_CONFIG', exit: 2, details: {reason: 'interpolation'}, location: {file}})
+    expect(error.message).toMatch(message)
+    expect(error.location?.line).toBeGreaterThan(after)
+  }
+  const server = (extra: string) => `srv:\n  resources_servers:\n    r:\n      entrypoint: app.py\n      domain: other\n${extra}`
+
+  it('an interpolation that doubles itself 40 times', async () => {
+    const levels = Array.from({length: 40}, (_, i) => `      v${i + 1}: \${.v${i}}\${.v${i}}\n`).join('')
+    const root = await rootWith({'bomb.yaml': server(`      v0: xxxxxxxxxx\n${levels}`)})
+    expectRefusedAfter(await errorFor(['bomb.yaml'], root), 'bomb.yaml', 6, /interpolations expand the config by more than 8388608 characters and values/)
+  })
+
+  it('a mapping copied into itself level by level', async () => {
+    const levels = Array.from({length: 40}, (_, i) => `      m${i + 1}: {a: "\${..m${i}}", b: "\${..m${i}}"}\n`).join('')
+    const root = await rootWith({'bomb.yaml': server(`      m0: {x: 1}\n${levels}`)})
+    expectRefusedAfter(await errorFor(['bomb.yaml'], root), 'bomb.yaml', 6, /expand the config by more than/)
+  })
+
+  it('a chain of references thousands deep', async () => {
+    const chain = Array.from({length: 2000}, (_, i) => `      v${i}: \${.v${i + 1}}\n`).join('')
+    const root = await rootWith({'chain.yaml': server(`${chain}      v2000: end\n`)})
+    expectRefusedAfter(await errorFor(['chain.yaml'], root), 'chain.yaml', 6, /refer through more than 256 other interpolations/)
+  })
+
+  it('an alias inside the node its anchor names', async () => {
+    const root = await rootWith({'self.yaml': 'a: &x [*x]\n'})
+    await expect(loadGymGraph(root, ['self.yaml'])).rejects.toMatchObject({code: 'E_YAML_ALIASES', exit: 2, message: /aliases form a cycle/})
+  })
+
+  it('nesting 100,000 levels deep', async () => {
+    const root = await rootWith({'deep.yaml': `a: ${'['.repeat(100_000)}${']'.repeat(100_000)}\n`})
+    expectError(await errorFor(['deep.yaml'], root), {reason: 'yaml', file: 'deep.yaml', line: 1, message: /^invalid YAML: nested too deep to read$/})
+  })
+
+  it('a NUL byte, invalid UTF-8, a file over 1 MiB', async () => {
+    const root = await rootWith({'nul.yaml': server('      x: "a\0b"\n'), 'latin1.yaml': Buffer.concat([Buffer.from(server('      x: caf')), Buffer.from([0xe9, 0x0a])]), 'big.yaml': server(`      x: "${'y'.repeat(1 << 20)}"\n`)})
+    await expect(loadGymGraph(root, ['nul.yaml'])).rejects.toMatchObject({code: 'E_INPUT_NOT_TEXT', exit: 2, location: {line: 6}})
+    await expect(loadGymGraph(root, ['latin1.yaml'])).rejects.toMatchObject({code: 'E_INPUT_NOT_TEXT', exit: 2, location: {line: 6}})
+    await expect(loadGymGraph(root, ['big.yaml'])).rejects.toMatchObject({code: 'E_INPUT_TOO_LARGE', exit: 2, message: /over the 1048576-byte limit/})
+  })
+
+  it('a pipe where the config belongs is refused, not waited on', async () => {
+    const root = await rootWith({})
+    const {execFileSync} = await import('node:child_process')
+    execFileSync('mkfifo', [path.join(root, 'fifo.yaml')])
+    await expect(loadGymGraph(root, ['fifo.yaml'])).rejects.toMatchObject({code: 'E_INPUT_NOT_FILE', exit: 2})
+  })
+
+  it('duplicate keys are still found among 40,000 keys, in block and flow mappings', async () => {
+    const many = Array.from({length: 40_000}, (_, i) => `      k${i}: ${i}\n`).join('')
+    const root = await rootWith({'many.yaml': server(`${many}      k7: again\n`), 'flow.yaml': server('      f: {a: 1, b: 2, a: 3}\n'), 'typed.yaml': server('      t: {1: int, "1": str}\n')})
+    expectError(await errorFor(['many.yaml'], root), {reason: 'yaml', file: 'many.yaml', line: 40_006, message: /Map keys must be unique/})
+    expectError(await errorFor(['flow.yaml'], root), {reason: 'yaml', file: 'flow.yaml', line: 6, message: /Map keys must be unique/})
+    // 1 and "1" are different keys to PyYAML as to the yaml library
+    await expect(loadGymGraph(root, ['typed.yaml'])).resolves.toBeDefined()
+  })
+})

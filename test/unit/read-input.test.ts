@@ -39,9 +39,9 @@ describe('readInputText', () => {
   it('refuses a NUL byte and invalid UTF-8 in text, naming the line', async () => {
     const d = await dir()
     await writeFile(path.join(d, 'nul'), 'a: 1\nb: "\0"\n')
-    await expect(readInputText(path.join(d, 'nul'), spec)).rejects.toMatchObject({code: 'E_INPUT_NOT_TEXT', message: 'the test input holds a NUL byte (line 2), so it is not text'})
+    await expect(readInputText(path.join(d, 'nul'), spec)).rejects.toMatchObject({code: 'E_INPUT_NOT_TEXT', message: 'the test input holds a NUL byte, so it is not text', location: {line: 2}})
     await writeFile(path.join(d, 'latin1'), Buffer.from([0x61, 0x0a, 0x0a, 0x63, 0x61, 0x66, 0xe9, 0x0a]))
-    await expect(readInputText(path.join(d, 'latin1'), spec)).rejects.toMatchObject({code: 'E_INPUT_NOT_TEXT', message: 'the test input is not valid UTF-8 (line 3)'})
+    await expect(readInputText(path.join(d, 'latin1'), spec)).rejects.toMatchObject({code: 'E_INPUT_NOT_TEXT', message: 'the test input is not valid UTF-8 text', location: {line: 3}})
     // outside strict mode the bytes are decoded as they are
     expect(await readInputText(path.join(d, 'nul'), {...spec, strictText: false})).toContain('\0')
   })

@@ -14,6 +14,7 @@ export type GymConfigErrorReason =
   | 'server-shape'
   | 'directive'
   | 'inherit-cycle'
+  | 'interpolation'
 
 export interface SourceLocation {
   file?: string

@@ -1,10 +1,16 @@
 import type {GymProblem} from '../gym-config.js'
+import {gymConfigError} from './errors.js'
 import type {Origin} from './provenance.js'
 import {deepClone, getAt, hasKey, isMapping, isMissing, type Mapping, type Path, setKey, toPointer} from './tree.js'
 
 /** `${ref}` without nesting; a `:` inside marks a resolver call (`${oc.env:HOME}`), which only runs in Gym. */
 const INTERPOLATION = /\$\{([^${}]*)\}/g
 const WHOLE_INTERPOLATION = /^\$\{([^${}]*)\}$/
+
+/** Characters and nodes interpolation may add to a config: a reference doubling itself 40 times is refused, not built. */
+export const INTERPOLATION_BUDGET = 8 * 1024 * 1024
+/** References resolved inside one another, at most (a chain this deep is not a config). */
+export const INTERPOLATION_DEPTH = 256
 
 /** Why a reference stays unresolved: nothing sets it, it is `???`, a cycle, or its target is itself left for Gym to resolve. */
 type Lookup = {found: true; value: unknown} | {found: false; reason: 'unset' | 'missing' | 'cycle' | 'deferred'}
@@ -23,6 +29,8 @@ class InterpolationResolver {
   private readonly visiting = new Set<string>()
   private readonly done = new Set<string>()
   private readonly problems: GymProblem[] = []
+  /** Characters and nodes added so far. */
+  private spent = 0
 
   constructor(
     private readonly root: Mapping,
@@ -46,6 +54,9 @@ class InterpolationResolver {
     if (this.done.has(pointer) || this.visiting.has(pointer)) return
     const value = getAt(this.root, path)
     if (typeof value !== 'string' || !value.includes('${') || value.includes('\\${')) return
+    if (this.visiting.size >= INTERPOLATION_DEPTH) {
+      throw gymConfigError('interpolation', `interpolations refer through more than ${INTERPOLATION_DEPTH} other interpolations`, {...this.locate(path), pointer}, 'Refer to the value itself rather than through a long chain of references.')
+    }
     this.visiting.add(pointer)
     try {
       const resolved = this.interpolate(value, path)
@@ -70,7 +81,9 @@ class InterpolationResolver {
         unresolved = true
         return match
       }
-      return pythonString(target.value)
+      const piece = pythonString(target.value)
+      this.spend(piece.length, path)
+      return piece
     })
     return unresolved ? {found: false, reason: 'deferred'} : {found: true, value: replaced}
   }
@@ -107,8 +120,29 @@ class InterpolationResolver {
       }
       this.resolveTree(node, target)
     }
+    this.spend(sizeOf(node), target)
     return {found: true, value: deepClone(node)}
   }
+
+  private spend(amount: number, path: Path): void {
+    this.spent += amount
+    if (this.spent > INTERPOLATION_BUDGET) {
+      throw gymConfigError('interpolation', `interpolations expand the config by more than ${INTERPOLATION_BUDGET} characters and values`, {...this.locate(path), pointer: toPointer(path)}, 'A value that refers to itself several times over doubles at every level; write the values out.')
+    }
+  }
+}
+
+/** Values and characters in a node (a string counts its length). */
+function sizeOf(node: unknown): number {
+  let size = 0
+  const stack = [node]
+  while (stack.length > 0) {
+    const item = stack.pop()
+    size += typeof item === 'string' ? item.length + 1 : 1
+    if (Array.isArray(item)) for (const child of item) stack.push(child)
+    else if (isMapping(item)) for (const child of Object.values(item)) stack.push(child)
+  }
+  return size
 }
 
 function isResolverCall(expression: string): boolean {

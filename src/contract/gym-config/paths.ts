@@ -1,9 +1,10 @@
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
-import {isInside, readTextIfExists} from '../../runtime/fs.js'
+import {isInside} from '../../runtime/fs.js'
+import {INPUT_LIMITS, readInputText} from '../../runtime/read-input.js'
 import {gymConfigError, type SourceLocation} from './errors.js'
-import {codeOf} from '../../errors.js'
+import {codeOf, isGymError} from '../../errors.js'
 
 /** The few filesystem calls the reader needs, injectable so callers and tests control them. */
 export interface GymConfigFs {
@@ -16,9 +17,10 @@ export interface GymConfigFs {
 export const nodeGymConfigFs: GymConfigFs = {
   readText: async (absPath) => {
     try {
-      return await readTextIfExists(absPath)
+      return await readInputText(absPath, {what: 'the Gym config', maxBytes: INPUT_LIMITS.gymConfig, strictText: true, hint: 'Gym configs are YAML text files of a few kilobytes; point at the config itself.'})
     } catch (error) {
       if (codeOf(error) === 'ENOTDIR' || codeOf(error) === 'EISDIR') return undefined
+      if (isGymError(error) && error.details?.kind === 'directory') return undefined
       throw error
     }
   },

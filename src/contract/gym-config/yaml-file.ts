@@ -1,8 +1,8 @@
-import {type Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument, type Tags} from 'yaml'
+import {type Document, isMap, isScalar, isSeq, LineCounter, type Node, type Tags} from 'yaml'
 
 import {gymConfigError} from './errors.js'
 import {isMapping, type Mapping, MISSING, type Path, toPointer} from './tree.js'
-import {yamlValue} from '../../yaml-value.js'
+import {parseYamlDocument, yamlValue} from '../../yaml-value.js'
 
 export interface ParsedConfigFile {
   /** Path relative to the Gym root, POSIX separators. */
@@ -33,7 +33,7 @@ function pyyamlTags(tags: Tags): Tags {
 /** Parse one Gym config file; invalid YAML or a non-mapping top level is an error naming the file and line. */
 export function parseConfigFile(file: string, text: string): ParsedConfigFile {
   const lineCounter = new LineCounter()
-  const document = parseDocument(text, {version: '1.1', customTags: pyyamlTags, lineCounter, prettyErrors: true})
+  const document = parseYamlDocument(text, {version: '1.1', customTags: pyyamlTags, lineCounter, prettyErrors: true})
   const firstError = document.errors[0]
   if (firstError) {
     const line = firstError.linePos?.[0]?.line
@@ -49,6 +49,7 @@ export function parseConfigFile(file: string, text: string): ParsedConfigFile {
 
 /** yaml's messages repeat the position and quote the source; keep the first sentence. */
 function describeYamlError(message: string): string {
+  if (/Maximum call stack size exceeded/.test(message)) return 'nested too deep to read'
   return message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '').trim()
 }
 

@@ -1,12 +1,12 @@
 import type {ErrorObject, FormatDefinition, ValidateFunction} from 'ajv'
 import {LosslessNumber} from 'lossless-json'
 import {promises as fsp} from 'node:fs'
-import {LineCounter, parseDocument} from 'yaml'
+import {LineCounter} from 'yaml'
 
 import {codeOf, GymError, messageOf, ExitCode} from '../../errors.js'
 import {isDotPath} from './paths.js'
 import type {CallConfig, CallKind, SessionConfig, SessionStepConfig} from './types.js'
-import {yamlValue} from '../../yaml-value.js'
+import {parseYamlDocument, yamlValue} from '../../yaml-value.js'
 import {pointerPath, schemaProblems, yamlLineOf} from '../../schema-errors.js'
 import {ajvCompiler, formatValidator} from '../../precompiled.js'
 
@@ -194,7 +194,7 @@ export async function loadCallConfig(file: string, kind: CallKind): Promise<Call
 /** Validate config text (YAML or JSON). */
 export function parseCallConfig(text: string, kind: CallKind, file = '<config>'): CallConfig {
   const lineCounter = new LineCounter()
-  const doc = parseDocument(text, {lineCounter, intAsBigInt: true, uniqueKeys: true, prettyErrors: false})
+  const doc = parseYamlDocument(text, {lineCounter, intAsBigInt: true, uniqueKeys: true, prettyErrors: false})
   if (doc.errors.length > 0) {
     const first = doc.errors[0]
     const line = lineCounter.linePos(first.pos[0]).line

@@ -1,14 +1,14 @@
 import {promises as fsp} from 'node:fs'
 
 import type {ErrorObject} from 'ajv'
-import {LineCounter, parseDocument} from 'yaml'
+import {LineCounter} from 'yaml'
 
 import {ExitCode, GymError} from '../../errors.js'
 import {FieldError, type JsonObject, type JsonValue, LosslessNumber, setMember} from '../json.js'
 import {compareCodePoints, pythonFloatRepr, pythonStrip} from './python.js'
 import {MANAGED_TASK_FIELDS} from './task.js'
 import {ajvCompiler, schemaValidator} from '../../precompiled.js'
-import {yamlValue} from '../../yaml-value.js'
+import {parseYamlDocument, yamlValue} from '../../yaml-value.js'
 import {fieldName, pointerPath, schemaProblems, yamlLineOf} from '../../schema-errors.js'
 
 /**
@@ -216,7 +216,7 @@ export async function loadTaskSpec(file: string): Promise<TaskSpec> {
     throw new GymError(`cannot read task spec ${file}: ${error.code ?? error.message}`, {code: 'E_SPEC_MISSING', exit: ExitCode.usage, hint: 'Check the path given to --spec.', location: {file, field: '--spec'}})
   })
   const lines = new LineCounter()
-  const doc = parseDocument(text, {intAsBigInt: true, lineCounter: lines})
+  const doc = parseYamlDocument(text, {intAsBigInt: true, lineCounter: lines})
   if (doc.errors.length > 0) {
     const [error] = doc.errors
     const summary = error.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')
