@@ -8,13 +8,14 @@ import {assertValidContract, contractError, type ContractProblem, contractProble
 import {allocatePorts, collisions, type OccupiedRecipe} from '../contract/ports.js'
 import {assertRecipeId} from '../contract/recipe-id.js'
 import {ARCHETYPES, type Archetype, type RecipeContract} from '../contract/types.js'
-import {codeOf, ExitCode, GymError, messageOf, usageError} from '../errors.js'
+import {ExitCode, GymError, usageError} from '../errors.js'
 import {isInside} from '../runtime/fs.js'
 import {occupiedRecipes, recipeDir} from '../contract/checkout.js'
 import {applyPlan, planRecipe, type RecipePlan} from './plan.js'
 import {renderRecipe} from './render.js'
 import {planUpdate, recordedContract} from './update.js'
 import {parseYamlDocument, yamlValue} from '../yaml-value.js'
+import {INPUT_LIMITS, readInputText} from '../runtime/read-input.js'
 
 export interface NewRecipeOptions {
   id: string
@@ -95,9 +96,8 @@ function verifierFileError(file: string, problems: ContractProblem[]): GymError 
 }
 
 async function readVerifierOverride(file: string): Promise<VerifierOverride> {
-  const text = await fsp.readFile(file, 'utf8').catch((error: unknown) => {
-    throw usageError(`cannot read --verifier file ${file}: ${codeOf(error) ?? messageOf(error)}`)
-  })
+  const text = await readInputText(file, {what: 'the --verifier file', maxBytes: INPUT_LIMITS.callConfig, strictText: true, hint: 'Pass a YAML file with verifier: (and trial:) blocks.'})
+  if (text === undefined) throw usageError(`cannot read --verifier file ${file}: ENOENT`)
   const doc = parseYamlDocument(text)
   if (doc.errors.length > 0) throw usageError(`${file}: invalid YAML: ${doc.errors[0].message.split('\n')[0]}`)
   const parsed = yamlValue(doc, file)

@@ -1,9 +1,9 @@
 import type {ErrorObject, FormatDefinition, ValidateFunction} from 'ajv'
 import {LosslessNumber} from 'lossless-json'
-import {promises as fsp} from 'node:fs'
 import {LineCounter} from 'yaml'
 
-import {codeOf, GymError, messageOf, ExitCode} from '../../errors.js'
+import {GymError, ExitCode} from '../../errors.js'
+import {INPUT_LIMITS, readInputText} from '../../runtime/read-input.js'
 import {isDotPath} from './paths.js'
 import type {CallConfig, CallKind, SessionConfig, SessionStepConfig} from './types.js'
 import {parseYamlDocument, yamlValue} from '../../yaml-value.js'
@@ -177,11 +177,9 @@ function normalizeNumbers(value: unknown, lossless: boolean): unknown {
 
 /** Reads and validates a call config file; throws a GymError (exit 2) naming file, pointer, line and hint. */
 export async function loadCallConfig(file: string, kind: CallKind): Promise<CallConfig> {
-  let text: string
-  try {
-    text = await fsp.readFile(file, 'utf8')
-  } catch (error) {
-    throw new GymError(`cannot read config ${file}: ${codeOf(error) ?? messageOf(error)}`, {
+  const text = await readInputText(file, {what: 'the call config', maxBytes: INPUT_LIMITS.callConfig, strictText: true, hint: 'pass --config with the path of a YAML file'})
+  if (text === undefined) {
+    throw new GymError(`cannot read config ${file}: ENOENT`, {
       code: 'E_CALL_CONFIG_UNREADABLE',
       exit: ExitCode.usage,
       hint: 'pass --config with the path of a YAML file',

@@ -1,9 +1,8 @@
-import {promises as fsp} from 'node:fs'
-
 import type {ErrorObject} from 'ajv'
 import {LineCounter} from 'yaml'
 
 import {ExitCode, GymError} from '../../errors.js'
+import {INPUT_LIMITS, readInputText} from '../../runtime/read-input.js'
 import {FieldError, type JsonObject, type JsonValue, LosslessNumber, setMember} from '../json.js'
 import {compareCodePoints, pythonFloatRepr, pythonStrip} from './python.js'
 import {MANAGED_TASK_FIELDS} from './task.js'
@@ -212,9 +211,8 @@ function specError(message: string, file: string, line: number | undefined, fiel
 
 /** Read and validate a task spec file (YAML or JSON); errors name the file, line and field. */
 export async function loadTaskSpec(file: string): Promise<TaskSpec> {
-  const text = await fsp.readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
-    throw new GymError(`cannot read task spec ${file}: ${error.code ?? error.message}`, {code: 'E_SPEC_MISSING', exit: ExitCode.usage, hint: 'Check the path given to --spec.', location: {file, field: '--spec'}})
-  })
+  const text = await readInputText(file, {what: 'the task spec', maxBytes: INPUT_LIMITS.taskSpec, strictText: true, hint: 'Check the path given to --spec.'})
+  if (text === undefined) throw new GymError(`cannot read task spec ${file}: ENOENT`, {code: 'E_SPEC_MISSING', exit: ExitCode.usage, hint: 'Check the path given to --spec.', location: {file, field: '--spec'}})
   const lines = new LineCounter()
   const doc = parseYamlDocument(text, {intAsBigInt: true, lineCounter: lines})
   if (doc.errors.length > 0) {
