@@ -93,10 +93,11 @@ async function inputsNow(ctx: CheckContext, rung: Rung): Promise<RungInputs> {
 export async function recordVerdict(ctx: CheckContext, report: RungReport): Promise<void> {
   if (report.status === 'not-run') return
   const at = new Date().toISOString()
-  const record: RungRecord = {status: report.status, at, inputs: await inputsNow(ctx, report.rung)}
-  const failed = report.checks.find((c) => c.status === 'fail')
-  // Kept on disk and later copied into PITFAIL.md: a secret in a check's message never is.
+  // Kept on disk and later copied into PITFAIL.md: a secret in a check's message, a path or an
+  // input never is.
   const redact = new Redactor(ctx.options.env)
+  const record: RungRecord = {status: report.status, at, inputs: redact.value(await inputsNow(ctx, report.rung))}
+  const failed = report.checks.find((c) => c.status === 'fail')
   const failure: FailureRecord | undefined = failed
     ? {
         rung: report.rung,
@@ -105,7 +106,7 @@ export async function recordVerdict(ctx: CheckContext, report: RungReport): Prom
         message: redact.text(failed.message),
         at,
         ...(failed.hint ? {hint: redact.text(failed.hint)} : {}),
-        ...(failed.file ? {file: failed.file} : {}),
+        ...(failed.file ? {file: redact.text(failed.file)} : {}),
         ...(failed.line ? {line: failed.line} : {}),
       }
     : undefined
@@ -142,7 +143,8 @@ export async function ladderStanding(ctx: CheckContext): Promise<{rungs: RungSta
       rungs.push({rung, status: record.status === 'fail' ? 'failed' : 'incomplete', at: record.at, reason: record.status === 'fail' ? 'failed when last checked' : 'could not be fully checked'})
       continue
     }
-    const now = await inputsNow(ctx, rung)
+    // Compared as recorded: redacted the same way.
+    const now = new Redactor(ctx.options.env).value(await inputsNow(ctx, rung))
     const keys = RUNG_INPUTS[rung]
     // A service that does not answer now is unknown, not changed; a data file that is gone has changed.
     const unreadable = keys.filter((k) => (k === 'imageId' || k === 'serviceEpoch') && now[k] === null && record.inputs[k] != null)

@@ -38,13 +38,19 @@ export interface PitfallAddResult {
   from: {rung: string; check: string; at: string} | null
 }
 
-/** A draft from a failed check: its message is the symptom, its hint the fix. */
-export function draftFromFailure(failure: FailureRecord, recipe: string): PitfallEntry {
+/**
+ * A draft from a failed check: its message is the symptom, its hint the fix. PITFAIL.md is
+ * committed: a line that holds a secret or an inline credential is not copied at all (redacting
+ * it would still keep its shape and its neighbours), its place says so.
+ */
+export function draftFromFailure(failure: FailureRecord, recipe: string, redact: Redactor = new Redactor({})): PitfallEntry {
   const firstLine = (text: string) => text.split('\n')[0].trim()
+  const copied = (text: string, what: string) => (redact.holdsSecret(text) ? `${what} (not copied: the line holds a credential)` : text)
+  const fallbackFix = `fix what the check names, then rerun gymrecipe verify ${recipe} --level ${failure.rung}`
   return {
-    symptom: firstLine(failure.message),
+    symptom: copied(firstLine(failure.message), `the ${failure.rung} check "${failure.title}" failed`),
     cause: `the ${failure.rung} check "${failure.title}" (${failure.id}) did not hold`,
-    fix: failure.hint ? firstLine(failure.hint) : `fix what the check names, then rerun gymrecipe verify ${recipe} --level ${failure.rung}`,
+    fix: failure.hint ? copied(firstLine(failure.hint), fallbackFix) : fallbackFix,
   }
 }
 
@@ -76,16 +82,16 @@ async function lastFailure(dir: string, recipe: string, env: NodeJS.ProcessEnv):
 export async function addPitfall(o: PitfallAddOptions): Promise<PitfallAddResult> {
   const target = await resolveRecipe(o.relaxRoot, o.recipe)
   const file = path.join(target.dir, target.files.pitfall ?? 'PITFAIL.md')
+  // What is recorded in the recipe never carries a secret from the environment.
+  const redact = new Redactor(o.env)
   const failure = o.fromLastFailure ? await lastFailure(target.dir, target.id, o.env) : undefined
-  const draft = failure ? draftFromFailure(failure, target.id) : undefined
+  const draft = failure ? draftFromFailure(failure, target.id, redact) : undefined
   if (!draft && (o.symptom === undefined || o.cause === undefined || o.fix === undefined)) {
     const missing = (['symptom', 'cause', 'fix'] as const).filter((k) => o[k] === undefined).map((k) => `--${k}`)
     throw usageError(`missing ${missing.join(', ')}`, 'Give all three (--symptom, --cause, --fix), or draft them with --from-last-failure.')
   }
   let entry: PitfallEntry = {symptom: o.symptom ?? draft!.symptom, cause: o.cause ?? draft!.cause, fix: o.fix ?? draft!.fix}
   if (o.edit) entry = parseEdited(await editText(editable(entry), o.env, 'PITFAIL-entry.txt'))
-  // What is recorded in the recipe never carries a secret from the environment.
-  const redact = new Redactor(o.env)
   entry = {symptom: redact.text(entry.symptom.trim()), cause: redact.text(entry.cause.trim()), fix: redact.text(entry.fix.trim())}
   const parts = (['symptom', 'cause', 'fix'] as const).filter((k) => partProblem(k, entry[k]))
   if (parts.length > 0) {
@@ -94,7 +100,8 @@ export async function addPitfall(o: PitfallAddOptions): Promise<PitfallAddResult
   }
 
   // Only a missing PITFAIL.md starts afresh: one that cannot be read is never written over.
-  const text = (await readTextIfExists(file)) ?? `# ${target.id} 踩坑记录 (PITFAIL)\n\nKnown failures for this recipe, one per entry: symptom → cause → fix.\n`
+  const read = (await readTextIfExists(file)) ?? null
+  const text = read ?? `# ${target.id} 踩坑记录 (PITFAIL)\n\nKnown failures for this recipe, one per entry: symptom → cause → fix.\n`
   const entries = entriesOf(text)
   const same = entries.find((e) => symptomKey(e.symptom) === symptomKey(entry.symptom))
   if (same) {
@@ -116,6 +123,6 @@ export async function addPitfall(o: PitfallAddOptions): Promise<PitfallAddResult
       details: {draft: line},
     })
   }
-  if (!o.dryRun) await writeFileAtomic(file, appendEntry(text, target.id, line))
+  if (!o.dryRun) await writeFileAtomic(file, appendEntry(text, target.id, line), undefined, {unchangedFrom: read})
   return {recipe: target.id, file, number, entry, line, dryRun: o.dryRun, from: failure ? {rung: failure.rung, check: failure.id, at: failure.at} : null}
 }

@@ -39,3 +39,49 @@ describe('Redactor', () => {
     expect(withQuote.text(JSON.stringify({v: 'quote"inside-secret'}))).toBe('{"v":"<redacted>"}')
   })
 })
+
+describe('secrets are found by value, whatever their shape and however they are echoed', () => {
+  it('a lowercase-only or short token in a secret variable is redacted; settings named like secrets are not', () => {
+    const r = new Redactor({HF_TOKEN: 'onlylowercaseletters', SESSION_COOKIE: 'ab12c', RAY_AUTH_MODE: 'token', AUTH_TOKEN_PATH: '/home/u/.ray/auth_token'})
+    expect(r.text('sent onlylowercaseletters and ab12c')).toBe('sent <redacted> and <redacted>')
+    expect(r.text('mode token, file /home/u/.ray/auth_token')).toBe('mode token, file /home/u/.ray/auth_token')
+  })
+
+  it('variables named in GYMRECIPE_SECRET_VARS are secrets whatever their name', () => {
+    const r = new Redactor({GYMRECIPE_SECRET_VARS: 'JUDGE_KEY_VALUE, PLAIN', JUDGE_KEY_VALUE: 'judgevalue', PLAIN: 'plainvalue', OTHER: 'othervalue'})
+    expect(r.text('judgevalue plainvalue othervalue')).toBe('<redacted> <redacted> othervalue')
+  })
+
+  it('an echo JSON-\\u-escaped, percent-encoded, partly escaped or base64-encoded is redacted', () => {
+    const secret = 'Tok3nSecretValue'
+    const r = new Redactor({API_TOKEN: secret})
+    const uEscaped = [...secret].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')
+    expect(r.text(`{"echo":"${uEscaped}"}`)).toBe('{"echo":"<redacted>"}')
+    expect(r.text(`{"echo":"Tok3n\\u0053ecret%56alue"}`)).toBe('{"echo":"<redacted>"}')
+    expect(r.text(`?t=${encodeURIComponent(`a b/${secret}`)}`)).toBe('?t=a%20b%2F<redacted>')
+    for (const wrapped of [secret, `Bearer ${secret}`, `x${secret}`, `xy${secret}yz`]) {
+      const b64 = Buffer.from(wrapped).toString('base64')
+      expect(r.text(b64), wrapped).not.toBe(b64)
+      expect(Buffer.from(r.text(b64).replace('<redacted>', ''), 'base64').toString('latin1')).not.toContain('Secret')
+      const url = Buffer.from(wrapped).toString('base64url')
+      expect(r.text(url), wrapped).not.toBe(url)
+    }
+  })
+
+  it('URL userinfo holding @, / or a quote, and query values, are taken from the configured URL', () => {
+    const r = new Redactor({RAY_DASHBOARD_ADDRESS: 'http://ops:p@ss/w"rd@10.0.0.1:8265/?token=qtok123&x=1'})
+    const shown = r.text('dashboard http://ops:p@ss/w"rd@10.0.0.1:8265/?token=qtok123&x=1 refused')
+    expect(shown).not.toMatch(/p@ss|w"rd|qtok123/)
+    expect(shown).toContain('10.0.0.1:8265')
+  })
+
+  it('credentials written inline are redacted without being configured', () => {
+    const r = new Redactor({})
+    expect(r.text("curl -H 'Authorization: Bearer abc.def-ghi' x")).toBe("curl -H 'Authorization: Bearer <redacted>' x")
+    expect(r.text('export MY_API_KEY=k9k9k9k9')).toBe('export MY_API_KEY=<redacted>')
+    expect(r.text('Basic dXNlcjpwYXNzd29yZA==')).toBe('Basic <redacted>')
+    // Placeholders in hints stay readable.
+    expect(r.text('export HF_TOKEN=<token> first')).toBe('export HF_TOKEN=<token> first')
+    expect(r.holdsSecret('GYM_HOST=10.0.0.1')).toBe(false)
+  })
+})

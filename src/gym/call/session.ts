@@ -1,10 +1,9 @@
+import {MIN_SECRET_LENGTH, SecretScrubber} from '../../redact.js'
 import {Cancel, type HttpRequest, type HttpResponse, type RowHttpClient} from '../../runtime/call-transport.js'
 
 const REDACTED = '[redacted]'
 const REDACTED_JSON = JSON.stringify(REDACTED)
 const BASE_HEADERS_JSON = '{"content-type":"application/json","accept":"application/json"'
-/** Secret values shorter than this are not scrubbed from bodies (too likely to hit ordinary text). */
-const MIN_SCRUB_LENGTH = 6
 
 /** A response header name as the evidence writes it, with the JSON text of its latest value. */
 interface HeaderText {
@@ -59,6 +58,8 @@ export class RowSession {
   private cookieHeader: string | undefined
   private secrets: readonly string[]
   private ownSecrets = false
+  /** Built on first use, and again after the row learns a secret. */
+  private scrubber: SecretScrubber | undefined
 
   constructor(
     private readonly client: RowHttpClient,
@@ -182,20 +183,19 @@ export class RowSession {
     return header.credential || this.sessionNames?.has(header.lower) === true
   }
 
-  /** Replace every known secret (bearer tokens, session header values, cookie values) in text. */
+  /**
+   * Replace every known secret (bearer tokens, session header values, cookie values) in text, in
+   * every form a service may echo it: as sent, JSON- or `\u`-escaped, percent-encoded, base64.
+   */
   scrub(text: string): string {
     if (this.secrets.length === 0) return text
-    let out = text
-    for (const secret of this.secrets) {
-      if (out.includes(secret)) out = out.split(secret).join(REDACTED)
-      const escaped = JSON.stringify(secret).slice(1, -1)
-      if (escaped !== secret && out.includes(escaped)) out = out.split(escaped).join(REDACTED)
-    }
-    return out
+    this.scrubber ??= scrubberFor(this.secrets)
+    return this.scrubber.scrub(text, REDACTED)
   }
 
   private addSecret(value: string): void {
-    if (value.length < MIN_SCRUB_LENGTH || this.secrets.includes(value)) return
+    if (value.length < MIN_SECRET_LENGTH || this.secrets.includes(value)) return
+    this.scrubber = undefined
     if (!this.ownSecrets) {
       this.secrets = [...this.secrets]
       this.ownSecrets = true
@@ -230,4 +230,15 @@ export class RowSession {
     }
     this.cookieHeader = cookies.size > 0 ? [...cookies].map(([k, v]) => `${k}=${v}`).join('; ') : undefined
   }
+}
+
+/** Rows share the run's secrets until one learns its own: their scrubber is built once. */
+const sharedScrubbers = new WeakMap<readonly string[], SecretScrubber>()
+function scrubberFor(secrets: readonly string[]): SecretScrubber {
+  let scrubber = sharedScrubbers.get(secrets)
+  if (scrubber === undefined) {
+    scrubber = new SecretScrubber(secrets)
+    sharedScrubbers.set(secrets, scrubber)
+  }
+  return scrubber
 }
