@@ -45,7 +45,7 @@ function temporarySibling(target: string): string {
  * over the target, so a reader never sees a half-written file and a failure
  * leaves the previous content in place.
  */
-export async function writeFileAtomic(target: string, data: string | Uint8Array, mode?: number): Promise<void> {
+export async function writeFileAtomic(target: string, data: string | Uint8Array, mode?: number, options: {unchangedFrom?: string | null} = {}): Promise<void> {
   const out = await outputKind(target)
   if (out.kind === 'stdout') return void (await new Promise<void>((resolve, reject) => process.stdout.write(data, (error) => (error ? reject(error) : resolve()))))
   if (out.kind === 'direct') return fsp.writeFile(out.path, data)
@@ -63,11 +63,30 @@ export async function writeFileAtomic(target: string, data: string | Uint8Array,
   await handle.close()
   try {
     if (mode !== undefined) await fsp.chmod(tmp, mode)
+    if (options.unchangedFrom !== undefined) await refuseIfChanged(target, options.unchangedFrom)
     await fsp.rename(tmp, target)
   } catch (error) {
     await fsp.rm(tmp, {force: true})
     throw error
   }
+}
+
+/**
+ * The file still holds what the caller read (null: it still does not exist); otherwise the
+ * caller's change is not written over the user's.
+ */
+async function refuseIfChanged(target: string, read: string | null): Promise<void> {
+  const now = await fsp.readFile(target, 'utf8').catch((error: unknown) => {
+    if (codeOf(error) === 'ENOENT') return null
+    throw error
+  })
+  if (now === read) return
+  throw new GymError(`${target} changed while gymrecipe was writing it; it was left as it is now`, {
+    code: 'E_CHANGED_WHILE_WRITING',
+    exit: ExitCode.precondition,
+    hint: 'Save your edits, then run the command again.',
+    location: {file: target},
+  })
 }
 
 /** Temporary siblings not yet committed or aborted, so an interrupted command can remove them. */

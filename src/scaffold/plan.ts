@@ -24,6 +24,8 @@ export interface PlannedFile {
   executable: boolean
   /** Unified diff against what is on disk (empty for create/unchanged). */
   diff: string
+  /** The file as the plan read it (null: it did not exist); it is only replaced if it still is. */
+  read?: string | null
 }
 
 export interface RecipePlan {
@@ -87,7 +89,7 @@ export async function planRecipe(dir: string, rendered: RenderedFile[], contract
     const onDisk = await readIfExists(path.join(dir, file.name))
     // The user's regions (hand-off, recorded pitfalls) are carried over, never regenerated.
     const content = onDisk === undefined ? file.content : carryRegions(onDisk, file.content)
-    const base = {name: file.name, content, executable: file.executable}
+    const base = {name: file.name, content, executable: file.executable, read: onDisk ?? null}
     if (onDisk === undefined) {
       files.push({...base, action: 'create', reason: 'new file', diff: ''})
     } else if (onDisk === content) {
@@ -102,7 +104,7 @@ export async function planRecipe(dir: string, rendered: RenderedFile[], contract
 
   const generated = withFileHashes(contract, rendered)
   const contractText = serializeContract(generated)
-  const contractEntry = {name: CONTRACT_FILE, content: contractText, executable: false}
+  const contractEntry = {name: CONTRACT_FILE, content: contractText, executable: false, read: previousText ?? null}
   if (previousText === undefined) {
     files.push({...contractEntry, action: 'create', reason: 'new contract', diff: ''})
   } else if (previousText === contractText) {
@@ -200,6 +202,24 @@ export async function applyPlan(plan: RecipePlan): Promise<string[]> {
     await Promise.all(staged.map((s) => s.abort()))
     await removeFolders(created)
     throw error
+  }
+  // A file that changed since the plan read it (the user saving it meanwhile) is not replaced:
+  // nothing is, and the user is told which.
+  const moved: string[] = []
+  for (const file of ordered) {
+    if (!('read' in file) || file.read === undefined) continue
+    const now = (await readIfExists(path.join(plan.dir, file.name)).catch(() => undefined)) ?? null
+    if (now !== file.read) moved.push(file.name)
+  }
+  if (moved.length > 0) {
+    await Promise.all(staged.map((s) => s.abort()))
+    await removeFolders(created)
+    throw new GymError(`${moved.join(', ')} changed in ${plan.dir} while gymrecipe was writing; nothing was written`, {
+      code: 'E_CHANGED_WHILE_WRITING',
+      exit: ExitCode.precondition,
+      hint: 'Save your edits, then run the command again: it plans from the files as they are then.',
+      details: {files: moved},
+    })
   }
   for (const s of staged) await s.commit()
   return [...toWrite.filter((f) => f.name !== CONTRACT_FILE), ...toWrite.filter((f) => f.name === CONTRACT_FILE)].map((f) => f.name)

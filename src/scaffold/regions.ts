@@ -4,6 +4,8 @@
  * over from the file on disk, and a file's recorded hash ignores what is inside them, so writing
  * into a region never makes the file look "edited by hand".
  */
+import {ExitCode, GymError} from '../errors.js'
+
 export const REGIONS = {
   handoff: 'handoff',
   recordedPitfalls: 'recorded-pitfalls',
@@ -34,6 +36,18 @@ interface Span {
 
 function spanOf(text: string, name: RegionName): Span | undefined {
   const {begin, end} = markers(name)
+  // Markers are trusted only where gymrecipe wrote them: one pair. A second one (copied in by
+  // hand, or pasted into a value) would make any choice cut the file.
+  const count = (pattern: RegExp) => text.match(new RegExp(pattern.source, 'gm'))?.length ?? 0
+  const begins = count(begin)
+  const ends = count(end)
+  if (begins > 1 || ends > 1) {
+    throw new GymError(`the file holds ${begins} gymrecipe:${name}:begin and ${ends} gymrecipe:${name}:end markers; gymrecipe writes one pair and will not guess which`, {
+      code: 'E_REGION_AMBIGUOUS',
+      exit: ExitCode.precondition,
+      hint: `Keep one <!-- gymrecipe:${name}:begin … --> line and one <!-- gymrecipe:${name}:end --> line (the ones around the section gymrecipe maintains), then rerun.`,
+    })
+  }
   const b = begin.exec(text)
   if (!b) return undefined
   const afterBegin = b.index + b[0].length
@@ -73,4 +87,12 @@ export function carryRegions(onDisk: string, rendered: string): string {
     if (kept !== undefined && spanOf(out, name)) out = withRegionBody(out, name, kept)
   }
   return out
+}
+
+/**
+ * A value made safe to render into a Markdown file with regions: an HTML comment opener or
+ * closer in it is written as an entity, so it can never become (or end) a marker.
+ */
+export function inertInMarkdown(value: string): string {
+  return value.replaceAll('<!--', '&lt;!--').replaceAll('-->', '--&gt;')
 }

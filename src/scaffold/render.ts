@@ -9,7 +9,7 @@ import {PACKAGE_ROOT} from '../package-root.js'
 import {contentHash, generatedModule} from '../precompiled.js'
 import {shellQuote} from '../shell-words.js'
 import {pythonLiteral} from './python-literal.js'
-import {withoutRegionBodies} from './regions.js'
+import {inertInMarkdown, withoutRegionBodies} from './regions.js'
 import {buildView} from './view.js'
 
 export const TEMPLATES_DIR = path.join(PACKAGE_ROOT, 'templates')
@@ -120,10 +120,21 @@ export function sha256(content: string): string {
 export async function renderRecipe(contract: RecipeContract): Promise<RenderedFile[]> {
   const templates = await loadTemplates()
   const view = buildView(contract)
+  const markdownView = inertValues(view)
   return (Object.keys(TEMPLATE_FOR_ROLE) as FileRole[]).map((role) => {
-    const content = templates.get(TEMPLATE_FOR_ROLE[role])!(view)
+    const content = templates.get(TEMPLATE_FOR_ROLE[role])!(role === 'readme' || role === 'pitfall' ? markdownView : view)
     const name = view.files[role]
     // The hash leaves out the user's regions, so writing into them is not a hand edit.
     return {role, name, content, executable: name.endsWith('.sh') || name.endsWith('.py'), sha256: sha256(withoutRegionBodies(content))}
   })
+}
+
+/** Every string of the view with HTML comment markers made inert (for the Markdown files). */
+function inertValues<T>(value: T): T {
+  if (typeof value === 'string') return inertInMarkdown(value) as T
+  if (Array.isArray(value)) return value.map(inertValues) as T
+  if (value && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, inertValues(v)])) as T
+  }
+  return value
 }

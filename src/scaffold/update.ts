@@ -104,7 +104,7 @@ export async function planUpdate(dir: string, recorded: RecordedContract, fresh:
   if (!contract) {
     // The files cannot be rendered from a contract with conflicts: only recipe.yaml is written.
     const text = serializeContract({...fresh, generated: ours.generated}).split('\n').slice(0, 2).join('\n') + '\n' + conflictText
-    const file: PlannedFile = {name: CONTRACT_FILE, action: 'conflict', reason: 'you and gymrecipe changed the same contract lines; the files were not regenerated', content: text, executable: false, diff: diffOf(CONTRACT_FILE, oursText, text)}
+    const file: PlannedFile = {name: CONTRACT_FILE, action: 'conflict', reason: 'you and gymrecipe changed the same contract lines; the files were not regenerated', content: text, executable: false, diff: diffOf(CONTRACT_FILE, oursText, text), read: oursText}
     return {plan: {dir, files: [file], conflicts: [CONTRACT_FILE], base: [], writeConflicts: true}, contract: fresh, notes}
   }
 
@@ -120,7 +120,7 @@ export async function planUpdate(dir: string, recorded: RecordedContract, fresh:
     if (kept !== undefined && lastGenerated === undefined) notes.push(`${BASE_DIR}/${r.name} does not match the hash recorded in recipe.yaml; ${r.name} is merged as if no base were kept`)
     const theirs = onDisk === undefined ? r.content : carryRegions(onDisk, r.content)
     base.push({name: r.name, content: theirs})
-    const entry = {name: r.name, executable: r.executable}
+    const entry = {name: r.name, executable: r.executable, read: onDisk ?? null}
     if (onDisk === undefined) {
       if (lastGenerated === undefined) files.push({...entry, action: 'create', reason: 'new file', content: theirs, diff: ''})
       else if (sameGenerated(lastGenerated, theirs)) files.push({...entry, action: 'deleted', reason: 'you deleted it; it stays deleted', content: '', diff: ''})
@@ -154,6 +154,7 @@ export async function planUpdate(dir: string, recorded: RecordedContract, fresh:
   files.push({
     name: CONTRACT_FILE,
     executable: false,
+    read: oursText,
     content: contractText,
     action: oursText === contractText ? 'unchanged' : contractEdited ? 'merge' : 'update',
     reason: oursText === contractText ? 'already up to date' : contractEdited ? 'your contract edits kept, with what changed since the last generation' : 'contract and file hashes refreshed',

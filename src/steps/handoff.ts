@@ -203,13 +203,14 @@ function handoffMarkdown(report: HandoffReport): string {
 async function writeHandoff(report: HandoffReport, readmeName: string, o: HandoffOptions): Promise<string> {
   const file = path.join(report.dir, readmeName)
   // Only a missing README starts afresh: one that cannot be read is never written over.
-  const text = (await readTextIfExists(file)) ?? `# ${report.recipe}\n`
+  const read = (await readTextIfExists(file)) ?? null
+  const text = read ?? `# ${report.recipe}\n`
   const withSection =
     regionBody(text, REGIONS.handoff) === undefined
       ? `${text.replace(/\n*$/, '')}\n\n## Hand-off\n\n${beginMarker(REGIONS.handoff, `written by \`gymrecipe handoff ${report.recipe} --write\`; regeneration keeps it`)}\n${endMarker(REGIONS.handoff)}\n`
       : text
   // A secret that reached the environment never reaches the recipe's README.
   const body = new Redactor(o.env).text(handoffMarkdown(report))
-  if (!o.dryRun) await writeFileAtomic(file, withRegionBody(withSection, REGIONS.handoff, body))
+  if (!o.dryRun) await writeFileAtomic(file, withRegionBody(withSection, REGIONS.handoff, body), undefined, {unchangedFrom: read})
   return file
 }
