@@ -46,7 +46,7 @@ case "\${behaviour}" in
   succeed) sleep 1; echo "stub: training line"; exit 0 ;;
   fail) echo "Traceback (most recent call last):"; echo "RuntimeError: stub failure in the driver"; exit 3 ;;
   sleep) echo "stub: training forever"; exec sleep 300 ;;
-  slow) echo "stub: training for a while"; sleep 6; echo "stub: training line"; exit 0 ;;
+  slow) echo "stub: training for a while"; sleep 20; echo "stub: training line"; exit 0 ;;
 esac
 `
 
