@@ -10,6 +10,7 @@ import {type ProgressHost, type ProgressLine, readProgress, type ScriptOutputSin
 import {removeOpenTemporariesSync} from '../runtime/fs.js'
 import {type InterruptOptions, onInterrupt, removeOnInterrupt} from '../runtime/interrupt.js'
 import {Redactor} from '../redact.js'
+import {terminalSafe} from '../terminal-text.js'
 import {snakeCaseKeys} from '../json-document.js'
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
@@ -70,11 +71,11 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   }
 
   public override log(message = '', ...args: unknown[]): void {
-    super.log(this.redactor.text(format(message, ...args)))
+    super.log(terminalSafe(this.redactor.text(format(message, ...args))))
   }
 
   public override logToStderr(message = '', ...args: unknown[]): void {
-    super.logToStderr(this.redactor.text(format(message, ...args)))
+    super.logToStderr(terminalSafe(this.redactor.text(format(message, ...args))))
   }
 
   /** Numbers read from data (lossless) are printed as written, never as {"value", "isLosslessNumber"} objects. */
@@ -193,6 +194,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     if (isGymError(error)) return this.failWith(error)
     if (isSystemError(error)) return this.failWith(fromSystemError(error))
     error.message = this.redactor.text(error.message)
+    if (!this.jsonEnabled()) error.message = terminalSafe(error.message)
     if (this.jsonEnabled()) {
       this.logJson(this.toErrorJson(error))
       process.exitCode = exitOf(error)
@@ -202,14 +204,14 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   }
 
   private failWith(error: GymError): void {
-    const hint = error.hint === undefined ? undefined : this.redactor.text(error.hint)
+    const hint = error.hint === undefined ? undefined : terminalSafe(this.redactor.text(error.hint))
     const suggestions = hint ? [hint] : undefined
     if (this.jsonEnabled()) {
       this.logJson(this.toErrorJson(error))
       process.exitCode = error.exit
       return
     }
-    this.error(this.redactor.text(error.located), {code: error.code, exit: error.exit, suggestions})
+    this.error(terminalSafe(this.redactor.text(error.located)), {code: error.code, exit: error.exit, suggestions})
   }
 }
 

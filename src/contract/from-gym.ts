@@ -1,3 +1,5 @@
+import path from 'node:path'
+
 import type {GymAgent, GymDataset, GymGraph} from './gym-config.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
 import type {Archetype, DataSource, RecipeContract, Split} from './types.js'
@@ -86,6 +88,10 @@ export function sourceOf(ds: GymDataset): DataSource {
   if (primary?.type === 'huggingface') return {type: 'huggingface', repo_id: primary.repoId, artifact: primary.artifactFpath ?? `${ds.type}.jsonl`}
   if (primary?.type === 'gitlab') return {type: 'gitlab', dataset_name: primary.datasetName, version: primary.version, artifact: primary.artifactFpath ?? `${ds.name}.jsonl`}
   if (!ds.jsonlFpath) throw usageError(`dataset ${ds.name} has neither a download source nor a jsonl_fpath`, 'Add huggingface_identifier, gitlab_identifier or source: to the dataset entry.')
+  // Bundled data lives in the Gym checkout: a path that leaves it (or is absolute) is not Gym's data.
+  if (path.isAbsolute(ds.jsonlFpath) || path.normalize(ds.jsonlFpath).split(path.sep)[0] === '..') {
+    throw usageError(`dataset ${ds.name} has jsonl_fpath ${JSON.stringify(ds.jsonlFpath)}, which points outside the Gym root`, 'Bundled data is read from the Gym checkout: give jsonl_fpath relative to the Gym root, inside it (e.g. resources_servers/<env>/data/train.jsonl).')
+  }
   if (ds.type === 'benchmark') return {type: 'benchmark', benchmark: ds.name, path: ds.jsonlFpath}
   return {type: 'bundled', path: ds.jsonlFpath}
 }

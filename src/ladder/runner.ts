@@ -5,6 +5,8 @@ import type {Check, CheckContext, CheckResult, LadderReport, Rung, RungDefinitio
 import {RUNGS} from './types.js'
 import {recordVerdict} from './state.js'
 import {hintOf, messageOf} from '../errors.js'
+import {Redactor} from '../redact.js'
+import {terminalSafe} from '../terminal-text.js'
 
 
 export interface RunLadderOptions {
@@ -17,14 +19,19 @@ export interface RunLadderOptions {
 }
 
 async function runCheck(check: Check, rung: Rung, ctx: CheckContext): Promise<CheckResult[]> {
+  let results: CheckResult[]
   try {
     const outcome = await check.run(ctx)
-    if (Array.isArray(outcome)) return outcome.map((r) => ({...r, rung}))
-    return [{id: check.id, rung, title: check.title, ...outcome}]
+    results = Array.isArray(outcome) ? outcome.map((r) => ({...r, rung})) : [{id: check.id, rung, title: check.title, ...outcome}]
   } catch (error) {
     // A check that crashes has proven nothing either way: not checked, with the reason.
-    return [{id: check.id, rung, title: check.title, status: 'skip', message: `not checked: the check could not run: ${messageOf(error)}`, hint: hintOf(error)}]
+    results = [{id: check.id, rung, title: check.title, status: 'skip', message: `not checked: the check could not run: ${messageOf(error)}`, hint: hintOf(error)}]
   }
+  // Messages quote inputs (files, services, logs) and are drawn on the terminal as they come, by
+  // the live renderer too: secrets and control characters are taken out here, once.
+  const redact = new Redactor(ctx.options.env)
+  const clean = (text: string) => terminalSafe(redact.text(text))
+  return results.map((r) => ({...r, message: clean(r.message), ...(r.hint === undefined ? {} : {hint: clean(r.hint)}), ...(r.file === undefined ? {} : {file: clean(r.file)}), ...(r.evidence === undefined ? {} : {evidence: redact.value(r.evidence)})}))
 }
 
 /** Only a rung whose every check passed passes: a skipped check, or no check at all, proves nothing. */

@@ -261,6 +261,9 @@ class Exchange implements Dispatcher.DispatchHandler {
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[]>): void {
     this.status = statusCode
     this.headers = headers
+    // An answer that says up front it is over the cap is refused before any of it is read.
+    const declared = Number(headers['content-length'])
+    if (Number.isFinite(declared) && declared > this.maxBytes) this.fail(new TransportError(`response body larger than ${this.maxBytes} bytes (it declares ${declared})`, 'ETOOLARGE'))
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {

@@ -11,7 +11,7 @@ import {codeOf, GymError, ExitCode} from '../errors.js'
  * it would replace the device itself; a symbolic link to a regular file is refused rather than
  * replaced by a file of its own.
  */
-export async function outputKind(target: string): Promise<{kind: 'atomic' | 'direct' | 'stdout'; path: string}> {
+export async function outputKind(target: string): Promise<{kind: 'atomic' | 'direct' | 'stdout'; path: string; pipe?: fsp.FileHandle}> {
   // stdout may be a socket, which cannot be opened by path: it is written as the process's stream.
   if (target === '-' || target === '/dev/stdout') return {kind: 'stdout', path: '-'}
   const link = await fsp.lstat(target).catch((error: unknown) => {
@@ -25,14 +25,43 @@ export async function outputKind(target: string): Promise<{kind: 'atomic' | 'dir
     throw new GymError(`output ${target} is a symbolic link${real ? ` to ${real}` : ' whose target does not exist'}; it would be replaced by a regular file`, {
       code: 'E_OUTPUT_SYMLINK',
       exit: ExitCode.usage,
-      hint: real ? `Pass the file itself (-o ${real}) to replace it, or another path.` : 'Remove the dangling link or pass another path.',
+      hint: real ? `Pass the file itself (${real}) to replace it, or another path.` : 'Remove the dangling link or pass another path.',
       location: {file: target},
     })
   }
   if (stat!.isDirectory()) {
     throw new GymError(`output ${target} is a directory`, {code: 'E_OUTPUT_IS_DIR', exit: ExitCode.usage, hint: 'Pass a file path, e.g. <dir>/out.jsonl.', location: {file: target}})
   }
+  if (stat!.isFIFO()) return {kind: 'direct', path: target, pipe: await openPipeWhenRead(target)}
   return stat!.isFile() ? {kind: 'atomic', path: target} : {kind: 'direct', path: target}
+}
+
+const READER_POLL_MS = 100
+
+/**
+ * A named pipe opened for writing once it has a reader. A plain open would block a thread of the
+ * I/O pool until one comes, and a blocked open keeps the process from exiting even on SIGTERM; a
+ * non-blocking open answers at once (ENXIO: no reader yet), so the wait is a poll that any signal
+ * ends. The non-blocking end is held until the blocking one is open, so the reader never sees
+ * the pipe without a writer (which it would read as the end of the data).
+ */
+async function openPipeWhenRead(fifo: string): Promise<fsp.FileHandle> {
+  for (;;) {
+    let probe: fsp.FileHandle | undefined
+    try {
+      probe = await fsp.open(fifo, constants.O_WRONLY | constants.O_NONBLOCK)
+    } catch (error) {
+      if (codeOf(error) !== 'ENXIO') throw attributeTo(error, fifo)
+    }
+    if (probe) {
+      try {
+        return await fsp.open(fifo, 'a')
+      } finally {
+        await probe.close()
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, READER_POLL_MS))
+  }
 }
 
 /** A hidden, unique sibling of target: on the same filesystem, so a rename moves it into place. */
@@ -48,6 +77,13 @@ function temporarySibling(target: string): string {
 export async function writeFileAtomic(target: string, data: string | Uint8Array, mode?: number, options: {unchangedFrom?: string | null} = {}): Promise<void> {
   const out = await outputKind(target)
   if (out.kind === 'stdout') return void (await new Promise<void>((resolve, reject) => process.stdout.write(data, (error) => (error ? reject(error) : resolve()))))
+  if (out.kind === 'direct' && out.pipe) {
+    try {
+      return await out.pipe.writeFile(data)
+    } finally {
+      await out.pipe.close()
+    }
+  }
   if (out.kind === 'direct') return fsp.writeFile(out.path, data)
   await fsp.mkdir(path.dirname(target), {recursive: true})
   const tmp = temporarySibling(target)
@@ -122,7 +158,9 @@ export async function openAtomicTarget(target: string): Promise<AtomicTarget> {
   const nothing = async () => {}
   if (out.kind === 'stdout') return {tmpPath: '-', direct: true, createStream: stdoutStream, commit: nothing, abort: nothing}
   if (out.kind === 'direct') {
-    const createStream = (o?: Parameters<AtomicTarget['createStream']>[0]) => createWriteStream(out.path, {flags: 'a', ...o}).on('error', (error) => attributeTo(error, out.path))
+    const {pipe} = out
+    const createStream = (o?: Parameters<AtomicTarget['createStream']>[0]) =>
+      (pipe ? createWriteStream(out.path, {...o, fd: pipe, autoClose: true}) : createWriteStream(out.path, {flags: 'a', ...o})).on('error', (error) => attributeTo(error, out.path))
     return {tmpPath: out.path, direct: true, createStream, commit: nothing, abort: nothing}
   }
   await fsp.mkdir(path.dirname(target), {recursive: true})
@@ -296,4 +334,25 @@ export async function readTextIfExists(p: string): Promise<string | undefined> {
 export function isInside(parent: string, child: string): boolean {
   const rel = path.relative(path.resolve(parent), path.resolve(child))
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel))
+}
+
+/**
+ * Create dir and any missing parents one at a time, so a failure names its real cause (a
+ * recursive mkdir reports ENOENT on a read-only file system); returns those created, outermost
+ * first. The error thrown is the system's, naming the folder it could not create.
+ */
+export async function createFolders(dir: string): Promise<string[]> {
+  const missing: string[] = []
+  for (let at = path.resolve(dir); !(await fsp.lstat(at).catch(() => undefined)); at = path.dirname(at)) missing.unshift(at)
+  const created: string[] = []
+  try {
+    for (const folder of missing) {
+      await fsp.mkdir(folder)
+      created.push(folder)
+    }
+  } catch (error) {
+    for (const folder of [...created].reverse()) await fsp.rmdir(folder).catch(() => undefined)
+    throw error
+  }
+  return created
 }

@@ -39,6 +39,12 @@ export interface ReadyzBody {
   [key: string]: unknown
 }
 
+/** The trial counts a /readyz answer gives, in words; a count it does not give is left out. */
+export function trialCounts(body: ReadyzBody | undefined): string {
+  const parts = (['trials', 'terminal_trials'] as const).filter((k) => typeof body?.[k] === 'number').map((k) => `${k}=${body![k]}`)
+  return parts.length > 0 ? parts.join(', ') : 'no trial counts given'
+}
+
 /** The trial snapshot an answer carries (a 200 from GET, the 202 of create or abort), or null. */
 export function snapshotOf(answer: GatewayAnswer, ...statuses: number[]): TrialSnapshot | null {
   const {body} = answer

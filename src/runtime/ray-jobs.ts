@@ -93,7 +93,8 @@ export function isTerminal(status: string | undefined | null): boolean {
 
 /** A URL for display: any user:password@ part is replaced (as Ray's CLI redacts it), the query dropped. */
 export function redactUrl(address: string): string {
-  return address.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#\s]*@/i, '$1<redacted>@').replace(/\?[^#\s]*/, '?<redacted>')
+  // Up to the last @: a password may hold /, @ or quotes, which end no userinfo for the user.
+  return address.replace(/^([a-z][a-z0-9+.-]*:\/\/)\S*@/i, '$1<redacted>@').replace(/\?[^#\s]*/, '?<redacted>')
 }
 
 /** `http://host:8265` form of a dashboard address (adds http:// when no scheme is given, drops a trailing slash). */
@@ -197,6 +198,14 @@ function headersFromEnv(env: NodeJS.ProcessEnv): Record<string, string> {
         code: 'E_RAY_HEADERS',
         exit: ExitCode.usage,
         hint: 'Give each header on one line; its value is never printed.',
+      })
+    }
+    // Ray's client sends what it is given; an object would go out as "[object Object]".
+    if (typeof value !== 'string' && typeof value !== 'number') {
+      throw new GymError(`RAY_JOB_HEADERS: header ${JSON.stringify(key)} has a ${value === null ? 'null' : Array.isArray(value) ? 'list' : typeof value} value; header values are strings`, {
+        code: 'E_RAY_HEADERS',
+        exit: ExitCode.usage,
+        hint: 'Give each header a string value, e.g. {"x-ray-authorization": "Bearer <token>"}.',
       })
     }
     headers[key] = String(value)
@@ -454,7 +463,16 @@ export function rayJobsClient(dashboardAddress: string, options: RayJobsClientOp
         })
       }
       if (status !== 200) throw httpError('GET /api/version', status, text)
-      return parseJson<Record<string, unknown>>(text, '/api/version')
+      const parsed = parseJson<unknown>(text, '/api/version')
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed) || typeof (parsed as Record<string, unknown>).ray_version !== 'string') {
+        throw new GymError(`${shown} answered /api/version without a ray_version: not a Ray dashboard`, {
+          code: 'E_RAY_PROTOCOL',
+          exit: ExitCode.precondition,
+          hint: 'Point RAY_DASHBOARD_ADDRESS at the Relax cluster dashboard (http://<head>:8265).',
+          details: {dashboard: shown},
+        })
+      }
+      return parsed as Record<string, unknown>
     },
 
     async submit(req) {
@@ -485,7 +503,11 @@ export function rayJobsClient(dashboardAddress: string, options: RayJobsClientOp
       const {status, text} = await request('GET', route)
       if (status === 404) throw notFound(id, text)
       if (status !== 200) throw httpError(`GET ${route}`, status, text, id)
-      return parseJson<JobDetails>(text, route)
+      const parsed = parseJson<unknown>(text, route)
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed) || typeof (parsed as Record<string, unknown>).status !== 'string') {
+        throw new GymError(`Ray dashboard ${shown} answered ${route} with something that is not a job (no status): ${text.slice(0, 200)}`, {code: 'E_RAY_PROTOCOL', details: {dashboard: shown}})
+      }
+      return parsed as JobDetails
     },
 
     async logs(id) {

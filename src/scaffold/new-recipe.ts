@@ -199,6 +199,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     const fromOverride = problems.filter((p) => p.pointer === '/verifier' || p.pointer?.startsWith('/verifier/') || p.pointer === '/trial' || p.pointer?.startsWith('/trial/'))
     if (fromOverride.length > 0) throw verifierFileError(o.verifierFile, fromOverride)
   }
+  if (problems.length > 0 && onDisk === undefined) throw valuesNotAllowed(o.id, contract, problems, gymConfigs, o.model !== undefined)
   if (problems.length + clash.length > 0) throw contractError(`${dir}/recipe.yaml`, [...problems, ...clash])
   assertValidContract(contract)
 
@@ -244,4 +245,39 @@ function gymCheckoutNotes(graph: GymGraph): string[] {
   }
   if (graph.behaviour.guardsOpenaiVersion) notes.push("this Gym checkout refuses an openai package outside its constraint at parse time unless allow_openai_version_skew=true: the image must install Gym's pinned openai")
   return notes
+}
+
+/** Where a value of a contract being made (no recipe.yaml yet) came from, by its pointer. */
+function originOf(pointer: string, gymConfigs: string[], modelFromFlags: boolean): string {
+  if (modelFromFlags && pointer === '/training/model/name') return '--model'
+  if (modelFromFlags && pointer === '/training/model/slug') return '--model-slug (or --model, lower-cased)'
+  if (modelFromFlags && pointer === '/training/model/config_script') return '--model-config (or --model, lower-cased)'
+  if (modelFromFlags && pointer === '/training/exp_name') return 'the model slug'
+  if (pointer.startsWith('/gym') || pointer.startsWith('/data') || pointer.startsWith('/verifier')) return `the Gym config ${gymConfigs.join(', ')}`
+  return 'the options and the Gym config'
+}
+
+function valueAt(contract: unknown, pointer: string): unknown {
+  let at: unknown = contract
+  for (const key of pointer.split('/').slice(1)) at = at && typeof at === 'object' ? (at as Record<string, unknown>)[key.replaceAll('~1', '/').replaceAll('~0', '~')] : undefined
+  return at
+}
+
+/**
+ * A recipe that cannot be made from these options and this Gym config: each value that is not
+ * allowed, with where it came from (a flag, a config key), not a recipe.yaml that does not exist.
+ */
+function valuesNotAllowed(id: string, contract: RecipeContract, problems: ContractProblem[], gymConfigs: string[], modelFromFlags: boolean): GymError {
+  const lines = problems.map((p) => {
+    const value = valueAt(contract, p.pointer)
+    const shown = value === undefined || typeof value === 'object' ? '' : ` ${JSON.stringify(value)}`
+    return `${p.pointer}${shown} (from ${originOf(p.pointer, gymConfigs, modelFromFlags)}): ${p.expected}`
+  })
+  return new GymError(`cannot make recipe ${id}: ${problems.length} value(s) are not allowed:\n  ${lines.join('\n  ')}`, {
+    code: 'E_CONTRACT_INVALID',
+    exit: ExitCode.usage,
+    hint: problems[0]?.hint,
+    location: {pointer: problems[0]?.pointer},
+    details: {problems: problems.map((p) => ({pointer: p.pointer, expected: p.expected, from: originOf(p.pointer, gymConfigs, modelFromFlags)}))},
+  })
 }

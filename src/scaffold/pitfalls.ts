@@ -44,6 +44,8 @@ export function partProblem(name: keyof PitfallEntry, value: string): string | u
   const v = value.trim()
   if (!v) return `the ${name} is empty`
   if (/[\r\n]/.test(v)) return `the ${name} must be one line`
+  // eslint-disable-next-line no-control-regex
+  if (/[\x00-\x08\x0b-\x1f\x7f]/.test(v)) return `the ${name} holds a control character (an escape sequence would act on every terminal that shows PITFAIL.md)`
   if (v.length > MAX_PART_LENGTH) return `the ${name} is ${v.length} characters; keep it under ${MAX_PART_LENGTH}`
   // A comment marker would cut the recorded region open and lose the entries after it.
   if (/<!--|-->/.test(v)) return `the ${name} contains an HTML comment marker (<!-- or -->)`

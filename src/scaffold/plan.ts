@@ -5,7 +5,7 @@ import {parse as parseYaml, stringify as stringifyYaml} from 'yaml'
 
 import type {RecipeContract} from '../contract/types.js'
 import {codeOf, ExitCode, GymError} from '../errors.js'
-import {attributeTo, openAtomicTarget} from '../runtime/fs.js'
+import {attributeTo, createFolders, openAtomicTarget} from '../runtime/fs.js'
 import {carryRegions, withoutRegionBodies} from './regions.js'
 import {type RenderedFile, sha256} from './render.js'
 
@@ -152,22 +152,6 @@ export async function refuseLinkedFolder(dir: string, what = 'recipe folder'): P
   })
 }
 
-/** Create dir and any missing parents one at a time (so the system names the real cause); returns those created, outermost first. */
-async function makeFolders(dir: string): Promise<string[]> {
-  const missing: string[] = []
-  for (let at = dir; !(await fsp.lstat(at).catch(() => undefined)); at = path.dirname(at)) missing.unshift(at)
-  const created: string[] = []
-  try {
-    for (const folder of missing) {
-      await fsp.mkdir(folder)
-      created.push(folder)
-    }
-  } catch (error) {
-    await removeFolders(created)
-    throw error
-  }
-  return created
-}
 
 /** Remove folders this run created (innermost first), leaving any that something else filled. */
 async function removeFolders(created: string[]): Promise<void> {
@@ -178,7 +162,7 @@ const WRITTEN: FileAction[] = ['create', 'update', 'overwrite', 'merge']
 
 export async function applyPlan(plan: RecipePlan): Promise<string[]> {
   if (plan.conflicts.length > 0 && !plan.writeConflicts) throw conflictError(plan)
-  const created = await makeFolders(plan.dir)
+  const created = await createFolders(plan.dir)
   const toWrite = plan.files.filter((f) => WRITTEN.includes(f.action) || (f.action === 'conflict' && plan.writeConflicts && f.content !== ''))
   const baseDir = path.join(plan.dir, BASE_DIR)
   await refuseLinkedFolder(path.dirname(baseDir), 'folder')

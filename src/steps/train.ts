@@ -457,7 +457,7 @@ class TrainRun {
     const last = this.job as JobDetails | undefined
     if (!last || !isTerminal(last.status)) {
       report.stopCommand = this.stopCommand
-      return new Finished('interrupted', ExitCode.interrupted, `interrupted; asked Ray to stop ${submissionId} but it is still ${last?.status}. Check with: ${this.stopCommand}`)
+      return new Finished('interrupted', ExitCode.interrupted, `interrupted; asked Ray to stop ${submissionId} but it is still ${last?.status ?? 'in a state Ray did not report'}. Check with: ${this.stopCommand}`)
     }
     return new Finished('interrupted', ExitCode.interrupted, `interrupted; job ${submissionId} ${last.status}`)
   }

@@ -6,6 +6,8 @@
  * A case may also succeed (exit 0): those pin what the input policy accepts on purpose.
  */
 
+import type {Hostile} from './servers.js'
+
 export interface Mount {
   /** Folder under {ws} to cover with a private tmpfs. */
   at: string
@@ -18,9 +20,19 @@ export interface Mount {
 export interface BadInput {
   id: string
   args: string[]
-  /** Files written into {ws} first: text, bytes, or a symlink. */
-  files?: Record<string, string | Uint8Array | {link: string}>
+  /** Files written into {ws} first: text, bytes, a symlink, text appended, or a named pipe. */
+  files?: Record<string, string | Uint8Array | {link: string} | {append: string} | {fifo: true}>
   env?: Record<string, string>
+  /** Secrets this case configures (added to the environment): none may reach any output, in any form. */
+  secrets?: Record<string, string>
+  /** What must not appear instead of the secrets' whole values (when only a part is secret). */
+  needles?: string[]
+  /** A hostile service started for the case: {server}, {port}, {elsewhere} in args, env and files. */
+  server?: Hostile
+  /** SIGTERM the command this long after it starts: it must end (and say so) on its own. */
+  sigtermAfterMs?: number
+  /** Lines of output that must appear (after the first line). */
+  mentions?: RegExp[]
   exit: number
   /** The first line of stderr (oclif's " ›   Error: " dropped), or of stdout when stderr is empty. */
   first: RegExp
@@ -48,6 +60,63 @@ const DEEP = `{"seed_id": 1, "user_query": ${'['.repeat(100_000)}${']'.repeat(10
 const INVALID_UTF8 = Uint8Array.from([...Buffer.from('{"seed_id": 1, "user_query": "caf'), 0xc3, 0x28, ...Buffer.from('"}\n')])
 const CAL_ROW = '{"responses_create_params":{"input":[{"role":"user","content":"plan my day"}]},"exp_cal_state":{"1":{"event_id":1}}}'
 const calRow = (extra: string) => `${CAL_ROW.slice(0, -1)},${extra}}`
+
+
+const ENV_SH = `${RECIPE_DIR}/env.sh`
+/** A one-agent Gym config (the calendar's) whose agent key is `key` (YAML text, quoted as needed). */
+const CALENDAR_AGENT_KEYED = (key: string) => `calendar:
+  resources_servers:
+    calendar:
+      entrypoint: app.py
+      domain: agent
+${key}:
+  responses_api_agents:
+    simple_agent:
+      entrypoint: app.py
+      resources_server: {type: resources_servers, name: calendar}
+      model_server: {type: responses_api_models, name: policy_model}
+      datasets:
+      - {name: train, type: train, jsonl_fpath: environments/calendar/data/train.jsonl, license: Apache 2.0}
+`
+const INTERPOLATION_BOMB = ['a0: xxxxxxxxxxxxxxxx', ...Array.from({length: 40}, (_, i) => `a${i + 1}: \${a${i}}\${a${i}}`)].join('\n') + '\n'
+const REFERENCE_CHAIN = ['r0: end', ...Array.from({length: 400}, (_, i) => `r${i + 1}: \${r${i}}`)].join('\n') + '\n'
+const MANY_AGENTS = Array.from({length: 3000}, (_, i) => `agent_${i}:\n  responses_api_agents:\n    simple_agent:\n      entrypoint: app.py\n`).join('')
+
+/** What train --dry-run's pre-flight must say about each hostile dashboard. */
+const RAY_SAYS: Record<string, RegExp> = {
+  redirect: /a redirect to http:\/\/127\.0\.0\.1:\d+\/api\/version, which gymrecipe does not follow/,
+  'redirect-offhost': /a redirect to http:\/\/192\.0\.2\.1:8265\/api\/version, which gymrecipe does not follow/,
+  endless: /more than gymrecipe reads .*byte limit/,
+  'declares-huge': /more than gymrecipe reads .*declares \d+ bytes/,
+  'cut-short': /cut short|closed the connection|connection was reset/,
+  'not-http': /not (?:valid )?HTTP|closed the connection/,
+  'wrong-json': /answered \/api\/version without a ray_version: not a Ray dashboard/,
+  'escape-sequences': /HTTP 500/,
+  'html-error': /HTTP 500/,
+  drips: /no complete answer within \d+ s/,
+}
+const CALL_EXIT: Record<string, number> = {redirect: 1, 'redirect-offhost': 1, endless: 1, 'declares-huge': 1, 'cut-short': 1, 'not-http': 1, 'wrong-json': 0, 'escape-sequences': 1, 'html-error': 1, drips: 1}
+/** The outcome a call run reports for each hostile service (details are in the evidence). */
+const CALL_SAYS: Record<string, RegExp> = {
+  redirect: /2 failed \(http_rejected 2\)/,
+  'redirect-offhost': /2 failed \(http_rejected 2\)/,
+  endless: /2 failed \(transport_failed 2\)/,
+  'declares-huge': /2 failed \(transport_failed 2\)/,
+  'cut-short': /2 failed \(transport_failed 2\)/,
+  'not-http': /2 failed \(transport_failed 2\)/,
+  'wrong-json': /2 rows, 2 completed/,
+  'escape-sequences': /2 failed \(server_failed 2\)/,
+  'html-error': /2 failed \(server_failed 2\)/,
+  drips: /2 failed \(execution_timeout 2\)/,
+}
+const STATUS_SAYS: Record<string, RegExp> = {
+  'readyz-partial': /ready/,
+  endless: /byte limit|did not answer|not answer/,
+  'not-http': /not (?:valid )?HTTP|did not answer|closed/,
+  'escape-sequences': /./,
+  redirect: /redirect/,
+  'cut-short': /cut short|closed|did not answer/,
+}
 
 const GYM_HOST = {GYM_HOST: '127.0.0.1'}
 const NO_DOCKER = {DOCKER_HOST: 'unix:///nonexistent/docker.sock'}
@@ -286,4 +355,109 @@ export const CASES: BadInput[] = [
   {id: 'json-verify-data', args: [...VERIFY_DATA, '--json'], env: DATA('d/{snake}_train.jsonl'), files: {'d/{snake}_train.jsonl': `${calRow('"x":1e400')}\n`}, exit: 4, first: /^E_RUNG_FAILED: the data rung failed: /, mentions: [/"id": "data\.rows",\s+"title": "[^"]+",\s+"status": "fail"/]},
   {id: 'json-logs-docker-unreachable', args: ['logs', '{recipe}', '--relax-root', R, '--json'], env: NO_DOCKER, exit: 3, first: /^E_DOCKER_UNREACHABLE: Docker daemon is not reachable/},
   {id: 'json-doctor', args: ['doctor', '--json'], exit: 0, first: /^\{$/},
+
+  // === Second audit: injection through values
+  {id: 'inj-verify-env-default-runs-command', args: ['verify', '{recipe}', '--relax-root', R], files: {[ENV_SH]: {append: 'export GYM_HOST="${GYM_HOST:-$(touch {ws}/pwned)}"\n'}}, exit: 4, first: /^static rung$/, mentions: [/^ {2}✖ env\.sh holds deployment values only: .*command substitution/m]},
+  {id: 'inj-status-env-default-runs-command', args: ['status', '{recipe}', '--relax-root', R], env: NO_DOCKER, files: {[ENV_SH]: {append: 'export GYM_HOST="${GYM_HOST:-$(touch {ws}/pwned)}"\n'}}, exit: 2, first: /env\.sh:\d+: .*command substitution/},
+  {id: 'inj-handoff-env-default-runs-command', args: ['handoff', '{recipe}', '--relax-root', R], env: NO_DOCKER, files: {[ENV_SH]: {append: 'export GYM_HOST="${GYM_HOST:-$(touch {ws}/pwned)}"\n'}}, exit: 0, first: /hand-off/, mentions: [/env\.sh is not sourced: it holds command substitution/]},
+  {id: 'inj-data-env-backticks', args: VERIFY_DATA, env: DATA('d/{snake}_train.jsonl'), files: {'d/{snake}_train.jsonl': `${CAL_ROW}\n`, [ENV_SH]: {append: 'export GYM_HOST=`touch {ws}/pwned`\n'}}, exit: 4, first: /^static rung$/, mentions: [/backtick/]},
+  {id: 'inj-prepare-env-process-substitution', args: ['prepare', '{recipe}', '--relax-root', R, '--dry-run'], files: {[ENV_SH]: {append: 'export X="$(cat <(touch {ws}/pwned))"\n'}}, exit: 2, first: /env\.sh:\d+: /},
+  {id: 'inj-train-env-arithmetic', args: ['train', '{recipe}', '--relax-root', R, '--dry-run'], env: GYM_HOST, files: {[ENV_SH]: {append: 'export X=$[1+1]\n'}}, exit: 2, first: /env\.sh:\d+: .*arithmetic expansion/},
+  {id: 'inj-start-timeout-subscript', args: ['verify', '{recipe}', '--relax-root', R], files: {[ENV_SH]: {append: "export NEMO_GYM_START_TIMEOUT_S='GATEWAY_PORT[$(touch {ws}/pwned)0]'\n"}}, exit: 4, first: /^static rung$/, mentions: [/✖ env\.sh holds deployment values only: .*command substitution/]},
+  {id: 'inj-env-command-after-assignment', args: ['status', '{recipe}', '--relax-root', R], env: NO_DOCKER, files: {[ENV_SH]: {append: 'GYM_HOST=x; touch {ws}/pwned\n'}}, exit: 2, first: /env\.sh:\d+: .*not a plain NAME=value assignment/},
+  {id: 'inj-env-eval', args: ['status', '{recipe}', '--relax-root', R], env: NO_DOCKER, files: {[ENV_SH]: {append: 'eval "touch {ws}/pwned"\n'}}, exit: 2, first: /env\.sh:\d+: /},
+  {id: 'inj-env-source-other', args: ['status', '{recipe}', '--relax-root', R], env: NO_DOCKER, files: {'other.sh': 'touch {ws}/pwned\n', [ENV_SH]: {append: 'source {ws}/other.sh\n'}}, exit: 2, first: /env\.sh:\d+: /},
+  {id: 'inj-env-expansion-with-pattern', args: ['status', '{recipe}', '--relax-root', R], env: NO_DOCKER, files: {[ENV_SH]: {append: 'export A="${HOME/x/y}"\n'}}, exit: 2, first: /env\.sh:\d+: .*not a plain \$\{NAME\}/},
+  {id: 'inj-env-trusted-runs', args: ['status', '{recipe}', '--relax-root', R], env: {...NO_DOCKER, GYMRECIPE_TRUST_ENV_SH: '1'}, files: {[ENV_SH]: {append: 'touch {ws}/trusted\n'}}, exit: 0, first: /{recipe}/, writes: ['trusted']},
+  {id: 'inj-new-model-command', args: NEW('x', '--model', 'Qwen$(id)', '--model-config', 'qwen3-4B.sh'), exit: 2, first: /^cannot make recipe x: 3 value\(s\) are not allowed:$/, mentions: [/\/training\/model\/name "Qwen\$\(id\)" \(from --model\)/]},
+  {id: 'inj-new-model-slug-separator', args: NEW('x', '--model', 'Qwen3-4B', '--model-slug', 'a;b', '--model-config', 'qwen3-4B.sh'), exit: 2, first: /^cannot make recipe x: /, mentions: [/"a;b" \(from --model-slug/]},
+  {id: 'inj-new-gym-key-command', args: ['new', 'x', '--gym-root', '{ws}/g', '--gym-config', 'c.yaml', '--from', 'calendar', '--relax-root', R], files: {'g/c.yaml': CALENDAR_AGENT_KEYED('"cal$(id)"')}, exit: 2, first: /^cannot make recipe x: 1 value\(s\) are not allowed:$/, mentions: [/\/gym\/agent\/name "cal\$\(id\)" \(from the Gym config c\.yaml\)/]},
+  {id: 'inj-inspect-key-escape-sequence', args: ['inspect', '--gym-root', '{ws}/g', '--gym-config', 'c.yaml'], files: {'g/c.yaml': CALENDAR_AGENT_KEYED('"cal\\e]0;pwned\\a\\e[2J\\rX"')}, exit: 0, first: /^Gym root/, mentions: [/cal\\x1b\]0;pwned\\x07\\x1b\[2J\\rX/]},
+  {id: 'inj-new-gym-key-escape-sequence', args: ['new', 'x', '--gym-root', '{ws}/g', '--gym-config', 'c.yaml', '--from', 'calendar', '--relax-root', R], files: {'g/c.yaml': CALENDAR_AGENT_KEYED('"cal\\e[2J"')}, exit: 2, first: /^cannot make recipe x: /, mentions: [/cal\\u001b\[2J/]},
+  {id: 'inj-pitfall-escape-sequence', args: ['pitfall', 'add', '{recipe}', '--relax-root', R, '--symptom', 'a\u001b[2Jb', '--cause', 'y', '--fix', 'z'], exit: 2, first: /the symptom holds a control character/},
+  {id: 'inj-pitfall-carriage-return', args: ['pitfall', 'add', '{recipe}', '--relax-root', R, '--symptom', 'real\rfake', '--cause', 'y', '--fix', 'z'], exit: 2, first: /the symptom must be one line/},
+  {id: 'inj-rows-shell-text-is-data', args: BUILD('{ws}/r.jsonl'), files: {'r.jsonl': '{"seed_id": 1, "user_query": "$(touch {ws}/pwned) `id`", "system_prompt": "s", "tools_json": "[]", "reference_plan": {"is_valid": true, "tool_calls": []}}\n'}, exit: 0, first: /^Wrote 1 scenario bundle to/, writes: ['out.jsonl']},
+  {id: 'inj-call-endpoint-command', args: CALL('{ws}/call-rows.jsonl', '{ws}/c.yaml'), files: {'c.yaml': 'name: v\nendpoint: "http://$(id):9"\nroute: /verify\nrow_id_column: id\n'}, exit: 2, first: /c\.yaml:\d+: invalid call resource config:$/, mentions: [/endpoint/]},
+  {id: 'inj-status-recipe-id-command', args: ['status', '$(touch pwned)', '--relax-root', R], exit: 2, first: /recipe id/},
+  {id: 'inj-ray-headers-non-string', args: ['train', '{recipe}', '--relax-root', R, '--dry-run'], env: {...GYM_HOST, RAY_JOB_HEADERS: '{"X-Api-Key": {"nested": 1}}'}, exit: 2, first: /RAY_JOB_HEADERS/},
+  {id: 'inj-dashboard-port-subscript', args: ['train', '{recipe}', '--relax-root', R, '--dry-run'], env: {...GYM_HOST, RAY_DASHBOARD_ADDRESS: '', RAY_ADDRESS: '', RAY_DASHBOARD_PORT: 'A[$(touch {ws}/pwned)0]'}, exit: 2, first: /RAY_DASHBOARD_PORT/},
+
+  // === Second audit: secrets
+  {id: 'secret-dashboard-userinfo-odd-characters', args: ['train', '{recipe}', '--relax-root', R, '--dry-run', '--json'], env: GYM_HOST, secrets: {RAY_DASHBOARD_ADDRESS: 'http://ops:p@ss/w"rdX9@127.0.0.1:9'}, needles: ['p@ss/w"rdX9', 'w"rdX9', 'w%22rdX9'], exit: 3, first: /^E_TRAIN_PREFLIGHT_FAILED: /},
+  {id: 'secret-dashboard-userinfo-odd-characters-text', args: ['train', '{recipe}', '--relax-root', R, '--dry-run'], env: GYM_HOST, secrets: {RAY_DASHBOARD_ADDRESS: 'http://ops:p@ss/w"rdX9@127.0.0.1:9'}, needles: ['p@ss/w"rdX9', 'w"rdX9', 'w%22rdX9'], exit: 3, first: /^Pre-flight for {recipe} /},
+  {id: 'secret-dashboard-query-token', args: ['train', '{recipe}', '--relax-root', R, '--dry-run', '--json'], env: GYM_HOST, secrets: {RAY_DASHBOARD_ADDRESS: 'http://127.0.0.1:9/?token=qtokPlanted42&x=1'}, needles: ['qtokPlanted42'], exit: 3, first: /^E_TRAIN_PREFLIGHT_FAILED: /},
+  {id: 'secret-ray-address-userinfo', args: ['train', '{recipe}', '--relax-root', R, '--dry-run'], env: {...GYM_HOST, RAY_DASHBOARD_ADDRESS: ''}, secrets: {RAY_ADDRESS: 'http://u:rayAddrPw77@127.0.0.1:9'}, needles: ['rayAddrPw77'], exit: 3, first: /^Pre-flight for {recipe} /},
+  {id: 'secret-api-server-userinfo', args: ['train', '{recipe}', '--relax-root', R, '--dry-run', '--json'], env: GYM_HOST, secrets: {RAY_API_SERVER_ADDRESS: 'http://u:apiSrvPw88@127.0.0.1:9'}, needles: ['apiSrvPw88'], exit: 3, first: /^E_TRAIN_PREFLIGHT_FAILED: /},
+  {id: 'secret-lowercase-token-in-data-path', args: VERIFY_DATA, env: DATA('onlylowercasetokenx/{snake}_train.jsonl'), secrets: {HF_TOKEN: 'onlylowercasetokenx'}, exit: 4, first: /^static rung$/, mentions: [/<redacted>\/corpus_\w+_train\.jsonl does not exist/]},
+  {id: 'secret-short-token-in-data-path', args: VERIFY_DATA, env: DATA('q9x7/{snake}_train.jsonl'), secrets: {SESSION_COOKIE: 'q9x7'}, exit: 4, first: /^static rung$/},
+  {id: 'secret-marked-variable-in-data-path', args: VERIFY_DATA, env: {...DATA('judgeCredZ5/{snake}_train.jsonl'), GYMRECIPE_SECRET_VARS: 'MY_JUDGE_CRED'}, secrets: {MY_JUDGE_CRED: 'judgeCredZ5'}, exit: 4, first: /^static rung$/},
+  {id: 'secret-token-in-data-path-json', args: [...VERIFY_DATA, '--json'], env: DATA('hfPathTok33/{snake}_train.jsonl'), secrets: {HF_TOKEN: 'hfPathTok33'}, exit: 4, first: /^E_RUNG_FAILED: /},
+  {id: 'secret-token-in-data-path-handoff', args: ['handoff', '{recipe}', '--relax-root', R, '--write'], env: {...NO_DOCKER, NEMO_GYM_SOURCE_DATA: '{ws}/hoTok44xyz/{snake}_train.jsonl'}, secrets: {HF_TOKEN: 'hoTok44xyz'}, exit: 0, first: /hand-off/, writes: [`${RECIPE_DIR}/README.md`]},
+  {id: 'secret-inline-bearer-in-env-sh', args: ['verify', '{recipe}', '--relax-root', R], files: {[ENV_SH]: {append: 'curl -H "Authorization: Bearer inlineBearer55x" http://x\n'}}, needles: ['inlineBearer55x'], exit: 4, first: /^static rung$/, mentions: [/Authorization: Bearer <redacted>/]},
+  {id: 'secret-inline-bearer-in-env-sh-json', args: ['verify', '{recipe}', '--relax-root', R, '--json'], files: {[ENV_SH]: {append: 'curl -H "Authorization: Bearer inlineBearer55x" http://x\n'}}, needles: ['inlineBearer55x'], exit: 4, first: /^E_RUNG_FAILED: /},
+  {id: 'secret-inline-key-assignment-in-env-sh', args: ['status', '{recipe}', '--relax-root', R], env: NO_DOCKER, files: {[ENV_SH]: {append: 'export MY_API_KEY=inlineKey66y; echo\n'}}, needles: ['inlineKey66y'], exit: 2, first: /env\.sh:\d+: /},
+  {id: 'secret-call-token-echoed-encoded', args: CALL('{ws}/call-rows.jsonl', '{ws}/c.yaml'), server: 'echoes-credentials', files: {'c.yaml': 'name: verdict\nendpoint: "{server}"\nroute: /verify\nrow_id_column: id\nrequest_columns: {question: q}\nbearer_token_env: CALL_BEARER\n'}, secrets: {CALL_BEARER: 'callBearerQ1w2e3r4'}, exit: 0, first: /./, writes: ['out.jsonl', 'evidence']},
+  {id: 'secret-call-token-in-error-page', args: CALL('{ws}/call-rows.jsonl', '{ws}/c.yaml'), server: 'html-error', files: {'c.yaml': 'name: verdict\nendpoint: "{server}"\nroute: /verify\nrow_id_column: id\nrequest_columns: {question: q}\nbearer_token_env: CALL_BEARER\n'}, secrets: {CALL_BEARER: 'callBearerQ1w2e3r4'}, exit: 1, first: /server_failed 2/, writes: ['out.jsonl', 'evidence']},
+  {id: 'secret-call-short-cookie', args: CALL('{ws}/call-rows.jsonl', '{ws}/c.yaml'), server: 'sets-short-cookie', files: {'c.yaml': 'name: verdict\nendpoint: "{server}"\nroute: /verify\nrow_id_column: id\nrequest_columns: {question: q}\nmax_parallel_requests: 1\n'}, needles: ['q7w2e'], exit: 0, first: /./, writes: ['out.jsonl', 'evidence']},
+  {id: 'secret-ray-key-in-error-page', args: ['train', '{recipe}', '--relax-root', R, '--dry-run'], env: {...GYM_HOST, RAY_DASHBOARD_ADDRESS: '{server}'}, server: 'html-error', secrets: {RAY_JOB_HEADERS: '{"X-Api-Key": "rayKeyInPage99"}'}, needles: ['rayKeyInPage99'], exit: 3, first: /^Pre-flight for {recipe} /},
+  {id: 'secret-ray-token-in-error-page', args: ['train', '{recipe}', '--relax-root', R, '--dry-run', '--json'], env: {...GYM_HOST, RAY_DASHBOARD_ADDRESS: '{server}', RAY_AUTH_MODE: 'token'}, server: 'html-error', secrets: {RAY_AUTH_TOKEN: 'lowercaseraytokenonly'}, exit: 3, first: /^E_TRAIN_PREFLIGHT_FAILED: /},
+  {id: 'secret-doctor-json', args: ['doctor', '--json'], secrets: {AWS_SECRET_ACCESS_KEY: 'awsSecretZZ11', GITHUB_TOKEN: 'ghp_plantedGh1234'}, exit: 0, first: /^\{$/},
+  {id: 'secret-status-json', args: ['status', '{recipe}', '--relax-root', R, '--json'], env: NO_DOCKER, secrets: {WANDB_API_KEY: 'wandbStatusKey12'}, exit: 0, first: /^\{$/},
+
+  // === Second audit: hostile servers
+  ...(['redirect', 'redirect-offhost', 'endless', 'declares-huge', 'cut-short', 'not-http', 'wrong-json', 'escape-sequences', 'html-error', 'drips'] as const).flatMap((server): BadInput[] => [
+    {id: `server-ray-${server}`, args: ['train', '{recipe}', '--relax-root', R, '--dry-run'], env: {...GYM_HOST, RAY_DASHBOARD_ADDRESS: 'http://corpususer:PlantedPw4242@127.0.0.1:{port}'}, server, exit: 3, first: /^Pre-flight for {recipe} /, mentions: [RAY_SAYS[server]]},
+    {id: `server-call-${server}`, args: CALL('{ws}/call-rows.jsonl', '{ws}/c.yaml'), server, files: {'c.yaml': 'name: verdict\nendpoint: "{server}"\nroute: /verify\nrow_id_column: id\nrequest_columns: {question: q}\ntimeout: 3\n'}, secrets: {CALL_BEARER: 'callBearerQ1w2e3r4'}, exit: CALL_EXIT[server], first: /./, mentions: [CALL_SAYS[server]], writes: ['out.jsonl', 'evidence']},
+  ]),
+  ...(['readyz-partial', 'endless', 'not-http', 'escape-sequences', 'redirect', 'cut-short'] as const).map((server): BadInput => ({id: `server-status-gateway-${server}`, args: ['status', '{recipe}', '--relax-root', R], env: {...NO_DOCKER, GYM_HOST: '127.0.0.1', NEMO_GYM_GATEWAY_PORT: '{port}'}, server, exit: 0, first: /{recipe}/, mentions: [STATUS_SAYS[server]]})),
+  {id: 'server-ray-stalls', args: ['train', '{recipe}', '--relax-root', R, '--dry-run'], env: {...GYM_HOST, RAY_DASHBOARD_ADDRESS: '{server}'}, server: 'stalls', exit: 3, first: /^Pre-flight for {recipe} /, mentions: [/no complete answer within \d+ s/]},
+  {id: 'server-call-stalls-sigterm', args: CALL('{ws}/call-rows.jsonl', '{ws}/c.yaml'), server: 'stalls', sigtermAfterMs: 3000, files: {'c.yaml': 'name: verdict\nendpoint: "{server}"\nroute: /verify\nrow_id_column: id\nrequest_columns: {question: q}\n'}, exit: 130, first: /./, writes: ['out.jsonl', 'evidence']},
+
+  // === Second audit: crash consistency and concurrency
+  {id: 'crash-export-fifo-no-reader-sigterm', args: ['tasks', 'export', '{ws}/bundles.jsonl', '-o', '{ws}/out.fifo'], files: {'out.fifo': {fifo: true}}, sigtermAfterMs: 2000, exit: 130, first: /^interrupted \(SIGTERM\)/},
+  {id: 'crash-build-fifo-no-reader-sigterm', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/spec.yaml', '-o', '{ws}/out.fifo'], files: {'out.fifo': {fifo: true}}, sigtermAfterMs: 2000, exit: 130, first: /^interrupted \(SIGTERM\)/},
+  {id: 'crash-ingest-fifo-no-reader-sigterm', args: ['rollouts', 'ingest', '--tasks', '{ws}/tasks.jsonl', '--rollouts', '{ws}/rollouts.jsonl', '-o', '{ws}/out.fifo'], files: {'out.fifo': {fifo: true}}, sigtermAfterMs: 2000, exit: 130, first: /^interrupted \(SIGTERM\)/},
+  {id: 'fs-rows-is-fifo', args: BUILD('{ws}/in.fifo'), files: {'in.fifo': {fifo: true}}, exit: 2, first: /in\.fifo is a pipe, not a JSONL file/},
+  {id: 'crash-call-lock-from-dead-process', args: CALL(), files: {'evidence/.gymrecipe.lock': '{"pid":2147483646,"host":"{host}","since":"2026-12-01T00:00:00Z","processStart":"1","what":"gymrecipe resource call"}\n'}, exit: 1, first: /^call resource verdict: 2 rows, 0 completed, 2 failed/, writes: ['out.jsonl', 'evidence']},
+  {id: 'crash-call-lock-garbage', args: CALL(), files: {'evidence/.gymrecipe.lock': '\u0000\u0001not json'}, exit: 3, first: /evidence is in use/},
+  {id: 'crash-stale-temporary-ignored', args: BUILD(), files: {'.out.jsonl.4242.deadbeef.tmp': 'half a file'}, exit: 0, first: /^Wrote 1 scenario bundle to/, writes: ['out.jsonl']},
+  {id: 'crash-output-replaced-whole', args: BUILD(), files: {'out.jsonl': '{"half": '}, exit: 0, first: /^Wrote 1 scenario bundle to/, writes: ['out.jsonl']},
+  {id: 'crash-recipe-yaml-truncated', args: ['status', '{recipe}', '--relax-root', R], files: {[`${RECIPE_DIR}/recipe.yaml`]: 'schema_version: 1\nid: {recipe}\narchetype: simple-agent\ndescrip'}, exit: 2, first: /recipe\.yaml/},
+  {id: 'crash-ladder-state-garbage', args: ['status', '{recipe}', '--relax-root', R], env: NO_DOCKER, files: {'.state/gymrecipe/ladder.json': '{"rungs": '}, exit: 0, first: /{recipe}/},
+  {id: 'crash-update-base-mismatch', args: NEW('{recipe}', '--update', '--port-base', '21000'), files: {[`${RECIPE_DIR}/.gymrecipe/last-generated/env.sh`]: '# not what was generated\n'}, exit: 3, first: /{recipe}/, mentions: [/does not match the hash recorded in recipe\.yaml/, /conflict/], writes: [RECIPE_DIR]},
+  {id: 'crash-call-resume-without-evidence', args: CALL('{ws}/call-rows.jsonl', '{ws}/call.yaml', '--resume'), exit: 1, first: /^call resource verdict: 2 rows, 0 completed, 2 failed/, writes: ['out.jsonl', 'evidence']},
+
+  // === Second audit: file-system oddities
+  {id: 'fs-env-sh-is-fifo', args: ['status', '{recipe}', '--relax-root', R], files: {[ENV_SH]: {fifo: true}}, exit: 2, first: /env\.sh: env\.sh is a pipe \(FIFO\), not a file$/},
+  {id: 'fs-recipe-yaml-is-fifo', args: ['verify', '{recipe}', '--relax-root', R], files: {[`${RECIPE_DIR}/recipe.yaml`]: {fifo: true}}, exit: 2, first: /recipe\.yaml: recipe\.yaml is a pipe \(FIFO\), not a file$/},
+  {id: 'fs-recipe-yaml-dev-zero', args: ['status', '{recipe}', '--relax-root', R], files: {[`${RECIPE_DIR}/recipe.yaml`]: {link: '/dev/zero'}}, exit: 2, first: /recipe\.yaml: recipe\.yaml is a device, not a file$/},
+  {id: 'fs-env-sh-is-folder', args: ['status', '{recipe}', '--relax-root', R], files: {[ENV_SH]: {link: '.gymrecipe'}}, exit: 2, first: /env\.sh: env\.sh is a folder, not a file$/},
+  {id: 'fs-recipe-yaml-oversized', args: ['status', '{recipe}', '--relax-root', R], files: {[`${RECIPE_DIR}/recipe.yaml`]: `# ${'x'.repeat(5 << 20)}\n`}, exit: 2, first: /recipe\.yaml: recipe\.yaml is \d+ bytes, over the 4194304-byte limit for it$/},
+  {id: 'fs-env-sh-nul', args: ['status', '{recipe}', '--relax-root', R], files: {[ENV_SH]: 'export GYM_HOST=a\u0000b\n'}, exit: 2, first: /env\.sh:1: .*NUL/},
+  {id: 'fs-recipe-yaml-invalid-utf8', args: ['status', '{recipe}', '--relax-root', R], files: {[`${RECIPE_DIR}/recipe.yaml`]: Uint8Array.from([...Buffer.from('id: caf'), 0xc3, 0x28, 0x0a])}, exit: 2, first: /recipe\.yaml:1: .*not valid UTF-8/},
+  {id: 'fs-call-config-is-fifo', args: CALL('{ws}/call-rows.jsonl', '{ws}/c.yaml'), files: {'c.yaml': {fifo: true}}, exit: 2, first: /c\.yaml: the call config is a pipe \(FIFO\), not a file$/},
+  {id: 'fs-task-spec-is-fifo', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/s.yaml', '-o', '{ws}/out.jsonl'], files: {'s.yaml': {fifo: true}}, exit: 2, first: /s\.yaml: the task spec is a pipe \(FIFO\), not a file$/},
+  {id: 'fs-verifier-file-is-fifo', args: NEW('x', '--verifier', '{ws}/v.yaml'), files: {'v.yaml': {fifo: true}}, exit: 2, first: /^Error: Parsing --verifier/, mentions: [/v\.yaml exists but is not a file/]},
+  {id: 'fs-call-config-oversized', args: CALL('{ws}/call-rows.jsonl', '{ws}/c.yaml'), files: {'c.yaml': `# ${'x'.repeat(5 << 20)}\nname: v\n`}, exit: 2, first: /c\.yaml: the call config is \d+ bytes, over the 4194304-byte limit for it$/},
+  {id: 'fs-call-evidence-read-only', args: ['call', 'resource', '{ws}/call-rows.jsonl', '--config', '{ws}/call.yaml', '-o', '{ws}/out.jsonl', '-e', '{ws}/ro/evidence'], mounts: [{at: 'ro', size: '1m', readOnly: true}], exit: 1, first: /ro\/evidence.*read-only file system \(EROFS\)/},
+  {id: 'fs-output-name-with-newline', args: ['tasks', 'build', '{ws}/rows.jsonl', '--spec', '{ws}/spec.yaml', '-o', '{ws}/odd\nname.jsonl'], exit: 0, first: /^Wrote 1 scenario bundle to/, writes: ['odd\nname.jsonl']},
+  {id: 'fs-output-symlink-hint-without-flag', args: ['pitfall', 'add', '{recipe}', '--relax-root', R, '--symptom', 'a', '--cause', 'y', '--fix', 'z'], files: {'elsewhere.md': '# x\n', [`${RECIPE_DIR}/PITFAIL.md`]: {link: '../../../../../elsewhere.md'}}, exit: 2, first: /PITFAIL\.md is a symbolic link/, mentions: [/Pass the file itself \(\S+elsewhere\.md\)/]},
+  {id: 'fs-rows-proc-file', args: BUILD('/proc/self/status'), exit: 2, first: /^\/proc\/self\/status:1: invalid JSON/},
+
+  // === Second audit: adversarial Gym configs
+  {id: 'gym-config-nul', args: ['inspect', '--gym-root', '{ws}/g', '--gym-config', 'c.yaml'], files: {'g/c.yaml': 'a:\n  b: "x\u0000y"\n'}, exit: 2, first: /c\.yaml:2: .*NUL/},
+  {id: 'gym-config-invalid-utf8', args: ['inspect', '--gym-root', '{ws}/g', '--gym-config', 'c.yaml'], files: {'g/c.yaml': Uint8Array.from([...Buffer.from('a:\n  b: caf'), 0xc3, 0x28, 0x0a])}, exit: 2, first: /c\.yaml:2: .*not valid UTF-8/},
+  {id: 'gym-config-oversized', args: ['inspect', '--gym-root', '{ws}/g', '--gym-config', 'c.yaml'], files: {'g/c.yaml': `# ${'x'.repeat(2 << 20)}\na: 1\n`}, exit: 2, first: /c\.yaml: the Gym config is \d+ bytes, over the 1048576-byte limit for it$/},
+  {id: 'gym-config-self-alias', args: ['inspect', '--gym-root', '{ws}/g', '--gym-config', 'c.yaml'], files: {'g/c.yaml': 'a: &x [*x]\n'}, exit: 2, first: /c\.yaml/},
+  {id: 'gym-config-interpolation-bomb', args: ['inspect', '--gym-root', '{ws}/g', '--gym-config', 'c.yaml'], files: {'g/c.yaml': INTERPOLATION_BOMB}, exit: 2, first: /c\.yaml|interpolation/},
+  {id: 'gym-config-reference-chain', args: ['inspect', '--gym-root', '{ws}/g', '--gym-config', 'c.yaml'], files: {'g/c.yaml': REFERENCE_CHAIN}, exit: 0, first: /^Gym root/},
+  {id: 'gym-config-duplicate-key', args: ['inspect', '--gym-root', '{ws}/g', '--gym-config', 'c.yaml'], files: {'g/c.yaml': 'a: 1\nb: 2\na: 3\n'}, exit: 2, first: /c\.yaml:3: /},
+  {id: 'gym-config-deep-nesting', args: ['inspect', '--gym-root', '{ws}/g', '--gym-config', 'c.yaml'], files: {'g/c.yaml': `${'['.repeat(20_000)}${']'.repeat(20_000)}\n`}, exit: 2, first: /c\.yaml/},
+  {id: 'gym-config-is-fifo', args: ['inspect', '--gym-root', '{ws}/g', '--gym-config', 'c.yaml'], files: {'g/c.yaml': {fifo: true}}, exit: 2, first: /c\.yaml: the Gym config is a pipe \(FIFO\), not a file$/},
+  {id: 'gym-config-include-fifo', args: ['inspect', '--gym-root', '{ws}/g', '--gym-config', 'c.yaml'], files: {'g/c.yaml': 'config_paths: [inc.yaml]\n', 'g/inc.yaml': {fifo: true}}, exit: 2, first: /inc\.yaml/},
+  {id: 'gym-config-many-agents', args: ['new', 'x', '--gym-root', '{ws}/g', '--gym-config', 'c.yaml', '--from', 'calendar', '--relax-root', R], files: {'g/c.yaml': MANY_AGENTS}, exit: 2, first: /agent/},
+  {id: 'gym-config-dataset-escapes-root', args: ['new', 'x', '--gym-root', '{ws}/g', '--gym-config', 'c.yaml', '--from', 'calendar', '--relax-root', R], files: {'g/c.yaml': CALENDAR_AGENT_KEYED('cal').replace('environments/calendar/data/train.jsonl', '../../../../etc/passwd')}, exit: 2, first: /^dataset train has jsonl_fpath "\.\.\/\.\.\/\.\.\/\.\.\/etc\/passwd", which points outside the Gym root$/},
+  {id: 'gym-config-key-with-newline', args: ['inspect', '--gym-root', '{ws}/g', '--gym-config', 'c.yaml'], files: {'g/c.yaml': CALENDAR_AGENT_KEYED('"cal\\nfake line"')}, exit: 0, first: /^Gym root/, mentions: [/^ {2}cal\\nfake line {2}type: simple_agent$/m]},
+  {id: 'gym-config-list-root', args: ['new', 'x', '--gym-root', '{ws}/g', '--gym-config', 'c.yaml', '--relax-root', R], files: {'g/c.yaml': '- a\n- b\n'}, exit: 2, first: /c\.yaml/},
+  {id: 'gym-config-binary', args: ['inspect', '--gym-root', '{ws}/g', '--gym-config', 'c.yaml'], files: {'g/c.yaml': Uint8Array.from(Array.from({length: 4096}, (_, i) => (i * 7919) % 256))}, exit: 2, first: /c\.yaml/},
 ]

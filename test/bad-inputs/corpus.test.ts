@@ -8,6 +8,7 @@
 import {execa} from 'execa'
 import {randomBytes} from 'node:crypto'
 import {appendFile, mkdir, readFile, rm, symlink, writeFile} from 'node:fs/promises'
+import os from 'node:os'
 import path from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
@@ -17,7 +18,8 @@ import {camelCaseKeys, repoRoot, snapshotRoot} from '../helpers/cli.js'
 import {docker, dockerUnavailableReason} from '../helpers/docker.js'
 import {type BadInput, CASES, type Mount} from './cases.js'
 import {schemaProblems} from './schemas.js'
-import {buildTemplate, copyTemplate, isCharacterDevice, PLANTED, PLANTED_NEEDLES, processesWithMarker, snapshot, type Template, touchedText, undeclaredChanges} from './workspace.js'
+import {type Running, startHostile} from './servers.js'
+import {buildTemplate, needleForms, copyTemplate, isCharacterDevice, PLANTED, PLANTED_NEEDLES, processesWithMarker, snapshot, type Template, touchedText, undeclaredChanges} from './workspace.js'
 
 const recipe = `corpus-${randomBytes(3).toString('hex')}`
 const dockerHere = (await dockerUnavailableReason()) === undefined
@@ -31,16 +33,20 @@ afterAll(async () => {
   await rm(template.dir, {recursive: true, force: true})
 })
 
-const fill = (text: string, ws: string) => text.replaceAll('{ws}', ws).replaceAll('{gym}', snapshotRoot).replaceAll('{recipe}', recipe).replaceAll('{snake}', recipe.replaceAll('-', '_'))
+const fill = (text: string, ws: string, server?: Running) => {
+  const out = text.replaceAll('{ws}', ws).replaceAll('{gym}', snapshotRoot).replaceAll('{recipe}', recipe).replaceAll('{snake}', recipe.replaceAll('-', '_')).replaceAll('{host}', os.hostname())
+  return server ? out.replaceAll('{server}', server.url).replaceAll('{port}', String(server.port)).replaceAll('{elsewhere}', server.elsewhere) : out
+}
 
-async function plant(ws: string, c: BadInput): Promise<void> {
+async function plant(ws: string, c: BadInput, server?: Running): Promise<void> {
   for (const [rel, content] of Object.entries(c.files ?? {})) {
     const p = path.join(ws, fill(rel, ws))
     await mkdir(path.dirname(p), {recursive: true})
     if (!(typeof content === 'object' && 'append' in content)) await rm(p, {force: true, recursive: true})
     if (typeof content === 'object' && 'link' in content) await symlink(content.link, p)
-    else if (typeof content === 'object' && 'append' in content) await appendFile(p, content.append)
-    else await writeFile(p, content)
+    else if (typeof content === 'object' && 'append' in content) await appendFile(p, fill(content.append, ws, server))
+    else if (typeof content === 'object' && 'fifo' in content) await execa('mkfifo', [p])
+    else await writeFile(p, typeof content === 'string' ? fill(content, ws, server) : content)
   }
   for (const m of c.mounts ?? []) await mkdir(path.join(ws, m.at), {recursive: true})
 }
@@ -79,6 +85,8 @@ function firstLine(stdout: string, stderr: string): string {
 }
 
 interface Outcome {
+  /** Requests that reached the listener a redirect pointed at. */
+  elsewhereHits: number
   exit: number
   first: string
   stdout: string
@@ -92,14 +100,19 @@ interface Outcome {
 
 async function run(c: BadInput): Promise<Outcome> {
   const ws = await copyTemplate(template, c.id)
+  const server = c.server ? await startHostile(c.server) : undefined
   try {
-    await plant(ws, c)
+    await plant(ws, c, server)
     const before = await snapshot(ws)
     const marker = `corpus-${c.id}-${randomBytes(4).toString('hex')}`
-    const env = {NO_COLOR: '1', PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: path.join(ws, 'home'), ...(process.env.DOCKER_HOST ? {DOCKER_HOST: process.env.DOCKER_HOST} : {}), ...PLANTED, GYMRECIPE_CORPUS_CASE: marker, XDG_STATE_HOME: path.join(ws, '.state'), ...Object.fromEntries(Object.entries(c.env ?? {}).map(([k, v]) => [k, fill(v, ws)]))}
-    const cli = [process.execPath, path.join(repoRoot, 'bin/run.js'), ...c.args.map((a) => fill(a, ws))]
+    const env = {NO_COLOR: '1', PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: path.join(ws, 'home'), ...(process.env.DOCKER_HOST ? {DOCKER_HOST: process.env.DOCKER_HOST} : {}), ...PLANTED, ...c.secrets, GYMRECIPE_CORPUS_CASE: marker, XDG_STATE_HOME: path.join(ws, '.state'), ...Object.fromEntries(Object.entries(c.env ?? {}).map(([k, v]) => [k, fill(v, ws, server)]))}
+    const cli = [process.execPath, path.join(repoRoot, 'bin/run.js'), ...c.args.map((a) => fill(a, ws, server))]
     const [file, ...args] = c.mounts ? ['unshare', ...(process.getuid?.() === 0 ? [] : ['-r']), '-m', 'sh', '-c', mountScript(ws, c.mounts), 'sh', ...cli] : cli
-    const result = await execa(file, args, {reject: false, cwd: ws, env, extendEnv: false, timeout: 120_000, stripFinalNewline: false, maxBuffer: 256 << 20, input: ''})
+    // A command that does not end within the timeout is killed (SIGKILL): its exit is then not the expected one.
+    const subprocess = execa(file, args, {reject: false, cwd: ws, env, extendEnv: false, timeout: 120_000, stripFinalNewline: false, maxBuffer: 256 << 20, input: ''})
+    const term = c.sigtermAfterMs === undefined ? undefined : setTimeout(() => subprocess.kill('SIGTERM'), c.sigtermAfterMs)
+    const result = await subprocess
+    clearTimeout(term)
     const stdout = String(result.stdout)
     const stderr = String(result.stderr)
     const first = firstLine(stdout, stderr)
@@ -112,6 +125,7 @@ async function run(c: BadInput): Promise<Outcome> {
     const devices = []
     for (const d of c.devices ?? []) if (!(await isCharacterDevice(d))) devices.push(d)
     return {
+      elsewhereHits: server?.elsewhereHits() ?? 0,
       exit: result.exitCode ?? -1,
       first,
       stdout,
@@ -123,6 +137,7 @@ async function run(c: BadInput): Promise<Outcome> {
       devices,
     }
   } finally {
+    await server?.close()
     await rm(ws, {recursive: true, force: true})
   }
 }
@@ -157,10 +172,13 @@ describe.concurrent('bad-input corpus', () => {
     expect(o.devices).toEqual([])
     expect(o.processes).toEqual([])
     expect(o.containers).toEqual([])
-    // Nothing leaked.
-    for (const needle of PLANTED_NEEDLES) {
-      expect(o.stdout.includes(needle) || o.stderr.includes(needle), `${needle} in the output`).toBe(false)
-      expect(o.written.includes(needle), `${needle} in a written file`).toBe(false)
+    // Nothing leaked, in any form a service or a log may echo it; no redirect was followed.
+    expect(o.elsewhereHits, 'requests that followed a redirect').toBe(0)
+    for (const needle of [...PLANTED_NEEDLES, ...(c.needles ?? Object.values(c.secrets ?? {}))]) {
+      for (const form of needleForms(needle)) {
+        expect(o.stdout.includes(form) || o.stderr.includes(form), `${needle} (as ${form}) in the output`).toBe(false)
+        expect(o.written.includes(form), `${needle} (as ${form}) in a written file`).toBe(false)
+      }
     }
   }, 180_000)
 })

@@ -25,6 +25,20 @@ export const PLANTED = {
 }
 export const PLANTED_NEEDLES = ['PlantedToken123456', 'PlantedKey987654', 'PlantedBearer5555', 'PlantedPw4242', 'PlantedOpenAI31337']
 
+/**
+ * A secret as it may be echoed: as written, JSON-\\u-escaped, percent-encoded, and the base64
+ * text it produces at each alignment inside a longer encoded string.
+ */
+export function needleForms(needle: string): string[] {
+  const forms = new Set([needle, encodeURIComponent(needle), [...needle].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')])
+  const bytes = Buffer.from(needle)
+  for (let skip = 0; skip < 3; skip++) {
+    const whole = bytes.subarray(skip, skip + Math.floor((bytes.length - skip) / 3) * 3)
+    if (whole.length >= 9) forms.add(whole.toString('base64'))
+  }
+  return [...forms]
+}
+
 export interface Template {
   dir: string
   recipe: string

@@ -4,6 +4,11 @@ const NONE = '-'
 
 /** The graph as indented text for people: files, resources servers, agents with datasets, models, problems. */
 export function renderGraph(graph: GymGraph, gymRoot: string): string[] {
+  // A config key or value may hold a line break: shown as \n, it cannot pass for a line of its own.
+  return renderLines(graph, gymRoot).map((line) => line.replaceAll('\n', '\\n'))
+}
+
+function renderLines(graph: GymGraph, gymRoot: string): string[] {
   return [
     `Gym root  ${gymRoot}`,
     ...graph.files.map((file, index) => `${index === 0 ? 'Files    ' : '         '} ${file}`),

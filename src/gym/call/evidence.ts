@@ -3,7 +3,7 @@ import path from 'node:path'
 
 import {codeOf, GymError, messageOf, ExitCode} from '../../errors.js'
 import {type DirLock, lockDirectory} from '../../runtime/dir-lock.js'
-import {BackgroundSync, writeFileAtomic} from '../../runtime/fs.js'
+import {BackgroundSync, createFolders, writeFileAtomic} from '../../runtime/fs.js'
 import {LineReader} from '../jsonl-reader.js'
 import type {AttemptWriter} from './lifecycle.js'
 
@@ -82,13 +82,14 @@ export class EvidenceDir implements AttemptWriter {
     resume: boolean,
     onRecorded?: (columns: Record<string, unknown>) => void,
   ): Promise<{evidence: EvidenceDir; previous: RecordedRows; resumedFromJournal: boolean}> {
+    // The system's own error (read-only file system, no permission, no space) names the folder.
+    await createFolders(dir)
     try {
-      await fsp.mkdir(dir, {recursive: true})
       await fsp.access(dir, constants.W_OK)
     } catch (error) {
-      throw new GymError(`evidence directory ${dir} cannot be created or written (${codeOf(error) ?? messageOf(error)})`, {
+      throw new GymError(`evidence directory ${dir} cannot be written (${codeOf(error) ?? messageOf(error)})`, {
         code: 'E_CALL_EVIDENCE_UNWRITABLE',
-        exit: ExitCode.usage,
+        exit: ExitCode.failure,
         hint: 'pass an --evidence-dir on a writable filesystem',
         location: {file: dir},
       })

@@ -16,7 +16,7 @@ import path from 'node:path'
 
 import {trainingLogName} from '../../contract/endpoints.js'
 import type {RecipeContract} from '../../contract/types.js'
-import {gatewayClient} from '../../runtime/gateway-trials.js'
+import {gatewayClient, trialCounts} from '../../runtime/gateway-trials.js'
 import {normalizeDashboardAddress, rayJobsClientFromEnv} from '../../runtime/ray-jobs.js'
 import {type RecipeRunState, readRunState} from '../../runtime/run-state.js'
 import {scriptEnv, ScratchKey} from '../scratch.js'
@@ -378,7 +378,7 @@ const gatewayClean = needsContract('training.gateway-clean', 'Gateway clean afte
       evidence: ev,
     }]
   }
-  return [{id, title, status: 'pass', message: `active_trials=0 (trials=${ready.body?.trials}, terminal_trials=${ready.body?.terminal_trials})`, evidence: ev}]
+  return [{id, title, status: 'pass', message: `active_trials=0 (${trialCounts(ready.body)})`, evidence: ev}]
 })
 
 const jobState = needsContract('training.job-state', 'Ray job state (never proof on its own)', async (ctx) => {

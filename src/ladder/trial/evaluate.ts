@@ -8,7 +8,7 @@ import {promises as fsp} from 'node:fs'
 
 import type {RecipeContract} from '../../contract/types.js'
 import {readContainerFile} from '../../runtime/container-file.js'
-import {type GatewayClient, httpJson} from '../../runtime/gateway-trials.js'
+import {type GatewayClient, httpJson, trialCounts} from '../../runtime/gateway-trials.js'
 import {objectFields} from '../../runtime/http.js'
 import type {CallbackRecord} from '../../runtime/scripted-model.js'
 import type {NamedResult} from '../types.js'
@@ -167,7 +167,7 @@ export function evaluateHistory(
     problems.unshift(`tool-result history: expected [${expected.join(', ')}], got [${run.history.join(', ')}]${why}`)
   }
   const err = describeError(run)
-  return {id, title, status: 'fail', message: `${problems.join('; ')}${err ? `; trial ${run.snapshot?.status}, ${err}` : ''}`, evidence: evidence(run, {rejected: rejected.length})}
+  return {id, title, status: 'fail', message: `${problems.join('; ')}${err ? `; trial ${run.snapshot?.status ?? 'without a status'}, ${err}` : ''}`, evidence: evidence(run, {rejected: rejected.length})}
 }
 
 export function evaluateToolsOffered(run: TrialRun): NamedResult {
@@ -243,7 +243,7 @@ export function evaluateAbort(run: AbortRun): NamedResult {
     }
   }
   if (run.abort?.status !== 202) {
-    return {id, title, status: 'fail', message: `POST /v1/trials/{id}/abort answered ${run.abort?.status} (expected 202)`, evidence: ev}
+    return {id, title, status: 'fail', message: `POST /v1/trials/{id}/abort answered ${run.abort ? run.abort.status : 'nothing'} (expected 202)`, evidence: ev}
   }
   if (status === 'aborted' && code === 'aborted') {
     return {id, title, status: 'pass', message: `aborted mid-flight at callback ${run.heldAt}; the Gateway's cleanup probe confirmed {"clean": true} (status aborted, error code aborted)`, evidence: ev}
@@ -297,7 +297,7 @@ export async function evaluateGatewayClean(gateway: GatewayClient, before: numbe
   if (ready.status === 0 || typeof active !== 'number') {
     return [{id, title, status: 'fail', message: `/readyz did not answer after the trial (${ready.status === 0 ? ready.error : `HTTP ${ready.status}`})`, evidence: ev}]
   }
-  if (active === 0) return [{id, title, status: 'pass', message: `active_trials=0 (trials=${ready.body?.trials}, terminal_trials=${ready.body?.terminal_trials})`, evidence: ev}]
+  if (active === 0) return [{id, title, status: 'pass', message: `active_trials=0 (${trialCounts(ready.body)})`, evidence: ev}]
   const own = main && main.snapshot && main.snapshot.status && !['completed', 'truncated', 'aborted', 'failed'].includes(main.snapshot.status) ? ` (the trial ${main.requestId} itself is still ${main.snapshot.status})` : ''
   return [{
     id, title, status: 'fail',

@@ -107,7 +107,7 @@ const prepare: Check = {
     const ready = await gateway.readyz()
     const body = ready.body
     if (ready.status !== 200 || body?.ready !== true) {
-      const why = ready.status === 0 ? `unreachable (${ready.error})` : `HTTP ${ready.status}, ready=${body?.ready}`
+      const why = ready.status === 0 ? `unreachable (${ready.error})` : `HTTP ${ready.status}, ready=${body?.ready ?? '(not given)'}`
       results.push({
         id: 'trial.gateway-ready', title: 'Gateway ready', status: 'fail',
         message: `${address.gatewayUrl}/readyz is ${why}`,
