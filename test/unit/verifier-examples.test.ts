@@ -79,7 +79,7 @@ describe.each(DIRECT_BUILTINS)('the %s verifier examples', (name) => {
 describe('the generated direct verifier against a grader', () => {
   let server: http.Server
   let url: string
-  let mode: 'hang' | 'half' | 'exact' = 'exact'
+  let mode: 'hang' | 'half' | 'exact' | 'endless' | 'trickle' = 'exact'
   let dir: string
   let script: string
 
@@ -89,6 +89,20 @@ describe('the generated direct verifier against a grader', () => {
       req.on('data', (chunk) => (body += chunk))
       req.on('end', () => {
         if (mode === 'hang') return // accept, never answer
+        if (mode === 'endless' || mode === 'trickle') {
+          res.writeHead(200, {'content-type': 'application/json'})
+          const chunk = Buffer.alloc(mode === 'endless' ? 1 << 16 : 1, 0x20)
+          const pump = () => {
+            if (mode === 'trickle') return void (res.writableEnded || res.destroyed ? undefined : (res.write(chunk), setTimeout(pump, 100)))
+            while (!res.destroyed && res.write(chunk)) {
+              // fill until the socket pushes back
+            }
+          }
+          res.on('drain', pump)
+          res.on('error', () => undefined)
+          pump()
+          return
+        }
         const wrong = body.includes('11:00')
         const reward = wrong ? (mode === 'half' ? 0.5 : 0.0) : 1.0
         res.writeHead(200, {'content-type': 'application/json'})
@@ -124,6 +138,22 @@ describe('the generated direct verifier against a grader', () => {
     const r = await runVerifier()
     expect(r.exitCode).toBe(1)
     expect(r.stderr.trim()).toBe('calendar verifier contract failed: correct_reward=1.0 incorrect_reward=0.5 (expected correct=1, incorrect=0)')
+  })
+
+  it('an endless answer is cut at the byte cap and said so, in one line', async () => {
+    mode = 'endless'
+    const r = await runVerifier('60')
+    expect(r.exitCode).toBe(1)
+    expect(r.stderr).not.toContain('Traceback')
+    expect(r.stderr.trim().split('\n')).toEqual([`POST ${url}/verify answered more than 16777216 bytes; the answer was not read further`])
+  })
+
+  it('an answer that trickles in forever ends at the deadline, in one line', async () => {
+    mode = 'trickle'
+    const r = await runVerifier('2')
+    expect(r.exitCode).toBe(1)
+    expect(r.timedOut).toBe(false)
+    expect(r.stderr.trim().split('\n')).toEqual([`POST ${url}/verify did not answer within 2 s`])
   })
 
   it('reports a grader that never answers as one line, not a traceback', async () => {
