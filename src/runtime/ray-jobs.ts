@@ -658,7 +658,13 @@ export async function followJob(client: RayJobsClient, id: string, options: Foll
     }
     polling = true
   }
-  const pollLogs = async () => {
+  // Ray's /logs has no offset: each poll reads the whole log (capped). A long log is read less
+  // often, one second per MiB already delivered (at most a minute), so polling stays cheap.
+  let lastPoll = 0
+  const pollLogs = async (force = false) => {
+    const spacing = Math.min(60_000, (delivered / (1 << 20)) * 1000)
+    if (!force && Date.now() - lastPoll < spacing) return
+    lastPoll = Date.now()
     const text = await client.logs(id)
     if (text.length > delivered) {
       deliver(text.slice(delivered))
@@ -690,10 +696,10 @@ export async function followJob(client: RayJobsClient, id: string, options: Foll
           await Promise.race([streaming, sleep(5000, options.signal).catch(() => undefined)])
           if (!streamEnded) {
             stopTail.abort()
-            await pollLogs().catch(() => undefined)
+            await pollLogs(true).catch(() => undefined)
           }
         } else {
-          await pollLogs().catch(() => undefined)
+          await pollLogs(true).catch(() => undefined)
         }
         return {job, tail: tailed, timedOut: false}
       }
