@@ -19,7 +19,7 @@ export const SECRET_VARS = 'GYMRECIPE_SECRET_VARS'
 const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^/@\s"'<>]+@/gi
 /** Credentials written inline, whatever their value: a header, a scheme, a secret-named assignment. */
 const INLINE_CREDENTIALS: Array<[RegExp, string]> = [
-  [/\b((?:proxy-)?authorization\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest)\s+)?)(?![<[$])[^\s"',;]+/gi, `$1${REDACTED}`],
+  [/\b((?:proxy-)?authorization\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest)\s+)?)(?![<[$]|(?:bearer|basic|token|digest)\s)[^\s"',;]+/gi, `$1${REDACTED}`],
   [/\b(bearer|basic)\s+(?![<[$])[A-Za-z0-9._~+/=-]{8,}/gi, `$1 ${REDACTED}`],
   [/\b([A-Za-z_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY)[A-Za-z_]*\s*[=:]\s*["']?)(?![<[$])[^\s"']{4,}/g, `$1${REDACTED}`],
 ]

@@ -6,7 +6,7 @@ import path from 'node:path'
 
 import {ExitCode, GymError, usageError} from '../errors.js'
 import {resolveRecipe} from '../ladder/target.js'
-import {Redactor} from '../redact.js'
+import {REDACTED, Redactor} from '../redact.js'
 import {editText} from '../runtime/editor.js'
 import {readTextIfExists, writeFileAtomic} from '../runtime/fs.js'
 import {type FailureRecord, readLadderState} from '../runtime/ladder-state.js'
@@ -45,7 +45,8 @@ export interface PitfallAddResult {
  */
 export function draftFromFailure(failure: FailureRecord, recipe: string, redact: Redactor = new Redactor({})): PitfallEntry {
   const firstLine = (text: string) => text.split('\n')[0].trim()
-  const copied = (text: string, what: string) => (redact.holdsSecret(text) ? `${what} (not copied: the line holds a credential)` : text)
+  // The state keeps failures redacted already: a <redacted> in one marks such a line too.
+  const copied = (text: string, what: string) => (text.includes(REDACTED) || redact.holdsSecret(text) ? `${what} (not copied: the line holds a credential)` : text)
   const fallbackFix = `fix what the check names, then rerun gymrecipe verify ${recipe} --level ${failure.rung}`
   return {
     symptom: copied(firstLine(failure.message), `the ${failure.rung} check "${failure.title}" failed`),

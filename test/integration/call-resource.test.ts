@@ -152,7 +152,8 @@ describe('call resource: failure kinds', () => {
     expect(by.malformed).toMatchObject({failure_kind: 'malformed_response', failure_stage: 'execute', response_json: null})
     expect(by.empty).toMatchObject({failure_kind: 'malformed_response', failure_reason: expect.stringContaining('empty body')})
     // redirects are not followed: nothing reaches the foreign service
-    expect(by.redirect).toMatchObject({failure_kind: 'http_rejected', failure_reason: expect.stringContaining('redirects are not followed')})
+    expect(by.redirect).toMatchObject({failure_kind: 'http_rejected', failure_reason: expect.stringContaining(`a redirect to ${foreign.url}`)})
+    expect(by.redirect.failure_reason).toContain('(redirects are not followed)')
     expect(foreign.hits()).toBe(0)
     // the malformed body is kept raw in the attempt artifact
     expect((await run.artifact(by.malformed)).response.body_text).toBe('{"rows": [1, 2')

@@ -85,3 +85,13 @@ describe('secrets are found by value, whatever their shape and however they are 
     expect(r.holdsSecret('GYM_HOST=10.0.0.1')).toBe(false)
   })
 })
+
+describe('redaction is stable', () => {
+  it('redacting twice changes nothing more', () => {
+    const r = new Redactor({HF_TOKEN: 'hf_abcdefghijklmnop'})
+    for (const text of ['Authorization: Bearer abc.def-ghi', 'curl -H "Authorization: Basic dXNlcjpwYXNzd29yZA==" x', 'token hf_abcdefghijklmnop', 'MY_API_KEY=k9k9k9k9']) {
+      const once = r.text(text)
+      expect(r.text(once), text).toBe(once)
+    }
+  })
+})

@@ -82,8 +82,18 @@ export class EvidenceDir implements AttemptWriter {
     resume: boolean,
     onRecorded?: (columns: Record<string, unknown>) => void,
   ): Promise<{evidence: EvidenceDir; previous: RecordedRows; resumedFromJournal: boolean}> {
-    // The system's own error (read-only file system, no permission, no space) names the folder.
-    await createFolders(dir)
+    await createFolders(dir).catch((error: unknown) => {
+      // A file where a folder must go is the path given; the system's own error (read-only file
+      // system, no permission, no space) is the machine's, and names the folder.
+      const code = codeOf(error)
+      if (code !== 'ENOTDIR' && code !== 'EEXIST') throw error
+      throw new GymError(`evidence directory ${dir} cannot be created: a file is in the way (${code})`, {
+        code: 'E_CALL_EVIDENCE_UNWRITABLE',
+        exit: ExitCode.usage,
+        hint: 'pass an --evidence-dir whose parents are folders',
+        location: {file: dir},
+      })
+    })
     try {
       await fsp.access(dir, constants.W_OK)
     } catch (error) {

@@ -97,10 +97,13 @@ interface LifecycleEntry {
 
 export const CANCEL_REASON = 'gymrecipe-call-cancelled'
 
-function httpFailure(status: number, route: string, body: string, stage: FailureStage, scrub: (t: string) => string): Failure {
+function httpFailure(status: number, route: string, body: string, stage: FailureStage, scrub: (t: string) => string, headers: Record<string, string | string[] | undefined> = {}): Failure {
   const kind: FailureKind = status >= 500 ? 'server_failed' : 'http_rejected'
   const snippet = body.trim() === '' ? '' : `: ${clip(scrub(body.trim()), 300)}`
-  const note = status >= 300 && status < 400 ? ' (redirects are not followed)' : ''
+  const location = headers.location === undefined ? undefined : String(headers.location)
+  // Where it pointed, without userinfo or query (they may carry credentials).
+  const target = location === undefined ? '' : `, a redirect to ${clip(scrub(location.replace(/^([a-z][a-z0-9+.-]*:\/\/)\S*@/i, '$1').replace(/[?#].*$/, '')), 200)}`
+  const note = status >= 300 && status < 400 ? `${target} (redirects are not followed)` : ''
   return {kind, stage, route, reason: `POST ${route} answered HTTP ${status}${note}${snippet}`}
 }
 
@@ -350,7 +353,7 @@ async function initialize(ctx: RowCallContext, plan: RowPlan, session: RowSessio
     // initialize response bodies may hold credentials: never kept, only the status
     ex.lifecycle.push({stage: 'initialize', step: i, endpoint: step.endpoint, route: step.route, http_status: res.status, duration_ms: ms(at.start)})
     if (res.status < 200 || res.status >= 300) {
-      ex.failure = httpFailure(res.status, step.route, '', 'initialize', (t) => t)
+      ex.failure = httpFailure(res.status, step.route, '', 'initialize', (t) => t, res.headers)
       return
     }
     if (!step.response_headers) continue
@@ -402,7 +405,7 @@ function readExecute(ctx: RowCallContext, plan: RowPlan, session: RowSession, ex
   ex.responseText = `{"http_status":${res.status},"headers":${session.redactedHeadersJson(res.headers)},${parsedOk ? `"body":${trimmed}` : `"body":null,"body_text":${JSON.stringify(body)}`}}`
   if (parsedOk) ex.rawResponse = trimmed
   if (res.status < 200 || res.status >= 300) {
-    ex.failure = httpFailure(res.status, config.route, body, 'execute', (t) => session.scrub(t))
+    ex.failure = httpFailure(res.status, config.route, body, 'execute', (t) => session.scrub(t), res.headers)
   } else if (!parsedOk) {
     ex.failure = {
       kind: 'malformed_response',
@@ -459,7 +462,7 @@ async function cleanup(ctx: RowCallContext, plan: RowPlan, session: RowSession, 
       const {response: res} = await session.post(step.endpoint, step.route, plan.cleanupBodies[j], stepAbort)
       ex.lifecycle.push({stage: 'cleanup', step: j, endpoint: step.endpoint, route: step.route, http_status: res.status, duration_ms: ms(start)})
       if (res.status < 200 || res.status >= 300) {
-        const f = httpFailure(res.status, step.route, res.body, 'cleanup', (t) => session.scrub(t))
+        const f = httpFailure(res.status, step.route, res.body, 'cleanup', (t) => session.scrub(t), res.headers)
         ex.cleanupErrors.push({step: j, endpoint: step.endpoint, route: step.route, kind: f.kind as CleanupError['kind'], http_status: res.status, reason: f.reason})
       }
     } catch (error) {
