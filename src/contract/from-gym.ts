@@ -25,6 +25,8 @@ export interface ContractFromGymOptions {
   agent?: string
   dataset?: string
   smoke: boolean
+  /** The user's own task JSONL (absolute path): the recipe trains on it instead of a Gym dataset. */
+  dataFile?: string
   examples?: ExampleRowsSummary
   /** Verifier and trial supplied by the user for an environment no built-in knows. */
   verifierOverride?: VerifierOverride
@@ -79,6 +81,9 @@ function chooseDataset(agent: GymAgent, wanted: string | undefined, smoke: boole
   )
 }
 
+/** The dataset entry of data the user brings with --data (it is in no Gym config). */
+const USER_DATA: GymDataset = {name: 'user-data', type: 'train', jsonlFpath: null, license: null, sources: [], numRepeats: null, promptConfig: null, prepareScript: null}
+
 export function splitOf(ds: GymDataset): Split {
   return (SPLITS as readonly string[]).includes(ds.type) ? (ds.type as Split) : 'test'
 }
@@ -109,6 +114,8 @@ export function verifierFieldsFrom(examples: ExampleRowsSummary): string[] {
  */
 function chooseVerifierFields(o: ContractFromGymOptions, sameEnvironment: boolean, environment: string): {fields: string[]; from: string} {
   if (o.verifierOverride?.verifier_fields) return {fields: o.verifierOverride.verifier_fields, from: 'the --verifier file'}
+  // The grader's needs do not change with the data: rows the user brings must carry them.
+  if (o.dataFile && sameEnvironment) return {fields: o.base.data.verifier_fields, from: `the built-in ${o.baseName} (same environment); every --data row must carry them`}
   if (o.examples && o.examples.fields.length > 0) return {fields: verifierFieldsFrom(o.examples), from: 'the example rows in the Gym checkout'}
   if (sameEnvironment) return {fields: o.base.data.verifier_fields, from: `the built-in ${o.baseName} (same environment)`}
   const payload = o.verifierOverride?.verifier.payload
@@ -144,8 +151,9 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   if (agent.resourcesServer && !resource) {
     throw usageError(`agent ${agent.id} references resources server "${agent.resourcesServer}", which the config does not define`, 'Pass every config the graph needs with repeated --gym-config.')
   }
-  const dataset = chooseDataset(agent, o.dataset, o.smoke)
-  const split = splitOf(dataset)
+  // Data the user brings is training data because they say so; --smoke still marks it a smoke run.
+  const dataset: GymDataset = o.dataFile ? {...USER_DATA, jsonlFpath: o.dataFile} : chooseDataset(agent, o.dataset, o.smoke)
+  const split = o.dataFile ? 'train' : splitOf(dataset)
   if (split !== 'train' && !o.smoke) {
     throw usageError(`dataset ${dataset.name} is a ${dataset.type} split, not training data`, 'Use a train dataset, or pass --smoke to accept it for a smoke run that every report will flag.')
   }
@@ -193,12 +201,12 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
       ...base.data,
       dataset: dataset.name,
       split,
-      source: sourceOf(dataset),
+      source: o.dataFile ? {type: 'file', path: o.dataFile} : sourceOf(dataset),
       raw_filename: `${snake(o.id)}_${split}.jsonl`,
       verifier_fields: verifierFields.fields,
       tools: o.examples?.hasTools ?? base.data.tools,
       strip_agent_ref: o.examples?.hasAgentRef ?? base.data.strip_agent_ref,
-      smoke: split !== 'train',
+      smoke: split !== 'train' || (o.dataFile !== undefined && o.smoke),
     },
     service: {
       ...base.service,
@@ -232,7 +240,8 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   delete contract.generated
 
   if (o.verifierOverride === undefined) notes.push(`verifier and trial copied from the built-in ${o.baseName} (same environment implementation)`)
-  if (contract.data.smoke) notes.push(`SMOKE: dataset ${dataset.name} is a ${dataset.type} split; this recipe must not be used for real training`)
+  if (o.dataFile) notes.push(`trains on ${o.dataFile} (NEMO_GYM_TASK_DATA in env.sh): prepare validates every row and publishes it as the raw file${o.smoke ? '; SMOKE: marked a smoke run by --smoke' : ''}`)
+  else if (contract.data.smoke) notes.push(`SMOKE: dataset ${dataset.name} is a ${dataset.type} split; this recipe must not be used for real training`)
   notes.push(`verifier fields ${verifierFields.fields.join(', ')} from ${verifierFields.from}`)
   return {contract, notes}
 }

@@ -128,6 +128,12 @@ export const recipeSchema = {
               required: ['type', 'benchmark', 'path'],
               properties: {type: {const: 'benchmark'}, benchmark: {type: 'string', pattern: NAME}, path: {type: 'string', pattern: RELATIVE_PATH}},
             },
+            {
+              type: 'object',
+              additionalProperties: false,
+              required: ['type', 'path'],
+              properties: {type: {const: 'file'}, path: {type: 'string', pattern: ABSOLUTE_PATH}},
+            },
           ],
         },
         raw_filename: {type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*\\.jsonl$'},

@@ -15,6 +15,8 @@ export type DataSource =
   | {type: 'gitlab'; dataset_name: string; version: string; artifact: string}
   | {type: 'bundled'; path: string}
   | {type: 'benchmark'; benchmark: string; path: string}
+  /** The user's own Gym task JSONL (e.g. from `tasks export`): its path is env.sh's NEMO_GYM_TASK_DATA default. */
+  | {type: 'file'; path: string}
 
 export interface ScriptedTurn {
   /** A function call the scripted model makes. */

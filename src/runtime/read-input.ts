@@ -17,6 +17,8 @@ export interface InputFile {
   strictText?: boolean
   /** What to do about it, added to each refusal. */
   hint?: string
+  /** Read only the first maxBytes of a larger file, cut at its last whole line (a sample). */
+  head?: boolean
 }
 
 const MiB = 1024 * 1024
@@ -30,6 +32,8 @@ export const INPUT_LIMITS = {
   gymConfig: 1 * MiB,
   callConfig: 4 * MiB,
   taskSpec: 4 * MiB,
+  /** How much of a --data file `new` samples (prepare and the data rung read all of it). */
+  dataSample: 4 * MiB,
 } as const
 
 function kindOf(stat: {isDirectory(): boolean; isFIFO(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean; isSocket(): boolean}): string {
@@ -57,7 +61,7 @@ export async function readInputText(file: string, spec: InputFile): Promise<stri
   try {
     const stat = await handle.stat()
     if (!stat.isFile()) throw refusal(file, spec, `is ${kindOf(stat)}, not a file`, 'E_INPUT_NOT_FILE', stat.isDirectory() ? 'directory' : 'special')
-    if (stat.size > spec.maxBytes) throw refusal(file, spec, `is ${stat.size} bytes, over the ${spec.maxBytes}-byte limit for it`, 'E_INPUT_TOO_LARGE')
+    if (stat.size > spec.maxBytes && !spec.head) throw refusal(file, spec, `is ${stat.size} bytes, over the ${spec.maxBytes}-byte limit for it`, 'E_INPUT_TOO_LARGE')
     // Read at most one byte past the limit: a file growing while read is still bounded.
     const buffer = Buffer.alloc(Math.min(spec.maxBytes + 1, Math.max(stat.size + 1, 1)))
     let length = 0
@@ -66,6 +70,11 @@ export async function readInputText(file: string, spec: InputFile): Promise<stri
       if (bytesRead === 0) break
       length += bytesRead
       if (length === buffer.length) {
+        if (length > spec.maxBytes && spec.head) {
+          const cut = buffer.subarray(0, spec.maxBytes).lastIndexOf(0x0a)
+          length = cut >= 0 ? cut + 1 : 0
+          break
+        }
         if (length > spec.maxBytes) throw refusal(file, spec, `grew past the ${spec.maxBytes}-byte limit for it while being read`, 'E_INPUT_TOO_LARGE')
         break
       }

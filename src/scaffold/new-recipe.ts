@@ -26,6 +26,8 @@ export interface NewRecipeOptions {
   archetype?: Archetype
   agent?: string
   dataset?: string
+  /** The user's own Gym task JSONL to train on (kept from recipe.yaml on --update when not given). */
+  dataFile?: string
   smoke: boolean
   portBase?: number
   /** The private Ray's GCS port (default: kept on --update, else the next free one from 6381). */
@@ -52,6 +54,60 @@ export interface NewRecipeResult {
 }
 
 
+/**
+ * The user's own task file: it must be there and hold Gym task rows (JSON objects with
+ * responses_create_params.input) — checked on the first rows now, on every row by prepare.
+ */
+async function summarizeDataFile(file: string): Promise<ExampleRowsSummary & {sample: unknown[]}> {
+  const text = await readInputText(file, {what: 'the --data file', maxBytes: INPUT_LIMITS.dataSample, strictText: false, head: true, hint: 'Pass a Gym task JSONL, e.g. the output of `gymrecipe tasks export`.'})
+  if (text === undefined) throw usageError(`--data ${file} does not exist`, 'Pass a Gym task JSONL, e.g. the output of `gymrecipe tasks export`.', {field: '--data'})
+  const summary = summarizeRows(text)
+  if (summary.tasks === 0) {
+    throw usageError(`--data ${file} holds no Gym task rows (a JSON object with responses_create_params.input) in its first ${summary.read} line(s)`, 'Each line must be a Gym task, as `gymrecipe tasks export` writes them.', {field: '--data'})
+  }
+  return {...summary.rows, sample: summary.sample}
+}
+
+/** The first sampled row of --data that lacks a field the verifier reads, or undefined. */
+function rowMissingField(sample: unknown[], fields: string[]): {line: number; field: string} | undefined {
+  for (const [index, row] of sample.entries()) {
+    for (const field of fields) {
+      let node: unknown = row
+      for (const part of field.split('.')) node = node && typeof node === 'object' ? (node as Record<string, unknown>)[part] : undefined
+      if (node === undefined || node === null) return {line: index + 1, field}
+    }
+  }
+  return undefined
+}
+
+/** Fields, tool use and task rows among the first 200 non-empty lines of a JSONL text. */
+function summarizeRows(text: string): {rows: ExampleRowsSummary; tasks: number; read: number; sample: unknown[]} {
+  const fields = new Set<string>()
+  let hasTools = false
+  let hasAgentRef = false
+  let tasks = 0
+  let read = 0
+  const sample: unknown[] = []
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue
+    if (++read > 200) break
+    let row: {responses_create_params?: {tools?: unknown; input?: unknown}} & Record<string, unknown>
+    try {
+      row = JSON.parse(line.replace(/^\uFEFF/, ''))
+    } catch {
+      continue
+    }
+    if (!row || typeof row !== 'object' || Array.isArray(row)) continue
+    sample.push(row)
+    for (const key of Object.keys(row)) fields.add(key)
+    const params = row.responses_create_params
+    if (params && typeof params === 'object' && params.input !== undefined) tasks++
+    if (Array.isArray(params?.tools) && params.tools.length > 0) hasTools = true
+    if ('agent_ref' in row) hasAgentRef = true
+  }
+  return {rows: {fields: [...fields], hasTools, hasAgentRef}, tasks, read: Math.min(read, 200), sample}
+}
+
 /** Top-level fields and tool use of the environment's example rows, read from the Gym checkout. */
 export async function summarizeExamples(gymRoot: string, graph: GymGraph, agentId: string): Promise<ExampleRowsSummary | undefined> {
   const agent = graph.agents.find((a) => a.id === agentId)
@@ -62,24 +118,8 @@ export async function summarizeExamples(gymRoot: string, graph: GymGraph, agentI
     if (!isInside(gymRoot, file)) continue
     const text = await fsp.readFile(file, 'utf8').catch(() => undefined)
     if (text === undefined) continue
-    const fields = new Set<string>()
-    let hasTools = false
-    let hasAgentRef = false
-    for (const line of text.split('\n').slice(0, 200)) {
-      if (!line.trim()) continue
-      let row: {responses_create_params?: {tools?: unknown}} & Record<string, unknown>
-      try {
-        row = JSON.parse(line.replace(/^\uFEFF/, ''))
-      } catch {
-        continue
-      }
-      if (!row || typeof row !== 'object' || Array.isArray(row)) continue
-      for (const key of Object.keys(row)) fields.add(key)
-      const tools = row.responses_create_params?.tools
-      if (Array.isArray(tools) && tools.length > 0) hasTools = true
-      if ('agent_ref' in row) hasAgentRef = true
-    }
-    if (fields.size > 0) return {fields: [...fields], hasTools, hasAgentRef}
+    const {rows} = summarizeRows(text)
+    if (rows.fields.length > 0) return rows
   }
   return undefined
 }
@@ -165,7 +205,11 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   const archetype = archetypeWanted ?? base.archetype
   const graph = await loadGymGraph(o.gymRoot, gymConfigs)
   const agent = chooseAgent(graph, o.agent ?? recorded?.gym?.agent?.name)
-  const examples = await summarizeExamples(path.resolve(o.gymRoot), graph, agent.id)
+  const recordedFile = recorded?.data?.source?.type === 'file' ? recorded.data.source.path : undefined
+  const dataFile = o.dataFile !== undefined ? path.resolve(o.dataFile) : o.dataset === undefined ? recordedFile : undefined
+  // The rows the recipe trains on tell the verifier fields best: the user's own file first.
+  const userRows = dataFile ? await summarizeDataFile(dataFile) : undefined
+  const examples = userRows ?? (await summarizeExamples(path.resolve(o.gymRoot), graph, agent.id))
   const verifierOverride = o.verifierFile ? await readVerifierOverride(o.verifierFile) : undefined
 
   const others = await occupiedRecipes(relaxRoot, o.id)
@@ -183,7 +227,8 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     graph,
     configPaths: gymConfigs.map((c) => path.relative(path.resolve(o.gymRoot), path.resolve(o.gymRoot, c))),
     agent: agent.id,
-    dataset: o.dataset ?? recorded?.data?.dataset,
+    dataset: dataFile ? undefined : (o.dataset ?? recorded?.data?.dataset),
+    dataFile,
     smoke: o.smoke || (recorded?.data?.smoke ?? false),
     examples,
     verifierOverride,
@@ -198,6 +243,11 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   if (o.verifierFile) {
     const fromOverride = problems.filter((p) => p.pointer === '/verifier' || p.pointer?.startsWith('/verifier/') || p.pointer === '/trial' || p.pointer?.startsWith('/trial/'))
     if (fromOverride.length > 0) throw verifierFileError(o.verifierFile, fromOverride)
+  }
+  // Caught now rather than by prepare on the cluster: rows the verifier cannot grade.
+  const missing = userRows && dataFile ? rowMissingField(userRows.sample, contract.data.verifier_fields) : undefined
+  if (missing && dataFile) {
+    throw usageError(`--data ${dataFile}: row ${missing.line} has no ${missing.field}, which the ${contract.gym.environment} verifier reads from every row`, `Give rows carrying ${contract.data.verifier_fields.join(', ')} (the fields this environment's resources server grades with), or pick the recipe that matches your data's environment.`, {field: '--data'})
   }
   if (problems.length > 0 && onDisk === undefined) throw valuesNotAllowed(o.id, contract, problems, gymConfigs, o.model !== undefined)
   if (problems.length + clash.length > 0) throw contractError(`${dir}/recipe.yaml`, [...problems, ...clash])
@@ -248,7 +298,9 @@ function gymCheckoutNotes(graph: GymGraph): string[] {
 }
 
 /** Where a value of a contract being made (no recipe.yaml yet) came from, by its pointer. */
-function originOf(pointer: string, gymConfigs: string[], modelFromFlags: boolean): string {
+function originOf(pointer: string, gymConfigs: string[], modelFromFlags: boolean, dataFromFlag = false): string {
+  if (dataFromFlag && pointer.startsWith('/data/source')) return '--data'
+  if (/^\/(?:service\/gateway_port|ray\/\w*port)/.test(pointer)) return 'the port block (--port-base, --gcs-port)'
   if (modelFromFlags && pointer === '/training/model/name') return '--model'
   if (modelFromFlags && pointer === '/training/model/slug') return '--model-slug (or --model, lower-cased)'
   if (modelFromFlags && pointer === '/training/model/config_script') return '--model-config (or --model, lower-cased)'
@@ -271,13 +323,15 @@ function valuesNotAllowed(id: string, contract: RecipeContract, problems: Contra
   const lines = problems.map((p) => {
     const value = valueAt(contract, p.pointer)
     const shown = value === undefined || typeof value === 'object' ? '' : ` ${JSON.stringify(value)}`
-    return `${p.pointer}${shown} (from ${originOf(p.pointer, gymConfigs, modelFromFlags)}): ${p.expected}`
+    // An invariant says more than the schema's expectation (what it overlaps, which range).
+    const why = p.message.startsWith(`${p.pointer} `) ? p.message.slice(p.pointer.length + 1) : p.message.startsWith(`${p.pointer}: `) ? p.message.slice(p.pointer.length + 2) : p.message
+    return `${p.pointer}${shown} (from ${originOf(p.pointer, gymConfigs, modelFromFlags, contract.data?.source?.type === 'file')}): ${why}`
   })
   return new GymError(`cannot make recipe ${id}: ${problems.length} value(s) are not allowed:\n  ${lines.join('\n  ')}`, {
     code: 'E_CONTRACT_INVALID',
     exit: ExitCode.usage,
     hint: problems[0]?.hint,
     location: {pointer: problems[0]?.pointer},
-    details: {problems: problems.map((p) => ({pointer: p.pointer, expected: p.expected, from: originOf(p.pointer, gymConfigs, modelFromFlags)}))},
+    details: {problems: problems.map((p) => ({pointer: p.pointer, expected: p.expected, from: originOf(p.pointer, gymConfigs, modelFromFlags, contract.data?.source?.type === 'file')}))},
   })
 }

@@ -122,6 +122,7 @@ export function buildView(contract: RecipeContract) {
     sourceIsGitlab: c.data.source.type === 'gitlab',
     sourceIsBundled: c.data.source.type === 'bundled',
     sourceIsBenchmark: c.data.source.type === 'benchmark',
+    sourceIsFile: c.data.source.type === 'file',
     sourceDescription: describeSource(c),
     verifierFields: c.data.verifier_fields,
     rollout,
@@ -158,6 +159,8 @@ function describeSource(c: RecipeContract): string {
       return `the file ${s.path} shipped in the pinned Gym checkout`
     case 'benchmark':
       return `gym eval prepare --benchmark ${s.benchmark} (${s.path})`
+    case 'file':
+      return 'the task file named by NEMO_GYM_TASK_DATA (your own data)'
   }
 }
 

@@ -224,3 +224,74 @@ describe('gymrecipe prepare without Docker: failures and Ctrl+C', () => {
     }
   }, 60_000)
 })
+
+describe.skipIf(unavailable !== undefined)('a recipe that trains on the tasks gymrecipe exported', () => {
+  const id = `wa-data-${randomBytes(3).toString('hex')}`
+  const snake = id.replaceAll('-', '_')
+  let tmp: string
+  let checkout: RelaxCheckout
+  let tasks: string
+
+  beforeAll(async () => {
+    await ensureBaseImage()
+    tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'gymrecipe-data-e2e-'))
+    checkout = await makeRelaxCheckout(path.join(tmp, 'relax'), {hostGym: false})
+    // The user's own pipeline: seed rows and a task spec naming the fields their environment grades with.
+    const spec = path.join(tmp, 'spec.yaml')
+    const original = await fs.readFile(path.join(repoRoot, 'test/fixtures/tasks/workplace-declarative.yaml'), 'utf8')
+    await fs.writeFile(spec, original.replace('  environment_name: example_environment', '  environment_name: workplace_assistant\n  category: email'))
+    const bundles = path.join(tmp, 'bundles.jsonl')
+    tasks = path.join(tmp, 'my-tasks.jsonl')
+    // Enough rows for one rollout step (8 prompts): the seed row, asked of 12 different people.
+    const seed = (await fs.readFile(path.join(repoRoot, 'test/fixtures/tasks/seed-rows.jsonl'), 'utf8')).split('\n').map((l) => (l.trim() ? JSON.parse(l) : undefined)).find((row) => row?.reference_plan?.is_valid)
+    const seeds = path.join(tmp, 'seeds.jsonl')
+    await fs.writeFile(seeds, Array.from({length: 12}, (_, i) => `${JSON.stringify({...seed, seed_id: 100 + i, user_query: `Send an email to person ${i}.`})}\n`).join(''))
+    for (const args of [
+      ['tasks', 'build', seeds, '--spec', spec, '-o', bundles],
+      ['tasks', 'export', bundles, '-o', tasks],
+    ]) {
+      const r = await runCli(args)
+      if (r.exitCode !== 0) throw new Error(`${args.join(' ')}: ${r.stderr}`)
+    }
+  }, 900_000)
+
+  afterAll(async () => {
+    await removeByLabel(`ai.relax.recipe=${id}`)
+    await removeByLabel(`${PROBE_LABEL}=${id}`)
+    if (tmp) await fs.rm(tmp, {recursive: true, force: true})
+  }, 300_000)
+
+  const newWith = (data: string, extra: string[] = []) =>
+    runCli(['new', id, '--gym-root', snapshotRoot, '--gym-config', 'resources_servers/workplace_assistant/configs/workplace_assistant.yaml', '--from', 'workplace-assistant', '--data', data, '--relax-root', checkout.root, ...extra])
+
+  it('new refuses rows the verifier cannot grade, naming the row and the field', async () => {
+    const lacking = path.join(tmp, 'lacking.jsonl')
+    await fs.writeFile(lacking, (await fs.readFile(tasks, 'utf8')).replace('"category":"email",', ''))
+    const r = await newWith(lacking)
+    expect(r.exitCode).toBe(2)
+    expect(r.stderr).toMatch(/--data \S+lacking\.jsonl: row 1 has no category, which the workplace_assistant verifier reads from every row/)
+    const notTasks = path.join(tmp, 'not-tasks.jsonl')
+    await fs.writeFile(notTasks, '{"seed_id": 1}\n')
+    expect((await newWith(notTasks)).stderr).toMatch(/holds no Gym task rows/)
+  })
+
+  it('new records the file as the data source; prepare publishes it; static and data rungs pass, not as a smoke run', async () => {
+    const made = await newWith(tasks)
+    expect(made.exitCode, made.stderr).toBe(0)
+    expect(made.stdout).toContain(`note: trains on ${tasks} (NEMO_GYM_TASK_DATA in env.sh)`)
+    const dir = path.join(checkout.root, 'examples/nemo_gym_agentic/recipes', id)
+    expect(await fs.readFile(path.join(dir, 'env.sh'), 'utf8')).toContain(`export NEMO_GYM_TASK_DATA="\${NEMO_GYM_TASK_DATA:-${tasks}}"`)
+    expect(await fs.readFile(path.join(dir, 'recipe.yaml'), 'utf8')).toMatch(new RegExp(`source:\\n\\s+type: file\\n\\s+path: ${tasks.replaceAll('/', '\\/')}`))
+
+    const source = path.join(tmp, 'shared', `${snake}_train.jsonl`)
+    const r = await runCli(['prepare', id, '--relax-root', checkout.root, '--json'], {env: {NEMO_GYM_SOURCE_DATA: source}, timeout: 900_000})
+    expect(r.json, r.stderr.slice(-3000)).toBeDefined()
+    expect(r.stderr).toContain('published 12 row(s)')
+    expect(r.json.smoke).toBe(false)
+    expect(r.json.ladder.rungs.map((rung: any) => [rung.rung, rung.status]), JSON.stringify(r.json.ladder.rungs.flatMap((rung: any) => rung.checks.filter((c: any) => c.status !== 'pass')), null, 1)).toEqual([['static', 'pass'], ['data', 'pass']])
+    // What is published is the exported tasks, row for row.
+    const exported = (await fs.readFile(tasks, 'utf8')).split('\n').filter((l) => l.trim())
+    const written = (await fs.readFile(source, 'utf8')).split('\n').filter((l) => l.trim())
+    expect(written.map((l) => JSON.parse(l))).toEqual(exported.map((l) => JSON.parse(l)))
+  }, 900_000)
+})

@@ -103,7 +103,7 @@ describe('gymrecipe tasks build', () => {
     await symlink(real, link)
     const viaLink = await build(link, ['--json'])
     expect(viaLink.exitCode).toBe(2)
-    expect(viaLink.json.error).toMatchObject({code: 'E_OUTPUT_SYMLINK', hint: `Pass the file itself (-o ${real}) to replace it, or another path.`})
+    expect(viaLink.json.error).toMatchObject({code: 'E_OUTPUT_SYMLINK', hint: `Pass the file itself (${real}) to replace it, or another path.`})
     expect((await lstat(link)).isSymbolicLink()).toBe(true)
     expect(await readFile(real, 'utf8')).toBe('previous\n')
     expect((await readdir(dir)).sort()).toEqual(['bundles.fifo', 'link.jsonl', 'real.jsonl'])

@@ -488,6 +488,9 @@ async function probePrepare(prepare: LoadedFile, raw: string): Promise<CheckOutc
   try {
     await copyFile(prepare.path, path.join(sandbox, prepare.name))
     await writeFile(path.join(sandbox, 'env.sh'), '# emptied for the static check\n')
+    // A recipe that trains on the user's own file reads it too: give it one, so only the
+    // NEMO_GYM_SOURCE_DATA guard decides.
+    await writeFile(path.join(sandbox, 'tasks.jsonl'), '{}\n')
     const bin = path.join(sandbox, 'bin')
     await mkdir(bin)
     await writeFile(path.join(bin, 'docker'), FAKE_DOCKER)
@@ -497,7 +500,7 @@ async function probePrepare(prepare: LoadedFile, raw: string): Promise<CheckOutc
       const r = await run('bash', [path.join(sandbox, prepare.name)], {
         timeout: 20_000,
         cwd: sandbox,
-        env: {PATH: `${bin}:${process.env.PATH}`, NEMO_GYM_SOURCE_DATA: value, NEMO_GYM_IMAGE: 'gymrecipe-static-check:none', GYMRECIPE_FAKE_DOCKER_LOG: log, HOME: sandbox},
+        env: {PATH: `${bin}:${process.env.PATH}`, NEMO_GYM_SOURCE_DATA: value, NEMO_GYM_TASK_DATA: path.join(sandbox, 'tasks.jsonl'), NEMO_GYM_IMAGE: 'gymrecipe-static-check:none', GYMRECIPE_FAKE_DOCKER_LOG: log, HOME: sandbox},
         extendEnv: false,
       })
       const calls = (await readFile(log, 'utf8').catch(() => '')).split('\n').filter(Boolean)
