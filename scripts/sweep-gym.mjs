@@ -78,7 +78,7 @@ async function sweep(config, index, relax) {
       r = await cli([...base, '--data', rows])
     }
   }
-  const out = {config, withData, made: r.exit === 0, reason: r.exit === 0 ? null : `${r.doc?.error?.code ?? `exit ${r.exit}`}: ${(r.doc?.error?.message ?? '').split('\n')[0].replaceAll(gym, '<gym>').slice(0, 160)}`}
+  const out = {config, withData, made: r.exit === 0, reason: r.exit === 0 ? null : `${r.doc?.error?.code ?? `exit ${r.exit}`}: ${(r.doc?.error?.message ?? '').split('\n')[0].replaceAll(gym, '<gym>').slice(0, 600)}`}
   if (out.made && values.static) {
     const v = await cli(['verify', id, '--level', 'static', '--relax-root', relax, '--gym-root', gym, '--json'])
     out.static = v.exit === 0 ? 'pass' : (v.doc?.error?.message ?? `exit ${v.exit}`).split('\n')[0].slice(0, 160)

@@ -347,8 +347,13 @@ export async function createFolders(dir: string): Promise<string[]> {
   const created: string[] = []
   try {
     for (const folder of missing) {
-      await fsp.mkdir(folder)
-      created.push(folder)
+      try {
+        await fsp.mkdir(folder)
+        created.push(folder)
+      } catch (error) {
+        // Another process made it meanwhile (two commands in one checkout): it is there, not ours.
+        if (codeOf(error) !== 'EEXIST' || !(await fsp.stat(folder).catch(() => undefined))?.isDirectory()) throw error
+      }
     }
   } catch (error) {
     for (const folder of [...created].reverse()) await fsp.rmdir(folder).catch(() => undefined)

@@ -13,6 +13,7 @@ import {isInside} from '../runtime/fs.js'
 import {occupiedRecipes, recipeDir} from '../contract/checkout.js'
 import {applyPlan, planRecipe, type RecipePlan} from './plan.js'
 import {renderRecipe} from './render.js'
+import {verifierFromRollouts} from './verifier-from-rollouts.js'
 import {planUpdate, recordedContract} from './update.js'
 import {parseYamlDocument, yamlValue} from '../yaml-value.js'
 import {INPUT_LIMITS, readInputText} from '../runtime/read-input.js'
@@ -219,7 +220,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   const kept = o.update === true && recorded?.ray?.gcs_port !== undefined ? {...chosen, gcs_port: recorded.ray.gcs_port} : chosen
   const ports = o.gcsPort === undefined ? kept : {...kept, gcs_port: o.gcsPort}
 
-  const draft = contractFromGym({
+  const draftOptions: Parameters<typeof contractFromGym>[0] = {
     id: o.id,
     archetype,
     base,
@@ -235,7 +236,23 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     ports,
     model,
     gpus: o.gpus ?? recorded?.training?.gpus,
-  })
+  }
+  let draft: ReturnType<typeof contractFromGym>
+  try {
+    draft = contractFromGym(draftOptions)
+  } catch (error) {
+    // No built-in knows this environment and no --verifier file was given: its own example
+    // rollouts, graded by its real grader, give the known-correct and known-wrong outputs.
+    if (!(error instanceof GymError) || error.code !== 'E_VERIFIER_REQUIRED') throw error
+    const fromRollouts = await verifierFromRollouts(o.gymRoot, graph, agent.id, base)
+    if ('none' in fromRollouts) {
+      throw new GymError(`${error.message}, and ${fromRollouts.none}`, {code: error.code, exit: error.exit, hint: error.hint})
+    }
+    draft = contractFromGym({...draftOptions, verifierOverride: fromRollouts.override})
+    draft.notes = draft.notes.filter((n) => !n.startsWith('verifier and trial copied'))
+    draft.notes.push(`verifier examples from ${fromRollouts.from}; the service rung proves them against the running grader`)
+    if (fromRollouts.override.trial === null) draft.notes.push('no trial: the correct rollout calls tools, whose results a scripted trial cannot invent; add a trial: block with --verifier to climb the trial rung')
+  }
   const fresh: RecipeContract = {...draft.contract, ...(recorded?.files ? {files: recorded.files} : {}), generated: {gymrecipe_version: o.version, from: baseName, files: {}}}
   let contract = fresh
   const problems = contractProblems(contract, `${dir}/recipe.yaml`)

@@ -180,11 +180,16 @@ describe('gymrecipe new', () => {
     expect(smoke.json.notes.join(' ')).toContain('SMOKE')
   })
 
-  it('asks for verifier examples when the environment has no built-in verifier', async () => {
+  it('takes verifier examples from the example rollouts when no built-in knows the environment; asks for them when there are none', async () => {
     const relax = await relaxRoot()
-    const r = await runCli(newArgs('math', relax, 'resources_servers/math_with_judge/configs/math_with_judge.yaml'))
+    const fromRollouts = await runCli(newArgs('math-rollouts', relax, 'resources_servers/math_with_judge/configs/math_with_judge.yaml', ['--dry-run']))
+    expect(fromRollouts.exitCode, fromRollouts.stderr).toBe(0)
+    expect(fromRollouts.json.contract.verifier).toMatchObject({kind: 'direct', task: {file: 'resources_servers/math_with_judge/data/example.jsonl'}, payload: null, success_reward: 1})
+    expect(fromRollouts.json.notes.join('\n')).toMatch(/verifier examples from the example rollouts: correct resources_servers\/math_with_judge\/data\/example_rollouts\.jsonl:\d+ \(reward 1\)/)
+    const r = await runCli(newArgs('multi', relax, 'resources_servers/example_multi_step/configs/example_multi_step.yaml'))
     expect(r.exitCode).toBe(2)
     expect(r.json.error.code).toBe('E_VERIFIER_REQUIRED')
+    expect(r.json.error.message).toMatch(/and no example rollouts \(data\/\*rollout\*\.jsonl\)/)
     const verifier = path.join(relax, 'math-verifier.yaml')
     await writeFile(verifier, `verifier:
   kind: direct

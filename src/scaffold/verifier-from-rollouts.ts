@@ -1,0 +1,187 @@
+/**
+ * Verifier examples from an environment's own example rollouts: many Gym resources servers ship
+ * `data/*rollout*.jsonl`, each line a real response the real grader scored, for a task row of the
+ * environment's example data. The best-scored one is the known-correct output; a lower-scored one
+ * (of the same task when there is one) the known-wrong output. Where every rollout earned the top
+ * reward, a wrong output is derived (an answer that says nothing), which the service rung then
+ * proves the running grader rejects.
+ */
+import {promises as fsp} from 'node:fs'
+import path from 'node:path'
+
+import type {VerifierOverride} from '../contract/from-gym.js'
+import type {GymGraph} from '../contract/gym-config.js'
+import type {RecipeContract, ScriptedTurn} from '../contract/types.js'
+import {isInside} from '../runtime/fs.js'
+import {readInputText} from '../runtime/read-input.js'
+
+/** How much of each rollout or task file is read: enough for the first rows, never a whole dump. */
+const SAMPLE_BYTES = 16 * 1024 * 1024
+const DERIVED_WRONG = 'I cannot answer this.'
+
+export interface RolloutVerifier {
+  override: VerifierOverride
+  /** Where the examples came from, in words, for the notes. */
+  from: string
+}
+
+interface TaskRow {
+  file: string
+  row: number
+}
+
+interface Rollout {
+  file: string
+  line: number
+  reward: number
+  key: string
+  turns: ScriptedTurn[]
+  /** The output feeds tool results back (function_call_output): a direct /verify cannot replay it. */
+  usesToolResults: boolean
+}
+
+async function sampleLines(file: string): Promise<string[]> {
+  const text = await readInputText(file, {what: path.basename(file), maxBytes: SAMPLE_BYTES, head: true}).catch(() => undefined)
+  return text === undefined ? [] : text.split('\n')
+}
+
+function parse(line: string): Record<string, unknown> | undefined {
+  if (!line.trim()) return undefined
+  try {
+    const value = JSON.parse(line.replace(/^\uFEFF/, ''))
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The task a row or rollout is about: its prompt as (role, text) pairs. A rollout records the
+ * input as the model server saw it (each message with `type`, keys reordered, text in parts), so
+ * only what the model read is compared.
+ */
+function keyOf(row: Record<string, unknown>): string | undefined {
+  const params = row.responses_create_params as {input?: unknown} | undefined
+  if (!params || typeof params !== 'object' || params.input === undefined) return undefined
+  const input = typeof params.input === 'string' ? [{role: 'user', content: params.input}] : params.input
+  if (!Array.isArray(input)) return undefined
+  const textOf = (content: unknown): string =>
+    typeof content === 'string' ? content : Array.isArray(content) ? content.map((part) => (part && typeof part === 'object' && typeof (part as {text?: unknown}).text === 'string' ? (part as {text: string}).text : '')).join('') : ''
+  return JSON.stringify(input.map((m) => (m && typeof m === 'object' ? [String((m as {role?: unknown}).role ?? 'user'), textOf((m as {content?: unknown}).content)] : [])))
+}
+
+/** The model's part of a response as scripted turns: function calls and assistant text (reasoning left out). */
+function turnsOf(output: unknown): {turns: ScriptedTurn[]; usesToolResults: boolean} {
+  const turns: ScriptedTurn[] = []
+  let usesToolResults = false
+  for (const item of Array.isArray(output) ? output : []) {
+    if (!item || typeof item !== 'object') continue
+    const it = item as Record<string, unknown>
+    if (it.type === 'function_call_output') usesToolResults = true
+    if (it.type === 'function_call' && typeof it.name === 'string') {
+      let args: unknown
+      try {
+        args = typeof it.arguments === 'string' ? JSON.parse(it.arguments) : it.arguments
+      } catch {
+        args = undefined
+      }
+      if (args && typeof args === 'object' && !Array.isArray(args) && /^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(it.name)) turns.push({tool_call: {name: it.name, arguments: args as Record<string, unknown>}})
+      else usesToolResults = true
+    }
+    if (it.type === 'message' && it.role === 'assistant' && Array.isArray(it.content)) {
+      const text = it.content.map((c) => (c && typeof c === 'object' && typeof (c as {text?: unknown}).text === 'string' ? (c as {text: string}).text : '')).join('')
+      if (text) turns.push({text})
+    }
+  }
+  return {turns, usesToolResults}
+}
+
+async function rolloutFiles(gymRoot: string, dirs: string[]): Promise<string[]> {
+  const files: string[] = []
+  for (const dir of [...new Set(dirs)]) {
+    const abs = path.resolve(gymRoot, dir)
+    if (!isInside(gymRoot, abs)) continue
+    for (const name of (await fsp.readdir(abs).catch(() => [] as string[])).sort()) {
+      if (/rollout.*\.jsonl$/.test(name)) files.push(path.join(abs, name))
+    }
+  }
+  return files
+}
+
+/**
+ * Verifier (and, for a text answer, trial) examples for the agent's environment from its example
+ * rollouts, or why there are none.
+ */
+export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, agentId: string, base: RecipeContract): Promise<RolloutVerifier | {none: string}> {
+  const root = path.resolve(gymRoot)
+  const agent = graph.agents.find((a) => a.id === agentId)
+  const resource = agent?.resourcesServer ? graph.resourcesServers.find((s) => s.id === agent.resourcesServer) : undefined
+  const datasets = (agent?.datasets ?? []).filter((d) => d.jsonlFpath && !path.isAbsolute(d.jsonlFpath))
+  const dirs = [...datasets.map((d) => path.dirname(d.jsonlFpath!)), ...(resource ? [`resources_servers/${resource.implementation}/data`] : [])]
+  const files = await rolloutFiles(root, dirs)
+  if (files.length === 0) return {none: `no example rollouts (data/*rollout*.jsonl) next to its data${resource ? ` or in resources_servers/${resource.implementation}/data` : ''}`}
+
+  // Task rows of the environment's own data, by prompt: the row a rollout answered.
+  const tasks = new Map<string, TaskRow>()
+  for (const ds of [...datasets].sort((a, b) => Number(b.type === 'example') - Number(a.type === 'example'))) {
+    const file = path.resolve(root, ds.jsonlFpath!)
+    if (!isInside(root, file)) continue
+    let row = 0
+    for (const line of await sampleLines(file)) {
+      if (!line.trim()) continue
+      const parsed = parse(line)
+      const key = parsed && keyOf(parsed)
+      if (key && !tasks.has(key)) tasks.set(key, {file: path.relative(root, file), row})
+      row++
+    }
+  }
+
+  const rollouts: Rollout[] = []
+  for (const file of files) {
+    for (const [index, line] of (await sampleLines(file)).entries()) {
+      const parsed = parse(line)
+      const key = parsed && keyOf(parsed)
+      if (!parsed || !key || typeof parsed.reward !== 'number' || !Number.isFinite(parsed.reward)) continue
+      const {turns, usesToolResults} = turnsOf((parsed.response as {output?: unknown} | undefined)?.output)
+      if (turns.length > 0) rollouts.push({file: path.relative(root, file), line: index + 1, reward: parsed.reward, key, turns, usesToolResults})
+    }
+  }
+  const replayable = rollouts.filter((r) => tasks.has(r.key) && !r.usesToolResults)
+  if (replayable.length === 0) {
+    const why = rollouts.length === 0 ? 'none with a reward and a model answer' : rollouts.every((r) => r.usesToolResults) ? 'every one feeds tool results back, which a direct /verify call cannot replay' : 'none answers a task row of its example data'
+    return {none: `its example rollouts (${files.map((f) => path.relative(root, f)).join(', ')}) have ${why}`}
+  }
+  const top = Math.max(...replayable.map((r) => r.reward))
+  const correct = replayable.find((r) => r.reward === top)!
+  const lower = rollouts.filter((r) => r.reward < top && !r.usesToolResults)
+  const sameTask = lower.find((r) => r.key === correct.key)
+  const wrong = sameTask ?? lower[0]
+  const task = tasks.get(correct.key)!
+  const where = (r: Rollout) => `${r.file}:${r.line} (reward ${r.reward})`
+  const textOnly = correct.turns.every((t) => t.text !== undefined)
+  const override: VerifierOverride = {
+    verifier: {
+      kind: 'direct',
+      python: base.verifier.python,
+      task,
+      payload: null,
+      correct: correct.turns,
+      wrong: wrong ? wrong.turns : [{text: DERIVED_WRONG}],
+      success_reward: top,
+      failure_reward: sameTask ? sameTask.reward : null,
+    },
+    // A replay through the Gateway needs the tool results too: only a text answer is scripted here.
+    trial: textOnly
+      ? {
+          task,
+          turns: correct.turns,
+          expect: {status: 'completed', reward: top, tool_calls: 0, tool_outputs: 0, tool_result_history: [0]},
+          deadline_s: base.trial?.deadline_s ?? 600,
+          lease_s: base.trial?.lease_s ?? 60,
+          cleanup_probe: false,
+        }
+      : null,
+  }
+  const wrongFrom = sameTask ? `${where(sameTask)}, same task` : wrong ? `${where(wrong)}, another task's answer` : `derived ("${DERIVED_WRONG}"): every rollout earned ${top}`
+  return {override, from: `the example rollouts: correct ${where(correct)} for ${task.file} row ${task.row}; wrong ${wrongFrom}`}
+}

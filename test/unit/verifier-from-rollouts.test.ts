@@ -1,0 +1,86 @@
+/**
+ * Verifier examples from an environment's own example rollouts: which rollout is taken as correct,
+ * which as wrong, how a rollout is tied to its task row, and when there is nothing to take.
+ */
+import {mkdir, mkdtemp, rm, writeFile} from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import {afterEach, describe, expect, it} from 'vitest'
+
+import {loadBuiltin} from '../../src/contract/builtin.js'
+import {loadGymGraph} from '../../src/contract/gym-config.js'
+import {verifierFromRollouts} from '../../src/scaffold/verifier-from-rollouts.js'
+
+const roots: string[] = []
+afterEach(async () => {
+  for (const root of roots.splice(0)) await rm(root, {recursive: true, force: true})
+})
+
+const CONFIG = `quiz:
+  resources_servers:
+    quiz:
+      entrypoint: app.py
+quiz_agent:
+  responses_api_agents:
+    simple_agent:
+      entrypoint: app.py
+      resources_server: {type: resources_servers, name: quiz}
+      model_server: {type: responses_api_models, name: policy_model}
+      datasets:
+      - {name: example, type: example, jsonl_fpath: resources_servers/quiz/data/example.jsonl, license: Apache 2.0}
+`
+const task = (q: string, extra: object = {}) => JSON.stringify({responses_create_params: {input: [{role: 'user', content: q}]}, answer: q.length, ...extra})
+/** A rollout as Gym writes it: the input as the model saw it (typed, parts), the response, the reward. */
+const rollout = (q: string, answer: string, reward: number, extra: object[] = []) =>
+  JSON.stringify({
+    responses_create_params: {input: [{content: [{type: 'input_text', text: q}], type: 'message', role: 'user'}], temperature: 1},
+    response: {output: [{type: 'reasoning', summary: [{text: 'thinking'}]}, ...extra, {type: 'message', role: 'assistant', content: [{type: 'output_text', text: answer}]}]},
+    reward,
+  })
+
+async function gym(rows: string[], rollouts: string[] | undefined): Promise<{root: string; graph: Awaited<ReturnType<typeof loadGymGraph>>}> {
+  const root = await mkdtemp(path.join(os.tmpdir(), 'gr-rollouts-'))
+  roots.push(root)
+  await mkdir(path.join(root, 'resources_servers/quiz/configs'), {recursive: true})
+  await mkdir(path.join(root, 'resources_servers/quiz/data'), {recursive: true})
+  await writeFile(path.join(root, 'resources_servers/quiz/configs/quiz.yaml'), CONFIG)
+  await writeFile(path.join(root, 'resources_servers/quiz/data/example.jsonl'), `${rows.join('\n')}\n`)
+  if (rollouts) await writeFile(path.join(root, 'resources_servers/quiz/data/example_rollouts.jsonl'), `${rollouts.join('\n')}\n`)
+  return {root, graph: await loadGymGraph(root, ['resources_servers/quiz/configs/quiz.yaml'])}
+}
+
+describe('verifier examples from example rollouts', () => {
+  it('takes the best-rewarded answer as correct and a lower one for the same task as wrong, tied to its task row', async () => {
+    const {root, graph} = await gym([task('one'), task('two'), task('three')], [rollout('two', 'wrong answer', 0), rollout('three', 'right', 1), rollout('three', 'also wrong', 0)])
+    const base = await loadBuiltin('calendar')
+    const r = await verifierFromRollouts(root, graph, 'quiz_agent', base)
+    if ('none' in r) throw new Error(r.none)
+    expect(r.override.verifier).toMatchObject({kind: 'direct', task: {file: 'resources_servers/quiz/data/example.jsonl', row: 2}, payload: null, correct: [{text: 'right'}], wrong: [{text: 'also wrong'}], success_reward: 1, failure_reward: 0})
+    expect(r.override.trial).toMatchObject({task: {file: 'resources_servers/quiz/data/example.jsonl', row: 2}, turns: [{text: 'right'}], expect: {status: 'completed', reward: 1}})
+    expect(r.from).toBe('the example rollouts: correct resources_servers/quiz/data/example_rollouts.jsonl:2 (reward 1) for resources_servers/quiz/data/example.jsonl row 2; wrong resources_servers/quiz/data/example_rollouts.jsonl:3 (reward 0), same task')
+  })
+
+  it("without a wrong answer for the same task, another task's lower-rewarded answer is used; with none at all, one is derived", async () => {
+    const other = await gym([task('one'), task('two')], [rollout('one', 'right', 1), rollout('two', 'nope', 0)])
+    const base = await loadBuiltin('calendar')
+    const r1 = await verifierFromRollouts(other.root, other.graph, 'quiz_agent', base)
+    if ('none' in r1) throw new Error(r1.none)
+    expect(r1.override.verifier).toMatchObject({correct: [{text: 'right'}], wrong: [{text: 'nope'}], failure_reward: null})
+    expect(r1.from).toMatch(/another task's answer$/)
+    const allRight = await gym([task('one')], [rollout('one', 'right', 1)])
+    const r2 = await verifierFromRollouts(allRight.root, allRight.graph, 'quiz_agent', base)
+    if ('none' in r2) throw new Error(r2.none)
+    expect(r2.override.verifier.wrong).toEqual([{text: 'I cannot answer this.'}])
+    expect(r2.from).toMatch(/derived \("I cannot answer this\."\): every rollout earned 1$/)
+  })
+
+  it('says why when there is nothing to take: no rollouts, no matching task row, only tool-result replays', async () => {
+    const base = await loadBuiltin('calendar')
+    const none = await gym([task('one')], undefined)
+    expect(await verifierFromRollouts(none.root, none.graph, 'quiz_agent', base)).toEqual({none: expect.stringMatching(/^no example rollouts/)})
+    const unmatched = await gym([task('one')], [rollout('something else', 'x', 1)])
+    expect(await verifierFromRollouts(unmatched.root, unmatched.graph, 'quiz_agent', base)).toEqual({none: expect.stringMatching(/none answers a task row of its example data$/)})
+    const tools = await gym([task('one')], [rollout('one', 'x', 1, [{type: 'function_call', name: 'look', arguments: '{}', call_id: 'c'}, {type: 'function_call_output', call_id: 'c', output: 'seen'}])])
+    expect(await verifierFromRollouts(tools.root, tools.graph, 'quiz_agent', base)).toEqual({none: expect.stringMatching(/feeds tool results back/)})
+  })
+})
