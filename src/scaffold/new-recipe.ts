@@ -251,7 +251,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     draft = contractFromGym({...draftOptions, verifierOverride: fromRollouts.override})
     draft.notes = draft.notes.filter((n) => !n.startsWith('verifier and trial copied'))
     draft.notes.push(`verifier examples from ${fromRollouts.from}; the service rung proves them against the running grader`)
-    if (fromRollouts.override.trial === null) draft.notes.push('no trial: the correct rollout calls tools, whose results a scripted trial cannot invent; add a trial: block with --verifier to climb the trial rung')
+    if (fromRollouts.override.trial === null) draft.notes.push('no trial block: the correct rollout is not a text answer to a row of the example data, so there is nothing to script through the Gateway; add a trial: block with --verifier to climb the trial rung')
   }
   const fresh: RecipeContract = {...draft.contract, ...(recorded?.files ? {files: recorded.files} : {}), generated: {gymrecipe_version: o.version, from: baseName, files: {}}}
   let contract = fresh

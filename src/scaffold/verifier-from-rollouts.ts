@@ -38,6 +38,8 @@ interface Rollout {
   turns: ScriptedTurn[]
   /** The output feeds tool results back (function_call_output): a direct /verify cannot replay it. */
   usesToolResults: boolean
+  /** The task as the rollout itself carries it (its fields beyond the prompt), when it does. */
+  payload?: Record<string, unknown>
 }
 
 async function sampleLines(file: string): Promise<string[]> {
@@ -143,35 +145,38 @@ export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, age
       const key = parsed && keyOf(parsed)
       if (!parsed || !key || typeof parsed.reward !== 'number' || !Number.isFinite(parsed.reward)) continue
       const {turns, usesToolResults} = turnsOf((parsed.response as {output?: unknown} | undefined)?.output)
-      if (turns.length > 0) rollouts.push({file: path.relative(root, file), line: index + 1, reward: parsed.reward, key, turns, usesToolResults})
+      const {response: _response, reward: _reward, ...task} = parsed
+      const payload = Object.keys(task).some((k) => k !== 'responses_create_params') ? task : undefined
+      if (turns.length > 0) rollouts.push({file: path.relative(root, file), line: index + 1, reward: parsed.reward, key, turns, usesToolResults, ...(payload ? {payload} : {})})
     }
   }
-  const replayable = rollouts.filter((r) => tasks.has(r.key) && !r.usesToolResults)
+  // A rollout replays from its task row, or from the task fields it carries itself.
+  const replayable = rollouts.filter((r) => (tasks.has(r.key) || r.payload !== undefined) && !r.usesToolResults)
   if (replayable.length === 0) {
-    const why = rollouts.length === 0 ? 'none with a reward and a model answer' : rollouts.every((r) => r.usesToolResults) ? 'every one feeds tool results back, which a direct /verify call cannot replay' : 'none answers a task row of its example data'
+    const why = rollouts.length === 0 ? 'none with a reward and a model answer' : rollouts.every((r) => r.usesToolResults) ? 'every one feeds tool results back, which a direct /verify call cannot replay' : 'none answers a task row of its example data or carries its task fields'
     return {none: `its example rollouts (${files.map((f) => path.relative(root, f)).join(', ')}) have ${why}`}
   }
   const top = Math.max(...replayable.map((r) => r.reward))
-  const correct = replayable.find((r) => r.reward === top)!
+  const correct = replayable.find((r) => r.reward === top && tasks.has(r.key)) ?? replayable.find((r) => r.reward === top)!
   const lower = rollouts.filter((r) => r.reward < top && !r.usesToolResults)
   const sameTask = lower.find((r) => r.key === correct.key)
   const wrong = sameTask ?? lower[0]
-  const task = tasks.get(correct.key)!
+  const task = tasks.get(correct.key)
   const where = (r: Rollout) => `${r.file}:${r.line} (reward ${r.reward})`
-  const textOnly = correct.turns.every((t) => t.text !== undefined)
+  const textOnly = task !== undefined && correct.turns.every((t) => t.text !== undefined)
   const override: VerifierOverride = {
     verifier: {
       kind: 'direct',
       python: base.verifier.python,
-      task,
-      payload: null,
+      task: task ?? null,
+      payload: task ? null : correct.payload!,
       correct: correct.turns,
       wrong: wrong ? wrong.turns : [{text: DERIVED_WRONG}],
       success_reward: top,
       failure_reward: sameTask ? sameTask.reward : null,
     },
     // A replay through the Gateway needs the tool results too: only a text answer is scripted here.
-    trial: textOnly
+    trial: textOnly && task
       ? {
           task,
           turns: correct.turns,
@@ -183,5 +188,6 @@ export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, age
       : null,
   }
   const wrongFrom = sameTask ? `${where(sameTask)}, same task` : wrong ? `${where(wrong)}, another task's answer` : `derived ("${DERIVED_WRONG}"): every rollout earned ${top}`
-  return {override, from: `the example rollouts: correct ${where(correct)} for ${task.file} row ${task.row}; wrong ${wrongFrom}`}
+  const of = task ? `for ${task.file} row ${task.row}` : 'with the task fields it carries'
+  return {override, from: `the example rollouts: correct ${where(correct)} ${of}; wrong ${wrongFrom}`}
 }

@@ -31,11 +31,12 @@ quiz_agent:
 `
 const task = (q: string, extra: object = {}) => JSON.stringify({responses_create_params: {input: [{role: 'user', content: q}]}, answer: q.length, ...extra})
 /** A rollout as Gym writes it: the input as the model saw it (typed, parts), the response, the reward. */
-const rollout = (q: string, answer: string, reward: number, extra: object[] = []) =>
+const rollout = (q: string, answer: string, reward: number, extra: object[] = [], fields: object = {}) =>
   JSON.stringify({
     responses_create_params: {input: [{content: [{type: 'input_text', text: q}], type: 'message', role: 'user'}], temperature: 1},
     response: {output: [{type: 'reasoning', summary: [{text: 'thinking'}]}, ...extra, {type: 'message', role: 'assistant', content: [{type: 'output_text', text: answer}]}]},
     reward,
+    ...fields,
   })
 
 async function gym(rows: string[], rollouts: string[] | undefined): Promise<{root: string; graph: Awaited<ReturnType<typeof loadGymGraph>>}> {
@@ -74,12 +75,23 @@ describe('verifier examples from example rollouts', () => {
     expect(r2.from).toMatch(/derived \("I cannot answer this\."\): every rollout earned 1$/)
   })
 
+  it('a rollout that answers no example row but carries its task fields is replayed from those fields, without a trial', async () => {
+    const {root, graph} = await gym([task('one')], [rollout('elsewhere', '42', 1, [], {expected_answer: '42'}), rollout('elsewhere', '41', 0, [], {expected_answer: '42'})])
+    const r = await verifierFromRollouts(root, graph, 'quiz_agent', await loadBuiltin('calendar'))
+    if ('none' in r) throw new Error(r.none)
+    expect(r.override.verifier).toMatchObject({task: null, payload: {expected_answer: '42', responses_create_params: {temperature: 1}}, correct: [{text: '42'}], wrong: [{text: '41'}], failure_reward: 0})
+    expect(r.override.verifier.payload).not.toHaveProperty('response')
+    expect(r.override.verifier.payload).not.toHaveProperty('reward')
+    expect(r.override.trial).toBeNull()
+    expect(r.from).toMatch(/with the task fields it carries/)
+  })
+
   it('says why when there is nothing to take: no rollouts, no matching task row, only tool-result replays', async () => {
     const base = await loadBuiltin('calendar')
     const none = await gym([task('one')], undefined)
     expect(await verifierFromRollouts(none.root, none.graph, 'quiz_agent', base)).toEqual({none: expect.stringMatching(/^no example rollouts/)})
     const unmatched = await gym([task('one')], [rollout('something else', 'x', 1)])
-    expect(await verifierFromRollouts(unmatched.root, unmatched.graph, 'quiz_agent', base)).toEqual({none: expect.stringMatching(/none answers a task row of its example data$/)})
+    expect(await verifierFromRollouts(unmatched.root, unmatched.graph, 'quiz_agent', base)).toEqual({none: expect.stringMatching(/none answers a task row of its example data or carries its task fields$/)})
     const tools = await gym([task('one')], [rollout('one', 'x', 1, [{type: 'function_call', name: 'look', arguments: '{}', call_id: 'c'}, {type: 'function_call_output', call_id: 'c', output: 'seen'}])])
     expect(await verifierFromRollouts(tools.root, tools.graph, 'quiz_agent', base)).toEqual({none: expect.stringMatching(/feeds tool results back/)})
   })
