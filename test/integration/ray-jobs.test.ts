@@ -488,7 +488,7 @@ describe.each(clis)('the %s ray CLI against the fixture', (cli) => {
     const flaky = await startFakeRay({dropTailAfterS: 1, cli})
     try {
       const id = uid('cli-drop')
-      const result = await rayCli(['job', 'submit', `--submission-id=${id}`, `--address=${flaky.url}`, '--', 'sleep', '8'], {}, flaky)
+      const result = await rayCli(['job', 'submit', `--submission-id=${id}`, `--address=${flaky.url}`, '--', 'sleep', '60'], {}, flaky)
       expect(result.exitCode).toBe(1)
       expect(result.stderr).toContain('WebSocket connection closed unexpectedly with close code 1006')
       expect((await rayJobsClient(flaky.url).status(id)).status).toBe('RUNNING')
