@@ -171,6 +171,18 @@ export function holdsInlineCredential(text: string): boolean {
   return INLINE_CREDENTIALS.some(([pattern]) => new RegExp(pattern.source, pattern.flags.replace('g', '')).test(text))
 }
 
+const forEnvironment = new WeakMap<NodeJS.ProcessEnv, Redactor>()
+
+/** The Redactor of an environment, built once: its secrets and patterns do not change during a run. */
+export function redactorFor(env: NodeJS.ProcessEnv): Redactor {
+  let redactor = forEnvironment.get(env)
+  if (redactor === undefined) {
+    redactor = new Redactor(env)
+    forEnvironment.set(env, redactor)
+  }
+  return redactor
+}
+
 export class Redactor {
   private readonly scrubber: SecretScrubber
 

@@ -5,7 +5,7 @@ import type {Check, CheckContext, CheckResult, LadderReport, Rung, RungDefinitio
 import {RUNGS} from './types.js'
 import {recordVerdict} from './state.js'
 import {hintOf, messageOf} from '../errors.js'
-import {Redactor} from '../redact.js'
+import {redactorFor} from '../redact.js'
 import {terminalSafe} from '../terminal-text.js'
 
 
@@ -29,7 +29,7 @@ async function runCheck(check: Check, rung: Rung, ctx: CheckContext): Promise<Ch
   }
   // Messages quote inputs (files, services, logs) and are drawn on the terminal as they come, by
   // the live renderer too: secrets and control characters are taken out here, once.
-  const redact = new Redactor(ctx.options.env)
+  const redact = redactorFor(ctx.options.env)
   const clean = (text: string) => terminalSafe(redact.text(text))
   return results.map((r) => ({...r, message: clean(r.message), ...(r.hint === undefined ? {} : {hint: clean(r.hint)}), ...(r.file === undefined ? {} : {file: clean(r.file)}), ...(r.evidence === undefined ? {} : {evidence: redact.value(r.evidence)})}))
 }

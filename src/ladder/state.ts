@@ -7,7 +7,7 @@ import {createHash} from 'node:crypto'
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
-import {Redactor} from '../redact.js'
+import {redactorFor} from '../redact.js'
 import {objectFields, readyz} from '../runtime/http.js'
 import {type FailureRecord, readLadderState, recordRungVerdict, type RungInputs, type RungRecord} from '../runtime/ladder-state.js'
 import {readRunState} from '../runtime/run-state.js'
@@ -95,7 +95,7 @@ export async function recordVerdict(ctx: CheckContext, report: RungReport): Prom
   const at = new Date().toISOString()
   // Kept on disk and later copied into PITFAIL.md: a secret in a check's message, a path or an
   // input never is.
-  const redact = new Redactor(ctx.options.env)
+  const redact = redactorFor(ctx.options.env)
   const record: RungRecord = {status: report.status, at, inputs: redact.value(await inputsNow(ctx, report.rung))}
   const failed = report.checks.find((c) => c.status === 'fail')
   const failure: FailureRecord | undefined = failed
@@ -144,7 +144,7 @@ export async function ladderStanding(ctx: CheckContext): Promise<{rungs: RungSta
       continue
     }
     // Compared as recorded: redacted the same way.
-    const now = new Redactor(ctx.options.env).value(await inputsNow(ctx, rung))
+    const now = redactorFor(ctx.options.env).value(await inputsNow(ctx, rung))
     const keys = RUNG_INPUTS[rung]
     // A service that does not answer now is unknown, not changed; a data file that is gone has changed.
     const unreadable = keys.filter((k) => (k === 'imageId' || k === 'serviceEpoch') && now[k] === null && record.inputs[k] != null)

@@ -6,6 +6,8 @@
 import http from 'node:http'
 import type {AddressInfo, Socket} from 'node:net'
 
+import {writeEndlessBody} from '../helpers/endless-body.js'
+
 export type Hostile =
   | 'redirect'
   | 'redirect-offhost'
@@ -22,21 +24,6 @@ export type Hostile =
   | 'readyz-partial'
   | 'wrong-json'
 
-/** Secret values the echoing services send back, each in a form a service may use. */
-export const ECHO_TOKEN = 'echoPlantedTok77'
-
-function endless(res: http.ServerResponse): void {
-  res.writeHead(200, {'content-type': 'application/json'})
-  const chunk = Buffer.alloc(1 << 16, 0x20)
-  const pump = () => {
-    while (res.write(chunk)) {
-      // fill until the socket pushes back
-    }
-  }
-  res.on('drain', pump)
-  res.on('error', () => undefined)
-  pump()
-}
 
 const BEHAVIOUR: Record<Hostile, (req: http.IncomingMessage, res: http.ServerResponse, elsewhere: string) => void> = {
   redirect: (req, res, elsewhere) => {
@@ -47,7 +34,7 @@ const BEHAVIOUR: Record<Hostile, (req: http.IncomingMessage, res: http.ServerRes
     res.writeHead(302, {location: `http://192.0.2.1:8265${req.url}`})
     res.end()
   },
-  endless: (_req, res) => endless(res),
+  endless: (_req, res) => writeEndlessBody(res),
   'declares-huge': (_req, res) => {
     res.writeHead(200, {'content-type': 'application/json', 'content-length': String(10 * 1024 ** 3)})
     res.write('{')

@@ -25,6 +25,7 @@ import {
 import {readRunState, runStatePath, writeRunState} from '../../src/runtime/run-state.js'
 import {pidAlive} from '../helpers/processes.js'
 import {FAKE_RAY_BIN_DIR, type FakeRay, RAY_VERSION, realRay, REAL_RAY_BIN_DIR, startFakeRay, waitFor} from '../helpers/ray-fixture.js'
+import {writeEndlessBody} from '../helpers/endless-body.js'
 
 let ray: FakeRay
 let client: RayJobsClient
@@ -394,18 +395,7 @@ describe('hostile dashboards', () => {
   })
 
   it('an endless answer is cut at the byte cap and said so', async () => {
-    const endless = await serve((_req, res) => {
-      res.writeHead(200, {'content-type': 'application/json'})
-      const chunk = Buffer.alloc(1 << 16, 0x20)
-      const pump = () => {
-        while (res.write(chunk)) {
-          /* keep writing */
-        }
-      }
-      res.on('drain', pump)
-      res.on('error', () => undefined)
-      pump()
-    })
+    const endless = await serve((_req, res) => writeEndlessBody(res))
     const rss = process.memoryUsage().rss
     const error = await rayJobsClient(endless.url, {timeoutMs: 60_000}).version().catch((e) => e)
     expect(error.code).toBe('E_RAY_PROTOCOL')
