@@ -113,22 +113,18 @@ const KILL_GRACE_MS = 10_000
 
 /** Wait for the script; on abort (Ctrl+C) stop its whole process group, by its id, and only it. */
 async function waitOrStop(run: ScriptRun, signal: AbortSignal | undefined): Promise<{exit: Awaited<ScriptRun['exited']>; interrupted: boolean}> {
-  let interrupted = false
-  let timer: NodeJS.Timeout | undefined
+  let stopping: Promise<void> | undefined
   const stop = () => {
-    interrupted = true
-    run.signalGroup('SIGTERM')
-    timer = setTimeout(() => run.signalGroup('SIGKILL'), KILL_GRACE_MS)
+    stopping = run.stop('SIGTERM', KILL_GRACE_MS)
   }
   if (signal?.aborted) stop()
   else signal?.addEventListener('abort', stop, {once: true})
   try {
     const exit = await run.exited
     // Whatever outlived bash in its group (docker CLI, python) goes too.
-    if (interrupted) run.signalGroup('SIGKILL')
-    return {exit, interrupted}
+    if (stopping) await stopping
+    return {exit, interrupted: stopping !== undefined}
   } finally {
-    clearTimeout(timer)
     signal?.removeEventListener('abort', stop)
   }
 }

@@ -366,17 +366,6 @@ async function waitForOutcome(
   }
 }
 
-/** End the script's process group: SIGINT (its trap cleans up), then SIGKILL after a grace period. */
-async function stopScript(script: ScriptRun, graceMs: number): Promise<void> {
-  // Once bash has exited its group id may be reused; never signal it then.
-  if (!script.running()) return
-  script.signalGroup('SIGINT')
-  if (!(await within(script.exited, graceMs))) {
-    script.signalGroup('SIGKILL')
-    await script.exited
-  }
-}
-
 function scriptFailure(script: ScriptRun, exit: {exitCode: number | undefined; signal: string | undefined}, desc: ServiceDescription, scriptPath: string): GymError {
   const err = script.tail('stderr', 60)
   const text = [...err, ...script.tail('stdout', 20)].join('\n')
@@ -423,7 +412,7 @@ async function containerReport(run: StartRun, id: string | undefined): Promise<C
 /** Ctrl+C: stop the script, remove the container this start created (by id), and say what is left. */
 async function interruptedStart(run: StartRun): Promise<GymError> {
   const {docker, tracker, script, desc, name, existing} = run
-  await stopScript(script, 15_000)
+  await script.stop('SIGINT', 15_000)
   await tracker.adopt(run.runStartedMs)
   const id = tracker.createdId
   let state: string
@@ -455,7 +444,7 @@ async function diedDuringStart(run: StartRun, diedAt: number): Promise<GymError>
   const c = await inspectContainer(docker, id)
   o.io.note(`Last ${logs.length} log lines of ${name} (${stateText(c)}):`)
   for (const line of logs) o.io.note(`  | ${line}`)
-  await stopScript(script, 5000)
+  await script.stop('SIGINT', 5000)
   return new GymError(`${name} exited during start-up${after}: ${stateText(c)}; its last log lines are above`, {
     code: 'E_CONTAINER_DIED',
     exit: ExitCode.failure,
@@ -472,7 +461,7 @@ async function notReady(run: StartRun, lastReadyz: string): Promise<GymError> {
   o.io.note(`${name} did not become ready within ${timeoutS}s; last /readyz: ${lastReadyz}`)
   o.io.note(`Last ${logs.length} log lines of ${name}:`)
   for (const line of logs) o.io.note(`  | ${line}`)
-  await stopScript(script, 5000)
+  await script.stop('SIGINT', 5000)
   return new GymError(`${name} did not become ready within ${timeoutS}s (last /readyz: ${lastReadyz})`, {
     code: 'E_NOT_READY',
     exit: ExitCode.failure,
@@ -508,7 +497,7 @@ export async function startRecipe(o: StartOptions): Promise<StartReport> {
     outcome = await waitForOutcome(o, docker, tracker, script, gatewayUrl, timeoutS, runStartedMs)
   } catch (error) {
     tracker.close()
-    await stopScript(script, 10_000)
+    await script.stop('SIGINT', 10_000)
     throw error
   }
   tracker.close()
@@ -531,7 +520,7 @@ export async function startRecipe(o: StartOptions): Promise<StartReport> {
   o.io.note(`${name} (${short(tracker.createdId)}) is ready at ${gatewayUrl} (${(elapsed / 1000).toFixed(1)}s after the container started)`)
   if (script.running()) o.io.note(`Waiting for ${path.basename(scriptPath)} to finish its own readiness loop (it ignores ${NO_WAIT_ENV})`)
   const exit = await within(script.exited, timeoutS * 1000)
-  if (!exit) await stopScript(script, 5000)
+  if (!exit) await script.stop('SIGINT', 5000)
   else if (exit.exitCode !== 0) throw scriptFailure(script, exit, desc, scriptPath)
 
   const builtImageId = desc.imageTag ? await imageIdOf(docker, desc.imageTag) : undefined

@@ -409,12 +409,7 @@ class TrainRun {
     this.say('')
     this.say('gymrecipe: interrupted')
     const script = this.script
-    if (script?.running()) {
-      script.signalGroup('SIGTERM')
-      const gone = await Promise.race([script.exited.then(() => true), sleep(5000).then(() => false)])
-      if (!gone) script.signalGroup('SIGKILL')
-      await script.exited
-    }
+    await script?.stop('SIGTERM', 5000)
     await this.poll()
     if (!this.job) {
       await sleep(500)
