@@ -3,7 +3,7 @@
  * How many environments of a NeMo Gym checkout gymrecipe turns into a recipe, as a new user
  * would try it: `gymrecipe new <id> --gym-config <config>` for every config under
  * environments/*\/config.yaml, resources_servers/*\/configs/*.yaml and benchmarks/*\/config.yaml;
- * where a config declares no train split, again with `--data <its agent's example rows>`. With
+ * where a config declares no train split, again with `--data <the example rows the refusal names>`. With
  * --static, the static rung then runs on every recipe made. Prints a table of outcomes by reason.
  *
  *   npm run build && node scripts/sweep-gym.mjs --gym-root ~/Gym [--static] [--json] [--jobs 8]
@@ -11,23 +11,25 @@
  * Nothing is written outside a temporary Relax checkout, which is removed at the end.
  */
 import {execFile} from 'node:child_process'
-import {cp, mkdtemp, readdir, rm, stat} from 'node:fs/promises'
+import {copyFile, cp, mkdir, mkdtemp, readdir, rm, stat} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-const {values} = parseArgs({options: {'gym-root': {type: 'string'}, static: {type: 'boolean', default: false}, json: {type: 'boolean', default: false}, jobs: {type: 'string', default: String(Math.max(2, os.cpus().length))}}})
+const {values} = parseArgs({options: {'gym-root': {type: 'string'}, static: {type: 'boolean', default: false}, data: {type: 'boolean', default: false}, json: {type: 'boolean', default: false}, jobs: {type: 'string', default: String(Math.max(2, os.cpus().length))}}})
 if (!values['gym-root']) {
-  console.error('usage: node scripts/sweep-gym.mjs --gym-root <NeMo Gym checkout> [--static] [--json] [--jobs N]')
+  console.error('usage: node scripts/sweep-gym.mjs --gym-root <NeMo Gym checkout> [--static] [--data] [--json] [--jobs N]')
   process.exit(2)
 }
 const gym = path.resolve(values['gym-root'])
 
-function cli(args) {
+function cli(args, env = {}) {
   return new Promise((resolve) => {
-    execFile(process.execPath, [path.join(repo, 'bin/run.js'), ...args], {env: {...process.env, NO_COLOR: '1', DOCKER_HOST: 'unix:///nonexistent/docker.sock'}, maxBuffer: 64 << 20, timeout: 300_000}, (error, stdout) => {
+    // `new` and the static rung never need Docker; the data rung's shared-storage probe does.
+    const docker = args[0] === 'verify' && args.includes('data') ? {} : {DOCKER_HOST: 'unix:///nonexistent/docker.sock'}
+    execFile(process.execPath, [path.join(repo, 'bin/run.js'), ...args], {env: {...process.env, NO_COLOR: '1', ...docker, ...env}, maxBuffer: 64 << 20, timeout: 300_000}, (error, stdout) => {
       let doc
       try {
         doc = JSON.parse(stdout)
@@ -53,26 +55,14 @@ async function configs() {
   return found.filter((_, i) => exists[i])
 }
 
-/** The example rows of the config's agent, for a --data retry (absolute path), if the checkout has them. */
-async function exampleRows(config) {
-  const r = await cli(['inspect', '--gym-root', gym, '--gym-config', config, '--json'])
-  const agents = r.doc?.result?.agents ?? []
-  for (const agent of agents) {
-    for (const ds of agent.datasets ?? []) {
-      const file = ds.jsonl_fpath ? path.resolve(gym, ds.jsonl_fpath) : undefined
-      if (file && (await stat(file).then((s) => s.isFile() && s.size > 0, () => false))) return file
-    }
-  }
-  return undefined
-}
-
 async function sweep(config, index, relax) {
   const id = `sweep-${index}`
   const base = ['new', id, '--gym-root', gym, '--gym-config', config, '--relax-root', relax, '--json']
   let r = await cli(base)
   let withData = false
   if (r.exit !== 0 && /declares no train dataset/.test(r.doc?.error?.message ?? '')) {
-    const rows = await exampleRows(config)
+    // The refusal names the checkout's example rows for this agent, as it does for a user.
+    const rows = r.doc?.error?.details?.example_rows
     if (rows) {
       withData = true
       r = await cli([...base, '--data', rows])
@@ -83,7 +73,32 @@ async function sweep(config, index, relax) {
     const v = await cli(['verify', id, '--level', 'static', '--relax-root', relax, '--gym-root', gym, '--json'])
     out.static = v.exit === 0 ? 'pass' : (v.doc?.error?.message ?? `exit ${v.exit}`).split('\n')[0].slice(0, 160)
   }
+  if (out.made && values.data) Object.assign(out, await dataRung(id, r.doc.result.contract, relax))
   return out
+}
+
+/**
+ * The data rung on the rows prepare would publish: the --data file itself, or for a recipe on
+ * the config's own train split (downloaded by prepare, not here) the checkout's example rows
+ * standing in for it. The file is placed at a raw path named as recipe.yaml says.
+ */
+async function dataRung(id, contract, relax) {
+  const source = contract.data.source
+  const rows = source.type === 'file' ? source.path : await standInRows(contract)
+  if (!rows) return {data: 'no rows here to check (the train split is downloaded by prepare)', data_rows: null}
+  const dir = path.join(relax, 'shared-data', id)
+  await mkdir(dir, {recursive: true})
+  const raw = path.join(dir, contract.data.raw_filename)
+  await copyFile(rows, raw)
+  const v = await cli(['verify', id, '--level', 'data', '--relax-root', relax, '--gym-root', gym, '--json'], {NEMO_GYM_SOURCE_DATA: raw})
+  const failed = (v.doc?.result?.rungs ?? v.doc?.error?.details?.rungs ?? []).flatMap((rung) => (rung.checks ?? []).filter((c) => c.status !== 'pass').map((c) => `${c.id}: ${c.status}: ${c.message}`))
+  return {data: v.exit === 0 ? 'pass' : (failed[0] ?? v.doc?.error?.message ?? `exit ${v.exit}`).split('\n')[0].slice(0, 200), data_rows: source.type === 'file' ? '--data file' : 'example rows standing in for the train split'}
+}
+
+async function standInRows(contract) {
+  const implementation = contract.gym.resources_server?.implementation
+  const file = implementation ? path.join(gym, 'resources_servers', implementation, 'data', 'example.jsonl') : undefined
+  return file && (await stat(file).then((s) => s.isFile() && s.size > 0, () => false)) ? file : undefined
 }
 
 const relax = await mkdtemp(path.join(os.tmpdir(), 'gymrecipe-sweep-'))
@@ -108,12 +123,20 @@ try {
   }
   const made = results.filter((r) => r.made).length
   const staticPassed = results.filter((r) => r.static === 'pass').length
+  const dataPassed = results.filter((r) => r.data === 'pass').length
+  const withAgent = results.filter((r) => !/^E_NO_AGENT/.test(r.reason ?? '')).length
   if (values.json) {
-    console.log(JSON.stringify({gym_root: gym, configs: all.length, made, static_passed: values.static ? staticPassed : null, by_outcome: Object.fromEntries(byReason), results}, null, 2))
+    console.log(JSON.stringify({gym_root: gym, configs: all.length, with_agent: withAgent, made, static_passed: values.static ? staticPassed : null, data_passed: values.data ? dataPassed : null, by_outcome: Object.fromEntries(byReason), results}, null, 2))
   } else {
     console.log(`${all.length} configs in ${gym}`)
     for (const [key, count] of [...byReason].sort((a, b) => b[1] - a[1])) console.log(`  ${String(count).padStart(4)}  ${key}`)
-    console.log(`made: ${made} of ${all.length} (${((100 * made) / all.length).toFixed(1)}%)${values.static ? `; static rung passed: ${staticPassed}` : ''}`)
+    console.log(`made: ${made} of ${all.length} (${((100 * made) / all.length).toFixed(1)}%); of the ${withAgent} that define an agent: ${((100 * made) / withAgent).toFixed(1)}%`)
+    if (values.static) console.log(`static rung passed: ${staticPassed}`)
+    if (values.data) {
+      console.log(`data rung passed: ${dataPassed}`)
+      const dataFailed = results.filter((r) => r.data && r.data !== 'pass')
+      for (const r of dataFailed.slice(0, 20)) console.log(`  data: ${r.config}: ${r.data}`)
+    }
     const examples = new Map()
     for (const r of results) if (!r.made && !examples.has(r.reason.split(':')[0])) examples.set(r.reason.split(':')[0], r)
     for (const [code, r] of examples) console.log(`  e.g. ${code}: ${r.config}: ${r.reason.slice(code.length + 2)}`)

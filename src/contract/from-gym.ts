@@ -27,6 +27,12 @@ export interface ContractFromGymOptions {
   smoke: boolean
   /** The user's own task JSONL (absolute path): the recipe trains on it instead of a Gym dataset. */
   dataFile?: string
+  /** The split of the --data file when it is one of the Gym checkout's own files (example, benchmark, ...). */
+  dataFileSplit?: string
+  /** The user states the --data file is training data even though it is one of Gym's own non-train files. */
+  trainingData?: boolean
+  /** A file of example rows in the checkout (absolute), named when the config declares no training data. */
+  exampleRows?: string
   examples?: ExampleRowsSummary
   /** Verifier and trial supplied by the user for an environment no built-in knows. */
   verifierOverride?: VerifierOverride
@@ -63,7 +69,7 @@ export function chooseAgent(graph: GymGraph, wanted: string | undefined): GymAge
   return graph.agents[0]
 }
 
-function chooseDataset(agent: GymAgent, wanted: string | undefined, smoke: boolean): GymDataset {
+function chooseDataset(agent: GymAgent, wanted: string | undefined, smoke: boolean, exampleRows: string | undefined): GymDataset {
   const names = agent.datasets.map((d) => `${d.name} (${d.type})`)
   if (wanted !== undefined) {
     const ds = agent.datasets.find((d) => d.name === wanted)
@@ -73,12 +79,18 @@ function chooseDataset(agent: GymAgent, wanted: string | undefined, smoke: boole
   const train = agent.datasets.find((d) => d.type === 'train')
   if (train) return train
   if (smoke && agent.datasets.length > 0) return agent.datasets[0]
-  throw usageError(
-    `agent ${agent.id} declares no train dataset`,
-    agent.datasets.length > 0
-      ? `Pass --dataset with --smoke to use ${names.join(', ')} for a smoke run only; it must not be used for real training.`
-      : 'Add a train dataset to the Gym config.',
-  )
+  const bring = 'Train on your own rows with --data <tasks.jsonl> (Gym task JSONL, e.g. from `gymrecipe tasks export`)'
+  const smokeWith = [
+    ...(agent.datasets.length > 0 ? [`--dataset with --smoke to use ${names.join(', ')}`] : []),
+    ...(exampleRows ? [`--data ${exampleRows} (the checkout's example rows; a smoke run)`] : []),
+  ]
+  throw new GymError(`agent ${agent.id} declares no train dataset`, {
+    code: 'E_USAGE',
+    exit: ExitCode.usage,
+    hint: `${bring}${smokeWith.length > 0 ? `; for a smoke run only, pass ${smokeWith.join(', or ')}` : ', or add a train dataset to the Gym config'}.`,
+    location: {field: '--data'},
+    details: {example_rows: exampleRows ?? null},
+  })
 }
 
 /** The dataset entry of data the user brings with --data (it is in no Gym config). */
@@ -152,9 +164,11 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
     throw usageError(`agent ${agent.id} references resources server "${agent.resourcesServer}", which the config does not define`, 'Pass every config the graph needs with repeated --gym-config.')
   }
   // Data the user brings is training data because they say so; --smoke still marks it a smoke run.
-  const dataset: GymDataset = o.dataFile ? {...USER_DATA, jsonlFpath: o.dataFile} : chooseDataset(agent, o.dataset, o.smoke)
-  const split = o.dataFile ? 'train' : splitOf(dataset)
-  if (split !== 'train' && !o.smoke) {
+  // One of Gym's own example or benchmark files stays what it is unless they say it is training data.
+  const dataset: GymDataset = o.dataFile ? {...USER_DATA, jsonlFpath: o.dataFile} : chooseDataset(agent, o.dataset, o.smoke, o.exampleRows)
+  const gymSplit = o.dataFile && o.dataFileSplit && o.dataFileSplit !== 'train' && !o.trainingData ? splitOf({...dataset, type: o.dataFileSplit}) : undefined
+  const split = o.dataFile ? gymSplit ?? 'train' : splitOf(dataset)
+  if (split !== 'train' && !o.smoke && !gymSplit) {
     throw usageError(`dataset ${dataset.name} is a ${dataset.type} split, not training data`, 'Use a train dataset, or pass --smoke to accept it for a smoke run that every report will flag.')
   }
   const base = structuredClone(o.base)
@@ -240,7 +254,10 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   delete contract.generated
 
   if (o.verifierOverride === undefined) notes.push(`verifier and trial copied from the built-in ${o.baseName} (same environment implementation)`)
-  if (o.dataFile) notes.push(`trains on ${o.dataFile} (NEMO_GYM_TASK_DATA in env.sh): prepare validates every row and publishes it as the raw file${o.smoke ? '; SMOKE: marked a smoke run by --smoke' : ''}`)
+  if (o.dataFile) {
+    const smokeWhy = gymSplit ? `; SMOKE: it is the Gym checkout's own ${o.dataFileSplit} data (pass --training-data if it really is what you train on)` : o.smoke ? '; SMOKE: marked a smoke run by --smoke' : ''
+    notes.push(`trains on ${o.dataFile} (NEMO_GYM_TASK_DATA in env.sh): prepare validates every row and publishes it as the raw file${smokeWhy}`)
+  }
   else if (contract.data.smoke) notes.push(`SMOKE: dataset ${dataset.name} is a ${dataset.type} split; this recipe must not be used for real training`)
   notes.push(`verifier fields ${verifierFields.fields.join(', ')} from ${verifierFields.from}`)
   return {contract, notes}

@@ -4,6 +4,7 @@ import path from 'node:path'
 import {ARCHETYPE_BASE, loadBuiltin} from '../contract/builtin.js'
 import {chooseAgent, contractFromGym, type ExampleRowsSummary, type VerifierOverride} from '../contract/from-gym.js'
 import {loadGymGraph, type GymGraph} from '../contract/gym-config.js'
+import {exampleRowsFiles, splitOfGymFile} from '../contract/gym-config/example-rows.js'
 import {assertValidContract, contractError, type ContractProblem, contractProblems} from '../contract/load.js'
 import {allocatePorts, collisions, type OccupiedRecipe} from '../contract/ports.js'
 import {assertRecipeId} from '../contract/recipe-id.js'
@@ -29,6 +30,8 @@ export interface NewRecipeOptions {
   dataset?: string
   /** The user's own Gym task JSONL to train on (kept from recipe.yaml on --update when not given). */
   dataFile?: string
+  /** The --data file is training data even when it is one of the Gym checkout's example or benchmark files. */
+  trainingData?: boolean
   smoke: boolean
   portBase?: number
   /** The private Ray's GCS port (default: kept on --update, else the next free one from 6381). */
@@ -111,18 +114,18 @@ function summarizeRows(text: string): {rows: ExampleRowsSummary; tasks: number; 
 
 /** Top-level fields and tool use of the environment's example rows, read from the Gym checkout. */
 export async function summarizeExamples(gymRoot: string, graph: GymGraph, agentId: string): Promise<ExampleRowsSummary | undefined> {
-  const agent = graph.agents.find((a) => a.id === agentId)
-  const candidates = [...(agent?.datasets ?? [])].sort((a, b) => Number(b.type === 'example') - Number(a.type === 'example'))
-  for (const ds of candidates) {
-    if (!ds.jsonlFpath) continue
-    const file = path.resolve(gymRoot, ds.jsonlFpath)
-    if (!isInside(gymRoot, file)) continue
-    const text = await fsp.readFile(file, 'utf8').catch(() => undefined)
+  for (const example of await exampleRowsFiles(gymRoot, graph, agentId)) {
+    const text = await fsp.readFile(path.resolve(gymRoot, example.path), 'utf8').catch(() => undefined)
     if (text === undefined) continue
     const {rows} = summarizeRows(text)
     if (rows.fields.length > 0) return rows
   }
   return undefined
+}
+
+async function firstExampleRows(gymRoot: string, graph: GymGraph, agentId: string): Promise<string | undefined> {
+  const [first] = await exampleRowsFiles(gymRoot, graph, agentId)
+  return first ? path.resolve(gymRoot, first.path) : undefined
 }
 
 /** Contract problems that come from the --verifier file, reported against that file. */
@@ -230,6 +233,9 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     agent: agent.id,
     dataset: dataFile ? undefined : (o.dataset ?? recorded?.data?.dataset),
     dataFile,
+    dataFileSplit: dataFile ? splitOfGymFile(o.gymRoot, graph, agent.id, dataFile) : undefined,
+    trainingData: o.trainingData ?? (recorded?.data?.source?.type === 'file' && recorded.data.split === 'train' && !recorded.data.smoke),
+    exampleRows: dataFile ? undefined : await firstExampleRows(o.gymRoot, graph, agent.id),
     smoke: o.smoke || (recorded?.data?.smoke ?? false),
     examples,
     verifierOverride,

@@ -10,6 +10,7 @@ import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
 import type {VerifierOverride} from '../contract/from-gym.js'
+import {exampleRowsFiles} from '../contract/gym-config/example-rows.js'
 import type {GymGraph} from '../contract/gym-config.js'
 import type {RecipeContract, ScriptedTurn} from '../contract/types.js'
 import {isInside} from '../runtime/fs.js'
@@ -125,9 +126,8 @@ export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, age
 
   // Task rows of the environment's own data, by prompt: the row a rollout answered.
   const tasks = new Map<string, TaskRow>()
-  for (const ds of [...datasets].sort((a, b) => Number(b.type === 'example') - Number(a.type === 'example'))) {
-    const file = path.resolve(root, ds.jsonlFpath!)
-    if (!isInside(root, file)) continue
+  for (const example of await exampleRowsFiles(root, graph, agentId)) {
+    const file = path.resolve(root, example.path)
     let row = 0
     for (const line of await sampleLines(file)) {
       if (!line.trim()) continue

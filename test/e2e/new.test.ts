@@ -1,4 +1,4 @@
-import {mkdtemp, readFile, stat, writeFile} from 'node:fs/promises'
+import {cp, mkdtemp, readFile, rm, stat, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import {parse} from 'yaml'
@@ -17,8 +17,8 @@ async function relaxRoot(): Promise<string> {
   return root
 }
 
-function newArgs(id: string, relax: string, config = CALENDAR, extra: string[] = []): string[] {
-  return ['new', id, '--gym-root', snapshotRoot, '--gym-config', config, '--relax-root', relax, '--json', ...extra]
+function newArgs(id: string, relax: string, config = CALENDAR, extra: string[] = [], gymRoot = snapshotRoot): string[] {
+  return ['new', id, '--gym-root', gymRoot, '--gym-config', config, '--relax-root', relax, '--json', ...extra]
 }
 
 describe('gymrecipe new', () => {
@@ -211,9 +211,52 @@ describe('gymrecipe new', () => {
     expect(script).toContain('boxed{8}')
   })
 
-  it('a benchmark without example rows takes its verifier fields from the --verifier payload, never from calendar', async () => {
+  it('a benchmark declares no train split: the refusal names its resources server\'s example rows, which make a smoke run unless --training-data', async () => {
     const relax = await relaxRoot()
     const gsm8k = 'benchmarks/gsm8k/config.yaml'
+    const examples = path.join(snapshotRoot, 'resources_servers/math_with_judge/data/example.jsonl')
+    const refused = await runCli(newArgs('gsm8k', relax, gsm8k, ['--dry-run']))
+    expect(refused.exitCode).toBe(2)
+    expect(refused.json.error.message).toBe('agent gsm8k_math_with_judge_simple_agent declares no train dataset')
+    expect(refused.json.error.hint).toContain('--data <tasks.jsonl>')
+    expect(refused.json.error.hint).toContain(`--data ${examples} (the checkout's example rows; a smoke run)`)
+    expect(refused.json.error.details.example_rows).toBe(examples)
+
+    const smoke = await runCli(newArgs('gsm8k', relax, gsm8k, ['--data', examples]))
+    expect(smoke.exitCode, smoke.stderr).toBe(0)
+    expect(smoke.json.contract.data).toMatchObject({split: 'example', smoke: true, source: {type: 'file', path: examples}, raw_filename: 'gsm8k_example.jsonl'})
+    expect(smoke.json.contract.data.verifier_fields).toEqual(['responses_create_params.input', 'question', 'expected_answer'])
+    expect(smoke.json.notes.join('\n')).toContain("SMOKE: it is the Gym checkout's own example data")
+    // Verifier examples from the resources server's rollouts, matched to its example rows.
+    expect(smoke.json.contract.verifier.task).toMatchObject({file: 'resources_servers/math_with_judge/data/example.jsonl'})
+
+    const told = await runCli(newArgs('gsm8k', relax, gsm8k, ['--data', examples, '--training-data', '--force']))
+    expect(told.exitCode, told.stderr).toBe(0)
+    expect(told.json.contract.data).toMatchObject({split: 'train', smoke: false, raw_filename: 'gsm8k_train.jsonl'})
+    // --update keeps the user's word.
+    const updated = await runCli(['new', 'gsm8k', '--gym-root', snapshotRoot, '--relax-root', relax, '--update', '--json'])
+    expect(updated.exitCode, updated.stderr).toBe(0)
+    expect(updated.json.contract.data).toMatchObject({split: 'train', smoke: false})
+
+    // A file of the user's own, outside the checkout, is training data as they say.
+    const own = path.join(relax, 'my-rows.jsonl')
+    await writeFile(own, await readFile(examples))
+    const mine = await runCli(newArgs('gsm8k-own', relax, gsm8k, ['--data', own, '--dry-run']))
+    expect(mine.exitCode, mine.stderr).toBe(0)
+    expect(mine.json.contract.data).toMatchObject({split: 'train', smoke: false})
+
+    const orphan = await runCli(['new', 'x', '--gym-root', snapshotRoot, '--gym-config', gsm8k, '--relax-root', relax, '--training-data'])
+    expect(orphan.exitCode).toBe(2)
+    expect(orphan.stderr).toContain('--data')
+  })
+
+  it('a benchmark whose checkout has no example rows takes its verifier fields from the --verifier payload, never from calendar', async () => {
+    const relax = await relaxRoot()
+    const gsm8k = 'benchmarks/gsm8k/config.yaml'
+    // A checkout without the resources server's example rows (and rollouts).
+    const gymRoot = await mkdtemp(path.join(os.tmpdir(), 'gr-gym-'))
+    await cp(snapshotRoot, gymRoot, {recursive: true})
+    await rm(path.join(gymRoot, 'resources_servers/math_with_judge/data'), {recursive: true})
     const payloadFile = path.join(relax, 'gsm8k-verifier.yaml')
     await writeFile(payloadFile, `verifier:
   kind: direct
@@ -227,7 +270,7 @@ describe('gymrecipe new', () => {
   wrong: [{text: "\\\\boxed{9}"}]
   success_reward: 1.0
 `)
-    const ok = await runCli(newArgs('gsm8k', relax, gsm8k, ['--verifier', payloadFile, '--smoke', '--dry-run']))
+    const ok = await runCli(newArgs('gsm8k', relax, gsm8k, ['--verifier', payloadFile, '--smoke', '--dry-run'], gymRoot))
     expect(ok.exitCode).toBe(0)
     expect(ok.json.contract.data.verifier_fields).toEqual(['responses_create_params.input', 'question', 'expected_answer'])
     expect(ok.json.contract.gym.gateway_config).toBe('gsm8k-math-with-judge-resources-server-v1')
@@ -236,11 +279,11 @@ describe('gymrecipe new', () => {
     const taskFile = path.join(relax, 'gsm8k-task.yaml')
     const taskVerifier = (await readFile(payloadFile, 'utf8')).replace(/ {2}task: null\n {2}payload:\n( {4}.*\n)+/, '  task: {file: benchmarks/gsm8k/data/gsm8k_benchmark.jsonl, row: 0}\n  payload: null\n')
     await writeFile(taskFile, taskVerifier)
-    const asked = await runCli(newArgs('gsm8k', relax, gsm8k, ['--verifier', taskFile, '--smoke', '--dry-run']))
+    const asked = await runCli(newArgs('gsm8k', relax, gsm8k, ['--verifier', taskFile, '--smoke', '--dry-run'], gymRoot))
     expect(asked.exitCode).toBe(2)
     expect(asked.json.error.code).toBe('E_VERIFIER_FIELDS_REQUIRED')
     await writeFile(taskFile, `${taskVerifier}verifier_fields: [responses_create_params.input, question, expected_answer]\n`)
-    const told = await runCli(newArgs('gsm8k', relax, gsm8k, ['--verifier', taskFile, '--smoke', '--dry-run']))
+    const told = await runCli(newArgs('gsm8k', relax, gsm8k, ['--verifier', taskFile, '--smoke', '--dry-run'], gymRoot))
     expect(told.exitCode).toBe(0)
     expect(told.json.contract.data.verifier_fields).toEqual(['responses_create_params.input', 'question', 'expected_answer'])
   })

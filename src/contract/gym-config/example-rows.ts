@@ -1,0 +1,67 @@
+/**
+ * Where an environment's example task rows are in a Gym checkout: the JSONL files its agent
+ * declares (example splits first), then the `data/example.jsonl` Gym keeps beside every resources
+ * server (its CI requires one). They give verifier fields, the task rows example rollouts answer,
+ * and the rows a user can smoke-test with when the config declares no training data.
+ */
+import {promises as fsp} from 'node:fs'
+import path from 'node:path'
+import {isInside} from '../../runtime/fs.js'
+import type {GymGraph} from '../gym-config.js'
+
+export interface ExampleRowsFile {
+  /** Relative to the Gym root. */
+  path: string
+  /** The dataset split the config declares it as; 'example' for a resources server's own file. */
+  split: string
+  /** The dataset name when the agent declares it. */
+  dataset: string | null
+}
+
+/** The resources server's own example file, relative to the Gym root. */
+export function resourceExamplePath(implementation: string): string {
+  return `resources_servers/${implementation}/data/example.jsonl`
+}
+
+async function nonEmptyFile(file: string): Promise<boolean> {
+  return fsp.stat(file).then((s) => s.isFile() && s.size > 0, () => false)
+}
+
+export async function exampleRowsFiles(gymRoot: string, graph: GymGraph, agentId: string): Promise<ExampleRowsFile[]> {
+  const root = path.resolve(gymRoot)
+  const agent = graph.agents.find((a) => a.id === agentId)
+  const found: ExampleRowsFile[] = []
+  const seen = new Set<string>()
+  const add = async (relative: string, split: string, dataset: string | null) => {
+    const file = path.resolve(root, relative)
+    const key = path.relative(root, file)
+    if (seen.has(key) || !isInside(root, file) || !(await nonEmptyFile(file))) return
+    seen.add(key)
+    found.push({path: key, split, dataset})
+  }
+  const declared = [...(agent?.datasets ?? [])].sort((a, b) => Number(b.type === 'example') - Number(a.type === 'example'))
+  for (const ds of declared) if (ds.jsonlFpath && !path.isAbsolute(ds.jsonlFpath)) await add(ds.jsonlFpath, ds.type, ds.name)
+  const resource = agent?.resourcesServer ? graph.resourcesServers.find((s) => s.id === agent.resourcesServer) : undefined
+  if (resource) await add(resourceExamplePath(resource.implementation), 'example', null)
+  return found
+}
+
+/**
+ * The split a --data file is, when it is one of the checkout's own files: a declared dataset's
+ * split, `example` for a resources server's example rows, `benchmark` under benchmarks/. A file
+ * outside the checkout is the user's own (undefined).
+ */
+export function splitOfGymFile(gymRoot: string, graph: GymGraph, agentId: string, file: string): string | undefined {
+  const root = path.resolve(gymRoot)
+  const abs = path.resolve(file)
+  if (!isInside(root, abs)) return undefined
+  const relative = path.relative(root, abs)
+  const agent = graph.agents.find((a) => a.id === agentId)
+  const declared = agent?.datasets.find((d) => d.jsonlFpath && path.normalize(d.jsonlFpath) === relative)
+  if (declared) return declared.type
+  const parts = relative.split(path.sep)
+  if (parts[0] === 'benchmarks') return 'benchmark'
+  if (/^example.*\.jsonl$/.test(path.basename(relative))) return 'example'
+  if (parts[0] === 'resources_servers' && parts[2] === 'data' && !/train/.test(path.basename(relative))) return 'example'
+  return undefined
+}
