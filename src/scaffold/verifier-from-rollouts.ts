@@ -157,6 +157,10 @@ export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, age
     return {none: `its example rollouts (${files.map((f) => path.relative(root, f)).join(', ')}) have ${why}`}
   }
   const top = Math.max(...replayable.map((r) => r.reward))
+  // A best answer that earned nothing is no known-correct output: the grader never said yes to it.
+  if (top <= 0) {
+    return {none: `none of its replayable example rollouts (${files.map((f) => path.relative(root, f)).join(', ')}) earned a reward above 0 (the best earned ${top}${rollouts.some((r) => r.reward > 0) ? '; those that did feed tool results back, which a direct /verify call cannot replay' : ''})`}
+  }
   const correct = replayable.find((r) => r.reward === top && tasks.has(r.key)) ?? replayable.find((r) => r.reward === top)!
   const lower = rollouts.filter((r) => r.reward < top && !r.usesToolResults)
   const sameTask = lower.find((r) => r.key === correct.key)

@@ -95,4 +95,14 @@ describe('verifier examples from example rollouts', () => {
     const tools = await gym([task('one')], [rollout('one', 'x', 1, [{type: 'function_call', name: 'look', arguments: '{}', call_id: 'c'}, {type: 'function_call_output', call_id: 'c', output: 'seen'}])])
     expect(await verifierFromRollouts(tools.root, tools.graph, 'quiz_agent', base)).toEqual({none: expect.stringMatching(/feeds tool results back/)})
   })
+
+  it('never takes an answer that earned nothing as the correct one (the rewarded rollout needs tool results)', async () => {
+    const base = await loadBuiltin('calendar')
+    const useTool = [{type: 'function_call', name: 'run', arguments: '{}', call_id: 'c'}, {type: 'function_call_output', call_id: 'c', output: '3'}]
+    const zeros = await gym([task('one'), task('two')], [rollout('one', 'a', 0), rollout('two', 'b', 0), rollout('one', 'right', 1, useTool)])
+    const r = await verifierFromRollouts(zeros.root, zeros.graph, 'quiz_agent', base)
+    expect(r).toEqual({none: expect.stringMatching(/earned a reward above 0 \(the best earned 0; those that did feed tool results back/)})
+    const negative = await gym([task('one')], [rollout('one', 'a', -1), rollout('one', 'b', -2)])
+    expect(await verifierFromRollouts(negative.root, negative.graph, 'quiz_agent', base)).toEqual({none: expect.stringMatching(/the best earned -1\)$/)})
+  })
 })
