@@ -1,6 +1,7 @@
 import path from 'node:path'
 
 import type {GymAgent, GymDataset, GymGraph} from './gym-config.js'
+import {type SecondModel, secondModels} from './gym-config/second-models.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
 import type {Archetype, DataSource, RecipeContract, Split} from './types.js'
 import {defaultErrorProbe, SPLITS} from './types.js'
@@ -33,6 +34,8 @@ export interface ContractFromGymOptions {
   trainingData?: boolean
   /** A file of example rows in the checkout (absolute), named when the config declares no training data. */
   exampleRows?: string
+  /** Roles (judge, simulator, model) the user accepts the policy model, i.e. the model being trained, in. */
+  policyServes?: string[]
   examples?: ExampleRowsSummary
   /** Verifier and trial supplied by the user for an environment no built-in knows. */
   verifierOverride?: VerifierOverride
@@ -171,6 +174,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   if (split !== 'train' && !o.smoke && !gymSplit) {
     throw usageError(`dataset ${dataset.name} is a ${dataset.type} split, not training data`, 'Use a train dataset, or pass --smoke to accept it for a smoke run that every report will flag.')
   }
+  const models = checkSecondModels(o.graph, agent, o.policyServes ?? [])
   const base = structuredClone(o.base)
   const environment = resource?.id ?? agent.id
   const sameEnvironment = (resource?.implementation ?? null) === (base.gym.resources_server?.implementation ?? null) && agent.implementation === base.gym.agent.type
@@ -206,6 +210,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
       agent: {name: agent.id, type: agent.implementation, max_steps: agent.maxSteps},
       resources_server: resource ? {name: resource.id, implementation: resource.implementation} : null,
       venv_dirs: venvDirs,
+      ...(models.length > 0 ? {models: models.map(({role, owner, key, server, policy, enabled}) => ({role, owner, key, server, policy, enabled}))} : {}),
       // Only what was read from the checkout's code: an assumed include order is not recorded.
       ...(o.graph.includeOrder.assumed
         ? {}
@@ -260,5 +265,39 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   }
   else if (contract.data.smoke) notes.push(`SMOKE: dataset ${dataset.name} is a ${dataset.type} split; this recipe must not be used for real training`)
   notes.push(`verifier fields ${verifierFields.fields.join(', ')} from ${verifierFields.from}`)
+  for (const m of models.filter((x) => x.enabled)) {
+    notes.push(m.policy
+      ? `${m.role} ${m.owner}.${m.key} is the policy model, i.e. the model being trained (accepted with --policy-serves ${m.role})`
+      : `${m.role} ${m.owner}.${m.key} calls model server ${m.server}: its endpoint is whatever that server's config says (gymrecipe does not yet check that it answers)`)
+  }
   return {contract, notes}
+}
+
+/**
+ * A judge or simulator that is the policy model grades (or plays the user for) the model being
+ * trained: refused unless the user says so. One that names a server no loaded config defines
+ * cannot start.
+ */
+function checkSecondModels(graph: GymGraph, agent: GymAgent, policyServes: string[]): SecondModel[] {
+  const models = secondModels(graph, agent)
+  const where = (m: SecondModel) => `${m.owner}.${m.key}`
+  const undefinedServer = models.find((m) => m.enabled && !m.defined)
+  if (undefinedServer) {
+    throw new GymError(`${where(undefinedServer)} names model server ${undefinedServer.server}, which no loaded config defines: the ${undefinedServer.role} cannot be reached and the service cannot start`, {
+      code: 'E_SECOND_MODEL',
+      exit: ExitCode.usage,
+      hint: `Add the config that defines ${undefinedServer.server} (e.g. --gym-config responses_api_models/openai_model/configs/openai_model.yaml, with the ${undefinedServer.role}'s endpoint in it), or point ${undefinedServer.key} at a model server the configs define.`,
+      details: {second_models: models},
+    })
+  }
+  const policy = models.find((m) => m.enabled && m.policy && m.role !== 'model' && !policyServes.includes(m.role))
+  if (policy) {
+    throw new GymError(`${where(policy)} is the policy model${policy.server ? '' : ' (through ${policy_…})'}: under Relax that is the model being trained, so it would serve as its own ${policy.role}`, {
+      code: 'E_POLICY_AS_SECOND_MODEL',
+      exit: ExitCode.usage,
+      hint: `Point ${policy.key} at a model server of its own (a config that defines it, added with --gym-config), or pass --policy-serves ${policy.role} if the model being trained is meant to be its own ${policy.role}.`,
+      details: {second_models: models},
+    })
+  }
+  return models
 }

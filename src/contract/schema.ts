@@ -83,6 +83,22 @@ export const recipeSchema = {
           ],
         },
         venv_dirs: {type: 'array', items: {type: 'string', pattern: RELATIVE_PATH}},
+        models: {
+          type: 'array',
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['role', 'owner', 'key', 'server', 'policy', 'enabled'],
+            properties: {
+              role: {enum: ['judge', 'simulator', 'model']},
+              owner: {type: 'string', pattern: NAME},
+              key: {type: 'string', pattern: '^[A-Za-z0-9_.-]{1,200}$'},
+              server: {anyOf: [{type: 'null'}, {type: 'string', pattern: NAME}]},
+              policy: {type: 'boolean'},
+              enabled: {type: 'boolean'},
+            },
+          },
+        },
         behaviour: {
           type: 'object',
           additionalProperties: false,

@@ -38,6 +38,11 @@ export interface RecipeContract {
     agent: {name: string; type: string; max_steps: number | null}
     resources_server: {name: string; implementation: string} | null
     venv_dirs: string[]
+    /**
+     * Model servers the graph calls besides the policy (judges, user simulators), as read from
+     * the config. `policy`: it is the policy model, i.e. under Relax the model being trained.
+     */
+    models?: Array<{role: 'judge' | 'simulator' | 'model'; owner: string; key: string; server: string | null; policy: boolean; enabled: boolean}>
     /** How the Gym checkout the recipe was recorded from behaves where Gym changed over time. */
     behaviour?: {
       include_order: 'discovery' | 'reverse-discovery' | 'depth' | 'post-order'

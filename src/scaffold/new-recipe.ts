@@ -32,6 +32,8 @@ export interface NewRecipeOptions {
   dataFile?: string
   /** The --data file is training data even when it is one of the Gym checkout's example or benchmark files. */
   trainingData?: boolean
+  /** Roles in which the policy model (the model being trained) is accepted as a second model. */
+  policyServes?: string[]
   smoke: boolean
   portBase?: number
   /** The private Ray's GCS port (default: kept on --update, else the next free one from 6381). */
@@ -237,6 +239,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     trainingData: o.trainingData ?? (recorded?.data?.source?.type === 'file' && recorded.data.split === 'train' && !recorded.data.smoke),
     exampleRows: dataFile ? undefined : await firstExampleRows(o.gymRoot, graph, agent.id),
     smoke: o.smoke || (recorded?.data?.smoke ?? false),
+    policyServes: o.policyServes ?? [...new Set((recorded?.gym?.models ?? []).filter((m) => m.policy && m.enabled).map((m) => m.role))],
     examples,
     verifierOverride,
     ports,

@@ -288,6 +288,33 @@ describe('gymrecipe new', () => {
     expect(told.json.contract.data.verifier_fields).toEqual(['responses_create_params.input', 'question', 'expected_answer'])
   })
 
+  it('a judge that is the policy model (the model being trained) is refused unless --policy-serves judge, then recorded', async () => {
+    const relax = await relaxRoot()
+    const gymRoot = await mkdtemp(path.join(os.tmpdir(), 'gr-gym-'))
+    await cp(snapshotRoot, gymRoot, {recursive: true})
+    const config = 'resources_servers/math_with_judge/configs/math_with_judge.yaml'
+    const file = path.join(gymRoot, config)
+    await writeFile(file, (await readFile(file, 'utf8')).replace('should_use_judge: false', 'should_use_judge: true'))
+
+    const refused = await runCli(newArgs('judged', relax, config, [], gymRoot))
+    expect(refused.exitCode).toBe(2)
+    expect(refused.json.error).toMatchObject({code: 'E_POLICY_AS_SECOND_MODEL', message: 'math_with_judge.judge_model_server is the policy model: under Relax that is the model being trained, so it would serve as its own judge'})
+    expect(refused.json.error.hint).toContain('--policy-serves judge')
+
+    const accepted = await runCli(newArgs('judged', relax, config, ['--policy-serves', 'judge'], gymRoot))
+    expect(accepted.exitCode, accepted.stderr).toBe(0)
+    expect(accepted.json.contract.gym.models).toEqual([{role: 'judge', owner: 'math_with_judge', key: 'judge_model_server', server: 'policy_model', policy: true, enabled: true}])
+    expect(accepted.json.notes.join('\n')).toContain('judge math_with_judge.judge_model_server is the policy model, i.e. the model being trained (accepted with --policy-serves judge)')
+    const updated = await runCli(['new', 'judged', '--gym-root', gymRoot, '--relax-root', relax, '--update', '--json'])
+    expect(updated.exitCode, updated.stderr).toBe(0)
+    expect(updated.json.contract.gym.models).toHaveLength(1)
+
+    // The pinned config switches the judge off: nothing to accept.
+    const off = await runCli(newArgs('unjudged', relax, config, ['--dry-run']))
+    expect(off.exitCode, off.stderr).toBe(0)
+    expect(off.json.contract.gym.models).toEqual([{role: 'judge', owner: 'math_with_judge', key: 'judge_model_server', server: 'policy_model', policy: true, enabled: false}])
+  })
+
   it('registers the built-in Gateway config name of the same environment (workplace-assistant-v1)', async () => {
     const relax = await relaxRoot()
     const r = await runCli(newArgs('my-tools', relax, WORKPLACE, ['--from', 'workplace-assistant', '--dry-run']))
