@@ -86,9 +86,13 @@ function rowMissingField(sample: unknown[], fields: string[]): {line: number; fi
   return undefined
 }
 
-/** Fields, tool use and task rows among the first 200 non-empty lines of a JSONL text. */
+/**
+ * Fields, tool use and task rows among the first 200 non-empty lines of a JSONL text. A field
+ * counts only when every row carries it (not null): one an example row may lack is no field the
+ * verifier can demand of every training row.
+ */
 function summarizeRows(text: string): {rows: ExampleRowsSummary; tasks: number; read: number; sample: unknown[]} {
-  const fields = new Set<string>()
+  const seen = new Map<string, number>()
   let hasTools = false
   let hasAgentRef = false
   let tasks = 0
@@ -105,13 +109,14 @@ function summarizeRows(text: string): {rows: ExampleRowsSummary; tasks: number; 
     }
     if (!row || typeof row !== 'object' || Array.isArray(row)) continue
     sample.push(row)
-    for (const key of Object.keys(row)) fields.add(key)
+    for (const [key, value] of Object.entries(row)) if (value !== null) seen.set(key, (seen.get(key) ?? 0) + 1)
     const params = row.responses_create_params
     if (params && typeof params === 'object' && params.input !== undefined) tasks++
     if (Array.isArray(params?.tools) && params.tools.length > 0) hasTools = true
     if ('agent_ref' in row) hasAgentRef = true
   }
-  return {rows: {fields: [...fields], hasTools, hasAgentRef}, tasks, read: Math.min(read, 200), sample}
+  const fields = [...seen].filter(([, count]) => count === sample.length).map(([key]) => key)
+  return {rows: {fields, hasTools, hasAgentRef}, tasks, read: Math.min(read, 200), sample}
 }
 
 /** Top-level fields and tool use of the environment's example rows, read from the Gym checkout. */

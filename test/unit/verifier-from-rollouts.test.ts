@@ -1,6 +1,7 @@
 /**
  * Verifier examples from an environment's own example rollouts: which rollout is taken as correct,
- * which as wrong, how a rollout is tied to its task row, and when there is nothing to take.
+ * which as wrong, how a rollout is tied to its task row, and when there is nothing to take; and
+ * which fields of the example rows every training row must carry.
  */
 import {mkdir, mkdtemp, rm, writeFile} from 'node:fs/promises'
 import os from 'node:os'
@@ -9,6 +10,7 @@ import {afterEach, describe, expect, it} from 'vitest'
 
 import {loadBuiltin} from '../../src/contract/builtin.js'
 import {loadGymGraph} from '../../src/contract/gym-config.js'
+import {summarizeExamples} from '../../src/scaffold/new-recipe.js'
 import {verifierFromRollouts} from '../../src/scaffold/verifier-from-rollouts.js'
 
 const roots: string[] = []
@@ -104,5 +106,13 @@ describe('verifier examples from example rollouts', () => {
     expect(r).toEqual({none: expect.stringMatching(/earned a reward above 0 \(the best earned 0; those that did feed tool results back/)})
     const negative = await gym([task('one')], [rollout('one', 'a', -1), rollout('one', 'b', -2)])
     expect(await verifierFromRollouts(negative.root, negative.graph, 'quiz_agent', base)).toEqual({none: expect.stringMatching(/the best earned -1\)$/)})
+  })
+})
+
+describe('verifier fields from example rows', () => {
+  it('a field some example row lacks (or holds null) is not demanded of every row', async () => {
+    const {root, graph} = await gym([task('one', {answer_type: 'int', hint: null}), task('two', {hint: 'x'}), task('three', {answer_type: 'int', hint: 'y'})], undefined)
+    const rows = await summarizeExamples(root, graph, 'quiz_agent')
+    expect(rows?.fields.sort()).toEqual(['answer', 'responses_create_params'])
   })
 })
