@@ -1,3 +1,5 @@
+import os from 'node:os'
+import path from 'node:path'
 import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand} from '../cli/base-command.js'
@@ -7,6 +9,17 @@ import {ARCHETYPES, type Archetype} from '../contract/types.js'
 import {ExitCode, usageError} from '../errors.js'
 import {newRecipe, type NewRecipeResult} from '../scaffold/new-recipe.js'
 import {DELETED_AND_CHANGED} from '../scaffold/update.js'
+
+/** `NAME=DIR` of --config-root; the directory is made absolute, `~/` expanded as a shell would. */
+function parseConfigRoot(value: string): {name: string; dir: string} {
+  const at = value.indexOf('=')
+  const name = at > 0 ? value.slice(0, at) : ''
+  const dir = at > 0 ? value.slice(at + 1) : ''
+  if (!/^[A-Z][A-Z0-9_]{0,63}$/.test(name) || dir === '') {
+    throw usageError(`--config-root ${JSON.stringify(value)} is not NAME=DIR`, 'Name the tree like an environment variable, e.g. --config-root RELAX_INTEGRATION_ROOT=/srv/relax-integration.', {field: '--config-root'})
+  }
+  return {name, dir: path.resolve(dir.startsWith('~/') ? path.join(os.homedir(), dir.slice(2)) : dir)}
+}
 
 export default class New extends BaseCommand<typeof New> {
   static override summary = 'Record an environment contract from its NeMo Gym config and generate the seven recipe files'
@@ -60,6 +73,7 @@ EXIT STATUS
     data: Flags.file({summary: 'Train on your own Gym task JSONL (e.g. from `tasks export`) instead of a dataset of the Gym config.', exists: true, exclusive: ['dataset']}),
     'training-data': Flags.boolean({summary: "The --data file is training data even though it is one of the Gym checkout's example or benchmark files (otherwise such a file makes a smoke run).", dependsOn: ['data']}),
     'policy-serves': Flags.string({summary: 'Accept the policy model — under Relax the model being trained — as the judge or user simulator a config names (refused otherwise).', options: ['judge', 'simulator'], multiple: true}),
+    'config-root': Flags.string({summary: 'NAME=DIR: a tree outside the Gym checkout that holds your own configs and servers (e.g. RELAX_INTEGRATION_ROOT=~/my-env); --gym-config may then point into it. env.sh gets NAME, the start script mounts DIR read-only at the same path.', multiple: true}),
     'port-base': Flags.integer({summary: 'Gateway port; agent, resources and head take the next three, Ray the next hundred (default: a free block).', min: 1024, max: 65_535 - 99}),
     'gcs-port': Flags.integer({summary: "The private Ray's GCS port (default: kept on --update, else the next free one from 6381).", min: 1024, max: 65_535}),
     verifier: Flags.file({summary: 'YAML with verifier: (and trial:) blocks for an environment no built-in knows.', exists: true}),
@@ -89,6 +103,7 @@ EXIT STATUS
       dataFile: f.data,
       trainingData: f['training-data'],
       policyServes: f['policy-serves'],
+      configRoots: (f['config-root'] ?? []).map(parseConfigRoot),
       smoke: f.smoke,
       portBase: f['port-base'],
       gcsPort: f['gcs-port'],

@@ -36,6 +36,8 @@ export interface ContractFromGymOptions {
   exampleRows?: string
   /** Roles (judge, simulator, model) the user accepts the policy model, i.e. the model being trained, in. */
   policyServes?: string[]
+  /** Config roots outside the Gym checkout that config paths name. */
+  configRoots?: Array<{name: string; dir: string}>
   examples?: ExampleRowsSummary
   /** Verifier and trial supplied by the user for an environment no built-in knows. */
   verifierOverride?: VerifierOverride
@@ -205,6 +207,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
     gym: {
       commit: base.gym.commit,
       config_paths: o.configPaths,
+      ...(usedRoots(o).length > 0 ? {config_roots: usedRoots(o)} : {}),
       environment,
       gateway_config: sameEnvironment ? base.gym.gateway_config : gatewayConfigName(environment),
       agent: {name: agent.id, type: agent.implementation, max_steps: agent.maxSteps},
@@ -273,6 +276,12 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   return {contract, notes}
 }
 
+/** The config roots the recipe's configs (or the files they include) come from. */
+function usedRoots(o: ContractFromGymOptions): string[] {
+  const paths = [...o.configPaths, ...o.graph.files]
+  return (o.configRoots ?? []).map((r) => r.name).filter((name) => paths.some((p) => p.startsWith(`\${${name}}/`)))
+}
+
 /**
  * A judge or simulator that is the policy model grades (or plays the user for) the model being
  * trained: refused unless the user says so. One that names a server no loaded config defines
@@ -282,6 +291,14 @@ function checkSecondModels(graph: GymGraph, agent: GymAgent, policyServes: strin
   const models = secondModels(graph, agent)
   const where = (m: SecondModel) => `${m.owner}.${m.key}`
   const undefinedServer = models.find((m) => m.enabled && !m.defined)
+  if (undefinedServer?.server === '???') {
+    throw new GymError(`${where(undefinedServer)} is left ??? in the config: the ${undefinedServer.role}'s model server must be named`, {
+      code: 'E_SECOND_MODEL',
+      exit: ExitCode.usage,
+      hint: `Add a config that sets ${undefinedServer.key}.name to a model server it defines (with --gym-config), e.g. one based on responses_api_models/openai_model/configs/openai_model.yaml.`,
+      details: {second_models: models},
+    })
+  }
   if (undefinedServer) {
     throw new GymError(`${where(undefinedServer)} names model server ${undefinedServer.server}, which no loaded config defines: the ${undefinedServer.role} cannot be reached and the service cannot start`, {
       code: 'E_SECOND_MODEL',

@@ -87,6 +87,8 @@ export interface GymGraph {
 export interface LoadGymGraphOptions {
   /** Filesystem access; defaults to the real one. */
   fs?: GymConfigFs
+  /** Trees outside the checkout holding the user's own configs, searched first (as NEMO_GYM_EXTRA_ROOTS). */
+  extraRoots?: Array<{name: string; dir: string}>
 }
 
 /**
@@ -97,7 +99,7 @@ export interface LoadGymGraphOptions {
  */
 export async function loadGymGraph(gymRoot: string, configPaths: string[], options: LoadGymGraphOptions = {}): Promise<GymGraph> {
   const fs = options.fs ?? nodeGymConfigFs
-  const root = await resolveGymRoot(gymRoot, fs)
+  const root = await resolveGymRoot(gymRoot, fs, options.extraRoots)
   if (configPaths.length === 0) throw gymConfigError('not-found', 'no Gym config given', {}, 'Pass at least one --gym-config, e.g. environments/calendar/config.yaml.')
 
   const tree = await loadIncludeTree(root, configPaths, fs)

@@ -7,6 +7,8 @@
 export const RECIPE_ID_PATTERN = '^[a-z0-9][a-z0-9-]*$'
 const NAME = '^[A-Za-z0-9][A-Za-z0-9_.-]*$'
 const RELATIVE_PATH = '^(?!/)(?!.*(?:^|/)\\.\\.(?:/|$))[A-Za-z0-9_][A-Za-z0-9_./-]*$'
+/** A Gym config path: relative to the Gym root, or `${NAME}/…` in a config root the recipe names. */
+const CONFIG_PATH = '^(?:\\$\\{[A-Z][A-Z0-9_]{0,63}\\}/)?(?!/)(?!.*(?:^|/)\\.\\.(?:/|$))[A-Za-z0-9_][A-Za-z0-9_./-]*$'
 const ABSOLUTE_PATH = '^/(?!.*(?:^|/)\\.\\.(?:/|$))[A-Za-z0-9_./-]+$'
 const IMAGE = '^[a-z0-9][a-z0-9._/-]*(?::[A-Za-z0-9_][A-Za-z0-9_.-]*)?$'
 /** A file inside the recipe folder: no folder, no hidden file. */
@@ -58,7 +60,8 @@ export const recipeSchema = {
       required: ['commit', 'config_paths', 'environment', 'gateway_config', 'agent', 'resources_server', 'venv_dirs'],
       properties: {
         commit: {type: 'string', pattern: '^[0-9a-f]{40}$'},
-        config_paths: {type: 'array', minItems: 1, items: {type: 'string', pattern: RELATIVE_PATH}},
+        config_paths: {type: 'array', minItems: 1, items: {type: 'string', pattern: CONFIG_PATH}},
+        config_roots: {type: 'array', items: {type: 'string', pattern: '^[A-Z][A-Z0-9_]{0,63}$'}, uniqueItems: true},
         environment: {type: 'string', pattern: NAME},
         gateway_config: {type: 'string', pattern: NAME},
         agent: {

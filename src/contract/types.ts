@@ -32,7 +32,10 @@ export interface RecipeContract {
   description: string
   gym: {
     commit: string
+    /** Relative to the Gym root, or `${NAME}/…` in a config root outside it. */
     config_paths: string[]
+    /** Variables naming trees outside the Gym checkout (env.sh holds their paths; mounted read-only). */
+    config_roots?: string[]
     environment: string
     gateway_config: string
     agent: {name: string; type: string; max_steps: number | null}

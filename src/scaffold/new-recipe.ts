@@ -34,6 +34,8 @@ export interface NewRecipeOptions {
   trainingData?: boolean
   /** Roles in which the policy model (the model being trained) is accepted as a second model. */
   policyServes?: string[]
+  /** Trees outside the Gym checkout holding the user's own configs: NAME → directory. */
+  configRoots?: Array<{name: string; dir: string}>
   smoke: boolean
   portBase?: number
   /** The private Ray's GCS port (default: kept on --update, else the next free one from 6381). */
@@ -130,6 +132,34 @@ export async function summarizeExamples(gymRoot: string, graph: GymGraph, agentI
   return undefined
 }
 
+/**
+ * The config roots of this recipe: given now, else those recipe.yaml names, their paths from the
+ * environment (env.sh exports them). A path is never recorded in recipe.yaml.
+ */
+function chooseConfigRoots(given: Array<{name: string; dir: string}>, recorded: string[], env: NodeJS.ProcessEnv): Array<{name: string; dir: string}> {
+  const roots = [...given]
+  for (const name of recorded) {
+    if (roots.some((r) => r.name === name)) continue
+    const dir = env[name]
+    if (!dir) throw usageError(`recipe.yaml loads configs from ${name}, whose path is not known here`, `Pass --config-root ${name}=<directory> (or export ${name}, e.g. by sourcing the recipe's env.sh).`, {field: '--config-root'})
+    roots.push({name, dir: path.resolve(dir)})
+  }
+  // The path becomes an env.sh default inside double quotes: plain path characters only.
+  for (const r of roots) {
+    if (!/^\/(?!.*(?:^|\/)\.\.(?:\/|$))[A-Za-z0-9_./-]+$/.test(r.dir)) throw usageError(`--config-root ${r.name}=${JSON.stringify(r.dir)}: the path may hold only letters, digits and _ . / -`, 'Use (or link) a directory whose absolute path has no spaces, quotes or shell characters.', {field: '--config-root'})
+  }
+  return roots
+}
+
+/** A --gym-config as recipe.yaml records it: relative to the Gym root, or `${NAME}/…` in a config root. */
+function recordedConfigPath(gymRoot: string, roots: Array<{name: string; dir: string}>, config: string): string {
+  if (config.startsWith('${')) return config
+  const abs = path.resolve(gymRoot, config)
+  const root = roots.find((r) => isInside(path.resolve(r.dir), abs))
+  if (root) return `\${${root.name}}/${path.relative(path.resolve(root.dir), abs).split(path.sep).join('/')}`
+  return path.relative(path.resolve(gymRoot), abs)
+}
+
 async function firstExampleRows(gymRoot: string, graph: GymGraph, agentId: string): Promise<string | undefined> {
   const [first] = await exampleRowsFiles(gymRoot, graph, agentId)
   return first ? path.resolve(gymRoot, first.path) : undefined
@@ -214,7 +244,8 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   const baseName = o.from ?? recorded?.generated?.from ?? ARCHETYPE_BASE[archetypeWanted ?? 'simple-agent']
   const base = await loadBuiltin(baseName)
   const archetype = archetypeWanted ?? base.archetype
-  const graph = await loadGymGraph(o.gymRoot, gymConfigs)
+  const configRoots = chooseConfigRoots(o.configRoots ?? [], recorded?.gym?.config_roots ?? [], o.env ?? {})
+  const graph = await loadGymGraph(o.gymRoot, gymConfigs, {extraRoots: configRoots})
   const agent = chooseAgent(graph, o.agent ?? recorded?.gym?.agent?.name)
   const recordedFile = recorded?.data?.source?.type === 'file' ? recorded.data.source.path : undefined
   const dataFile = o.dataFile !== undefined ? path.resolve(o.dataFile) : o.dataset === undefined ? recordedFile : undefined
@@ -236,7 +267,8 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     base,
     baseName,
     graph,
-    configPaths: gymConfigs.map((c) => path.relative(path.resolve(o.gymRoot), path.resolve(o.gymRoot, c))),
+    configPaths: gymConfigs.map((c) => recordedConfigPath(o.gymRoot, configRoots, c)),
+    configRoots,
     agent: agent.id,
     dataset: dataFile ? undefined : (o.dataset ?? recorded?.data?.dataset),
     dataFile,
@@ -292,15 +324,16 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   if ((source.type === 'bundled' || source.type === 'benchmark') && !(await fsp.stat(path.resolve(o.gymRoot, source.path)).catch(() => undefined))) {
     draft.notes.push(`${source.path} is not in the Gym checkout yet; it is produced by the environment's prepare step (e.g. its prepare.py) and must exist in the image before ${'`'}prepare${'`'} runs`)
   }
+  const deployment = {configRootDirs: Object.fromEntries(configRoots.map((r) => [r.name, r.dir]))}
   let plan: RecipePlan
   // onDisk is there exactly when --update was asked for (recordedContract refuses a folder without one).
   if (onDisk) {
-    const update = await planUpdate(dir, onDisk, fresh, o.env ?? process.env)
+    const update = await planUpdate(dir, onDisk, fresh, o.env ?? process.env, deployment)
     plan = update.plan
     contract = update.contract
     draft.notes.push(...update.notes)
   } else {
-    plan = await planRecipe(dir, await renderRecipe(contract), contract, o.force)
+    plan = await planRecipe(dir, await renderRecipe(contract, deployment), contract, o.force)
   }
   const written = o.dryRun ? [] : await applyPlan(plan)
   return {

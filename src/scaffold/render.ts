@@ -10,7 +10,7 @@ import {contentHash, generatedModule} from '../precompiled.js'
 import {shellQuote} from '../shell-words.js'
 import {pythonLiteral} from './python-literal.js'
 import {inertInMarkdown, withoutRegionBodies} from './regions.js'
-import {buildView} from './view.js'
+import {buildView, type RenderDeployment} from './view.js'
 
 export const TEMPLATES_DIR = path.join(PACKAGE_ROOT, 'templates')
 
@@ -116,10 +116,10 @@ export function sha256(content: string): string {
   return `sha256:${createHash('sha256').update(content).digest('hex')}`
 }
 
-/** Render the seven recipe files. A pure function of the contract and the templates. */
-export async function renderRecipe(contract: RecipeContract): Promise<RenderedFile[]> {
+/** Render the seven recipe files. A pure function of the contract, the deployment's defaults and the templates. */
+export async function renderRecipe(contract: RecipeContract, deployment: RenderDeployment = {}): Promise<RenderedFile[]> {
   const templates = await loadTemplates()
-  const view = buildView(contract)
+  const view = buildView(contract, deployment)
   const markdownView = inertValues(view)
   return (Object.keys(TEMPLATE_FOR_ROLE) as FileRole[]).map((role) => {
     const content = templates.get(TEMPLATE_FOR_ROLE[role])!(role === 'readme' || role === 'pitfall' ? markdownView : view)

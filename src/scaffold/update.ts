@@ -14,6 +14,7 @@ import {MERGE_LABELS, mergeThreeWay} from '../runtime/merge.js'
 import {BASE_DIR, CONTRACT_FILE, diffOf, type PlannedFile, readIfExists, type RecipePlan, refuseLinkedFolder, serializeContract, withFileHashes, withoutGenerated} from './plan.js'
 import {carryRegions, withoutRegionBodies} from './regions.js'
 import {renderRecipe, sha256} from './render.js'
+import type {RenderDeployment} from './view.js'
 
 /** The reason of a conflict that has no markers: the file is gone, and there is a change to it. */
 export const DELETED_AND_CHANGED = 'you deleted it, and gymrecipe has changed it since; restore it from the diff or leave it deleted'
@@ -96,7 +97,7 @@ function hasConflictMarkers(text: string): boolean {
 
 const sameGenerated = (a: string, b: string) => withoutRegionBodies(a) === withoutRegionBodies(b)
 
-export async function planUpdate(dir: string, recorded: RecordedContract, fresh: RecipeContract, env: NodeJS.ProcessEnv): Promise<UpdatePlan> {
+export async function planUpdate(dir: string, recorded: RecordedContract, fresh: RecipeContract, env: NodeJS.ProcessEnv, deployment: RenderDeployment = {}): Promise<UpdatePlan> {
   await refuseLinkedFolder(dir)
   const notes: string[] = []
   const {text: oursText, contract: ours} = recorded
@@ -108,7 +109,7 @@ export async function planUpdate(dir: string, recorded: RecordedContract, fresh:
     return {plan: {dir, files: [file], conflicts: [CONTRACT_FILE], base: [], writeConflicts: true}, contract: fresh, notes}
   }
 
-  const rendered = await renderRecipe(contract)
+  const rendered = await renderRecipe(contract, deployment)
   const recordedHashes = ours.generated?.files ?? {}
   const files: PlannedFile[] = []
   const base: RecipePlan['base'] = []

@@ -40,7 +40,13 @@ export function turnsToOutputItems(turns: ScriptedTurn[]): Record<string, unknow
  * Everything the templates need, computed once. Templates only place values;
  * all derivation (ports, file names, argument arrays) happens here.
  */
-export function buildView(contract: RecipeContract) {
+/** Values of this deployment the files start from (env.sh defaults), never recorded in recipe.yaml. */
+export interface RenderDeployment {
+  /** Directory of each config root the contract names. */
+  configRootDirs?: Record<string, string>
+}
+
+export function buildView(contract: RecipeContract, deployment: RenderDeployment = {}) {
   const files = recipeFileNames(contract)
   const ports = servicePorts(contract)
   const c = contract
@@ -123,6 +129,8 @@ export function buildView(contract: RecipeContract) {
     sourceIsBundled: c.data.source.type === 'bundled',
     sourceIsBenchmark: c.data.source.type === 'benchmark',
     sourceIsFile: c.data.source.type === 'file',
+    configRoots: (c.gym.config_roots ?? []).map((name) => ({name, dir: deployment.configRootDirs?.[name] ?? ''})),
+    extraRootsList: (c.gym.config_roots ?? []).map((name) => `\${${name}}`).join(':'),
     sourceDescription: describeSource(c),
     verifierFields: c.data.verifier_fields,
     rollout,

@@ -1,6 +1,6 @@
 import type {GymProblem} from '../gym-config.js'
 import {gymConfigError} from './errors.js'
-import {assertRealPathInside, type GymConfigFs, type GymRoot, resolveEntry, type ResolvedEntry} from './paths.js'
+import {assertRealPathInside, type GymConfigFs, type GymRoot, locateEntry, type ResolvedEntry} from './paths.js'
 import {toPointer} from './tree.js'
 import {type ParsedConfigFile, parseConfigFile} from './yaml-file.js'
 
@@ -38,7 +38,7 @@ export async function loadIncludeTree(root: GymRoot, rootPaths: string[], fs: Gy
   const edges: IncludeEdge[] = []
   const problems: GymProblem[] = []
 
-  for (const raw of rootPaths) pending.push({entry: resolveEntry(root, raw, {what: '--gym-config'}), parent: null})
+  for (const raw of rootPaths) pending.push({entry: await locateEntry(root, raw, fs, {what: '--gym-config'}), parent: null})
   const depths: number[] = rootPaths.map(() => 0)
 
   for (let index = 0; index < pending.length; index++) {
@@ -47,7 +47,7 @@ export async function loadIncludeTree(root: GymRoot, rootPaths: string[], fs: Gy
     loaded.push({entry, parsed, children: [], depth: depths[index]})
     if (parent !== null) loaded[parent].children.push(index)
 
-    for (const include of includesOf(root, parsed)) {
+    for (const include of await includesOf(root, parsed, fs)) {
       edges.push({from: entry.rel, to: include.entry.rel, line: include.line})
       const firstAt = pending.findIndex((item) => item.entry.rel === include.entry.rel)
       if (firstAt === -1) {
@@ -90,17 +90,19 @@ async function readConfig(root: GymRoot, entry: ResolvedEntry, fs: GymConfigFs, 
   return parseConfigFile(entry.rel, text)
 }
 
-function includesOf(root: GymRoot, parsed: ParsedConfigFile): Array<{entry: ResolvedEntry; line?: number}> {
+async function includesOf(root: GymRoot, parsed: ParsedConfigFile, fs: GymConfigFs): Promise<Array<{entry: ResolvedEntry; line?: number}>> {
   const list = parsed.data.config_paths
   if (list === undefined || list === null) return []
   const listLine = parsed.lines.get('/config_paths')
   if (!Array.isArray(list)) {
     throw gymConfigError('config-paths', 'config_paths must be a list of paths relative to the Gym root', {file: parsed.file, line: listLine, pointer: '/config_paths'})
   }
-  return list.map((raw, position) => {
+  const found: Array<{entry: ResolvedEntry; line?: number}> = []
+  for (const [position, raw] of list.entries()) {
     const line = parsed.lines.get(toPointer(['config_paths', position])) ?? listLine
-    return {entry: resolveEntry(root, raw, {what: 'config_paths entry', file: parsed.file, line, pointer: toPointer(['config_paths', position])}), line}
-  })
+    found.push({entry: await locateEntry(root, raw, fs, {what: 'config_paths entry', file: parsed.file, line, pointer: toPointer(['config_paths', position])}), line})
+  }
+  return found
 }
 
 function duplicateInclude(included: string, by: string, line?: number): GymProblem {

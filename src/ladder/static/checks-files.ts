@@ -51,6 +51,22 @@ export function graphOverrides(start: LoadedFile): GraphOverride[] {
   return out
 }
 
+/**
+ * The directory of each config root (`${NAME}/…`) the configs name: from the environment, else
+ * the default env.sh writes (`export NAME="${NAME:-/dir}"`).
+ */
+function configRootsOf(configs: string[], env: NodeJS.ProcessEnv, envSh: string | undefined): {roots: Array<{name: string; dir: string}>} | {missing: string} {
+  const names = [...new Set(configs.map((p) => p.match(/^\$\{([A-Z][A-Z0-9_]*)\}\//)?.[1]).filter((n): n is string => n !== undefined))]
+  const roots: Array<{name: string; dir: string}> = []
+  for (const name of names) {
+    const fromFile = envSh?.match(new RegExp(`^export ${name}="\\$\\{${name}:-([^"$\`]*)\\}"$`, 'm'))?.[1]
+    const dir = env[name] || fromFile
+    if (!dir) return {missing: name}
+    roots.push({name, dir})
+  }
+  return {roots}
+}
+
 export function configPathsOf(start: LoadedFile): string[] {
   const m = start.text.match(/\+config_paths=\[([^\]]*)\]/)
   return m ? m[1].split(',').map((s) => s.trim()).filter(Boolean) : []
@@ -97,9 +113,11 @@ export const graphNames: Check = {
       }
       if (ctx.options.gymRoot) {
         const configs = configPathsOf(start).filter((p) => !p.startsWith('responses_api_models/relax_gateway_model/'))
-        // Paths outside the Gym checkout (a recipe's own config under RELAX_INTEGRATION_ROOT) cannot be read here.
-        if (configs.length > 0 && configs.every((p) => !p.includes('$') && !p.startsWith('/'))) {
-          const graph = await loadGymGraph(ctx.options.gymRoot, configs)
+        // A config under a config root (`${NAME}/…`) is read from the directory env.sh (or the environment) names.
+        const roots = configRootsOf(configs, ctx.options.env, files.byRole.env?.text)
+        if ('missing' in roots) problems.push({status: 'skip', message: `not checked: ${roots.missing} (a config root the start script loads configs from) is set neither in env.sh nor in the environment`, file: start.name, hint: `Set ${roots.missing} in env.sh to the directory holding your own Gym configs.`})
+        else if (configs.length > 0 && configs.every((p) => !p.startsWith('/') && (!p.includes('$') || /^\$\{[A-Z][A-Z0-9_]*\}\//.test(p)))) {
+          const graph = await loadGymGraph(ctx.options.gymRoot, configs, {extraRoots: roots.roots})
           const servers = [...graph.agents, ...graph.resourcesServers, ...graph.models]
           checkedAgainstGym = true
           const recorded = contract?.gym.behaviour

@@ -1,0 +1,104 @@
+/**
+ * A user's own Gym config outside the Gym checkout, in a tree named with --config-root: recorded as
+ * `${NAME}/…` (never a machine path), read with Gym's search order (the tree before the checkout),
+ * given to env.sh as a deployment value, mounted read-only by the start script, checked by the
+ * static rung against the Gym checkout; then trained on rows from `tasks export`-style data.
+ */
+import {execa} from 'execa'
+import {mkdir, mkdtemp, readFile, writeFile} from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import {parse} from 'yaml'
+import {describe, expect, it} from 'vitest'
+
+import {runCli, snapshotRoot} from '../helpers/cli.js'
+import {addModelConfigs} from '../helpers/recipes.js'
+
+async function tree() {
+  const relax = await mkdtemp(path.join(os.tmpdir(), 'gr-root-relax-'))
+  await addModelConfigs(relax)
+  const mine = await mkdtemp(path.join(os.tmpdir(), 'gr-root-mine-'))
+  await mkdir(path.join(mine, 'configs'), {recursive: true})
+  // My own agent on Gym's calendar server; my own override file, found in my tree first.
+  await writeFile(path.join(mine, 'configs/my_calendar.yaml'), `config_paths:
+  - environments/calendar/config.yaml
+  - configs/my_overrides.yaml
+`)
+  await writeFile(path.join(mine, 'configs/my_overrides.yaml'), `calendar_simple_agent:
+  responses_api_agents:
+    simple_agent:
+      max_steps: 3
+`)
+  return {relax, mine}
+}
+
+describe('a Gym config outside the checkout (--config-root)', () => {
+  it('is recorded as ${NAME}/…, named in env.sh, mounted read-only, and the static rung checks its graph', async () => {
+    const {relax, mine} = await tree()
+    const config = path.join(mine, 'configs/my_calendar.yaml')
+
+    const unnamed = await runCli(['new', 'my-cal', '--gym-root', snapshotRoot, '--gym-config', config, '--from', 'calendar', '--relax-root', relax, '--json'])
+    expect(unnamed.exitCode).toBe(2)
+    expect(unnamed.json.error.message).toContain('points outside the Gym root')
+    expect(unnamed.json.error.hint).toContain(`--config-root MY_ENV_ROOT=${mine}`)
+
+    const made = await runCli(['new', 'my-cal', '--gym-root', snapshotRoot, '--gym-config', config, '--config-root', `MY_CAL_ROOT=${mine}`, '--from', 'calendar', '--relax-root', relax, '--json'])
+    expect(made.exitCode, made.stderr).toBe(0)
+    const dir = made.json.dir
+    const contract = parse(await readFile(path.join(dir, 'recipe.yaml'), 'utf8'))
+    expect(contract.gym.config_paths).toEqual(['${MY_CAL_ROOT}/configs/my_calendar.yaml'])
+    expect(contract.gym.config_roots).toEqual(['MY_CAL_ROOT'])
+    expect(contract.gym.agent).toEqual({name: 'calendar_simple_agent', type: 'simple_agent', max_steps: 3})
+    const recipeYaml = await readFile(path.join(dir, 'recipe.yaml'), 'utf8')
+    expect(recipeYaml).not.toContain(mine)
+
+    const envSh = await readFile(path.join(dir, 'env.sh'), 'utf8')
+    expect(envSh).toContain(`export MY_CAL_ROOT="\${MY_CAL_ROOT:-${mine}}"`)
+    const start = await readFile(path.join(dir, 'start_my_cal_gym.sh'), 'utf8')
+    expect(start).toContain('"+config_paths=[responses_api_models/relax_gateway_model/configs/relax_gateway_model.yaml,${MY_CAL_ROOT}/configs/my_calendar.yaml]"')
+    expect(start).toContain('CONFIG_ROOT_ARGS+=(--volume "${root_dir}:${root_dir}:ro" --env "${root_var}=${root_dir}")')
+    expect(start).toContain('export NEMO_GYM_EXTRA_ROOTS="${MY_CAL_ROOT}"')
+
+    const verified = await runCli(['verify', 'my-cal', '--level', 'static', '--relax-root', relax, '--gym-root', snapshotRoot, '--json'])
+    expect(verified.exitCode, verified.stdout).toBe(0)
+    const graph = verified.json.rungs[0].checks.find((c: {id: string}) => c.id === 'static.graph-names')
+    expect(graph.status).toBe('pass')
+    expect(graph.message).not.toContain('not checked')
+
+    // The graph check is real: a config root that points elsewhere fails it.
+    const elsewhere = await mkdtemp(path.join(os.tmpdir(), 'gr-root-empty-'))
+    const wrong = await runCli(['verify', 'my-cal', '--level', 'static', '--relax-root', relax, '--gym-root', snapshotRoot, '--json'], {env: {MY_CAL_ROOT: elsewhere}})
+    expect(wrong.exitCode).not.toBe(0)
+    expect(JSON.stringify(wrong.json)).toContain('my_calendar.yaml')
+
+    // The start script refuses a config root that is not a directory, before any Docker call.
+    const script = await execa('bash', [path.join(dir, 'start_my_cal_gym.sh')], {reject: false, env: {PATH: process.env.PATH, MY_CAL_ROOT: '/nonexistent/tree', GYM_HOST: '127.0.0.1', NEMO_GYM_IMAGE: 'x', NEMO_GYM_CALLBACK_ALLOWED_NETWORKS: '10.0.0.0/8'}, extendEnv: false})
+    expect(script.exitCode).toBe(2)
+    expect(script.stderr).toContain("Set MY_CAL_ROOT in")
+
+    // --update finds the tree again from the environment (env.sh exports it); without it, it asks.
+    const asked = await runCli(['new', 'my-cal', '--gym-root', snapshotRoot, '--relax-root', relax, '--update', '--json'])
+    expect(asked.exitCode).toBe(2)
+    expect(asked.json.error.hint).toContain('--config-root MY_CAL_ROOT=<directory>')
+    const updated = await runCli(['new', 'my-cal', '--gym-root', snapshotRoot, '--relax-root', relax, '--update', '--json'], {env: {MY_CAL_ROOT: mine}})
+    expect(updated.exitCode, updated.stderr).toBe(0)
+    expect(updated.json.files.every((f: {action: string}) => f.action === 'unchanged')).toBe(true)
+  })
+
+  it('trains on a task file of the user\'s own: the data rung passes on it', async () => {
+    const {relax, mine} = await tree()
+    const rows = path.join(mine, 'gym-tasks.jsonl')
+    await writeFile(rows, await readFile(path.join(snapshotRoot, 'environments/calendar/data/example.jsonl')))
+    const made = await runCli(['new', 'my-cal', '--gym-root', snapshotRoot, '--gym-config', path.join(mine, 'configs/my_calendar.yaml'), '--config-root', `MY_CAL_ROOT=${mine}`, '--from', 'calendar', '--data', rows, '--relax-root', relax, '--json'])
+    expect(made.exitCode, made.stderr).toBe(0)
+    expect(made.json.contract.data).toMatchObject({source: {type: 'file', path: rows}, split: 'train', smoke: false})
+    const raw = path.join(mine, 'shared', made.json.contract.data.raw_filename)
+    await mkdir(path.dirname(raw), {recursive: true})
+    await writeFile(raw, await readFile(rows))
+    const data = await runCli(['verify', 'my-cal', '--level', 'data', '--relax-root', relax, '--gym-root', snapshotRoot, '--json'], {env: {NEMO_GYM_SOURCE_DATA: raw, DOCKER_HOST: 'unix:///nonexistent/docker.sock'}, timeout: 300_000})
+    const checks = data.json.rungs.flatMap((r: {checks: Array<{id: string; status: string}>}) => r.checks)
+    const notPassed = checks.filter((c: {status: string}) => c.status !== 'pass').map((c: {id: string; status: string}) => `${c.id}:${c.status}`)
+    // 5 rows cannot fill a rollout step, and without Docker the shared-storage probe is not run: nothing else may fail.
+    expect(notPassed.sort()).toEqual(['data.enough-rows:fail', 'data.shared-storage:skip'])
+  })
+})
