@@ -213,7 +213,8 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
       agent: {name: agent.id, type: agent.implementation, max_steps: agent.maxSteps},
       resources_server: resource ? {name: resource.id, implementation: resource.implementation} : null,
       venv_dirs: venvDirs,
-      ...(models.length > 0 ? {models: models.map(({role, owner, key, server, policy, enabled}) => ({role, owner, key, server, policy, enabled}))} : {}),
+      // A server left ??? (only possible when switched off) is recorded as unnamed.
+      ...(models.length > 0 ? {models: models.map(({role, owner, key, server, policy, enabled}) => ({role, owner, key, server: server !== null && /^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(server) ? server : null, policy, enabled}))} : {}),
       // Only what was read from the checkout's code: an assumed include order is not recorded.
       ...(o.graph.includeOrder.assumed
         ? {}

@@ -235,6 +235,7 @@ export const recipeSchema = {
         payload: {anyOf: [{type: 'null'}, {type: 'object'}]},
         correct: TURNS,
         wrong: TURNS,
+        wrong_task: {anyOf: [{type: 'null'}, TASK_REF]},
         success_reward: NUMBER,
         // The grader's exact reward for a wrong answer, where it defines one (calendar and
         // workplace give 0.0); null accepts anything below the success reward.

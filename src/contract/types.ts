@@ -112,6 +112,11 @@ export interface RecipeContract {
     correct: ScriptedTurn[]
     /** Model output that must not earn success_reward. */
     wrong: ScriptedTurn[]
+    /**
+     * The row the wrong output answered, when it is not `task`: it is graded on its own row (an
+     * answer fit for one row may be right for another, e.g. any text where a message is expected).
+     */
+    wrong_task?: {file: string; row: number} | null
     success_reward: number
     /** The grader's exact reward for a wrong answer, where it defines one; absent or null: anything below success_reward. */
     failure_reward?: number | null

@@ -164,7 +164,11 @@ export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, age
   const correct = replayable.find((r) => r.reward === top && tasks.has(r.key)) ?? replayable.find((r) => r.reward === top)!
   const lower = rollouts.filter((r) => r.reward < top && !r.usesToolResults)
   const sameTask = lower.find((r) => r.key === correct.key)
-  const wrong = sameTask ?? lower[0]
+  // Another task's answer is graded on its own row, as the grader scored it: one fit for one row
+  // may be right for another (any text, where a message is all a row expects).
+  const ownRow = sameTask ? undefined : lower.find((r) => tasks.has(r.key))
+  const wrong = sameTask ?? ownRow ?? lower[0]
+  const wrongTask = ownRow ? tasks.get(ownRow.key)! : undefined
   const task = tasks.get(correct.key)
   const where = (r: Rollout) => `${r.file}:${r.line} (reward ${r.reward})`
   const textOnly = task !== undefined && correct.turns.every((t) => t.text !== undefined)
@@ -176,8 +180,9 @@ export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, age
       payload: task ? null : correct.payload!,
       correct: correct.turns,
       wrong: wrong ? wrong.turns : [{text: DERIVED_WRONG}],
+      ...(wrongTask && task ? {wrong_task: wrongTask} : {}),
       success_reward: top,
-      failure_reward: sameTask ? sameTask.reward : null,
+      failure_reward: sameTask ? sameTask.reward : wrongTask && task ? ownRow!.reward : null,
     },
     // A replay through the Gateway needs the tool results too: only a text answer is scripted here.
     trial: textOnly && task
@@ -191,7 +196,7 @@ export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, age
         }
       : null,
   }
-  const wrongFrom = sameTask ? `${where(sameTask)}, same task` : wrong ? `${where(wrong)}, another task's answer` : `derived ("${DERIVED_WRONG}"): every rollout earned ${top}`
+  const wrongFrom = sameTask ? `${where(sameTask)}, same task` : wrongTask && task ? `${where(wrong)} for ${wrongTask.file} row ${wrongTask.row}, graded on its own row` : wrong ? `${where(wrong)}, another task's answer` : `derived ("${DERIVED_WRONG}"): every rollout earned ${top}`
   const of = task ? `for ${task.file} row ${task.row}` : 'with the task fields it carries'
   return {override, from: `the example rollouts: correct ${where(correct)} ${of}; wrong ${wrongFrom}`}
 }

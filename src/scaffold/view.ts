@@ -150,6 +150,7 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     verifierCorrect: turnsToOutputItems(c.verifier.correct),
     verifierWrong: turnsToOutputItems(c.verifier.wrong),
     verifierTaskPath: c.verifier.task ? `${gymRoot}/${c.verifier.task.file}` : null,
+    verifierWrongTask: c.verifier.wrong_task ? {path: `${gymRoot}/${c.verifier.wrong_task.file}`, row: c.verifier.wrong_task.row, sameFile: c.verifier.task?.file === c.verifier.wrong_task.file} : null,
     verifierGolden: c.verifier.kind === 'golden',
     successReward: num(c.verifier.success_reward),
     failureReward: c.verifier.failure_reward === undefined || c.verifier.failure_reward === null ? null : num(c.verifier.failure_reward),

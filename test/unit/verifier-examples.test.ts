@@ -164,3 +164,44 @@ describe('the generated direct verifier against a grader', () => {
     expect(r.stderr.trim().split('\n')).toEqual([`POST ${url}/verify did not answer within 1 s`])
   })
 })
+
+describe('a wrong answer taken from another row', () => {
+  it('is sent with its own row, as the grader scored it; the correct one with the task row', async () => {
+    const bodies: any[] = []
+    const server = http.createServer((req, res) => {
+      let body = ''
+      req.on('data', (chunk) => (body += chunk))
+      req.on('end', () => {
+        bodies.push(JSON.parse(body))
+        res.writeHead(200, {'content-type': 'application/json'})
+        res.end(JSON.stringify({reward: bodies.length === 1 ? 1.0 : 0.0}))
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'gr-verifier-'))
+    try {
+      const c = await builtin('calendar')
+      c.verifier.task = {file: 'environments/calendar/data/example.jsonl', row: 0}
+      c.verifier.payload = null
+      c.verifier.wrong_task = {file: c.verifier.task.file, row: 3}
+      const verify = (await renderRecipe(c)).find((f) => f.role === 'verify')!
+      const script = path.join(dir, verify.name)
+      await writeFile(script, verify.content)
+      const rows = path.join(snapshotRoot, c.verifier.task!.file)
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+      const r = await execa('python3', [script, '--resource-url', url, '--task-jsonl', rows], {reject: false, timeout: 30_000})
+      expect(r.exitCode, r.stderr).toBe(0)
+      const lines = (await readFile(rows, 'utf8')).split('\n').filter((l) => l.trim())
+      const {agent_ref: _a, ...taskRow} = JSON.parse(lines[c.verifier.task!.row])
+      const {agent_ref: _b, ...wrongRow} = JSON.parse(lines[3])
+      expect(bodies).toHaveLength(2)
+      expect({...bodies[0], response: undefined}).toEqual({...taskRow, response: undefined})
+      expect({...bodies[1], response: undefined}).toEqual({...wrongRow, response: undefined})
+      expect(bodies[1].response.output).toEqual(turnsToOutputItems(c.verifier.wrong))
+    } finally {
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+      await rm(dir, {recursive: true, force: true})
+    }
+  })
+})

@@ -63,13 +63,21 @@ describe('verifier examples from example rollouts', () => {
     expect(r.from).toBe('the example rollouts: correct resources_servers/quiz/data/example_rollouts.jsonl:2 (reward 1) for resources_servers/quiz/data/example.jsonl row 2; wrong resources_servers/quiz/data/example_rollouts.jsonl:3 (reward 0), same task')
   })
 
-  it("without a wrong answer for the same task, another task's lower-rewarded answer is used; with none at all, one is derived", async () => {
+  it("without a wrong answer for the same task, another task's lower-rewarded answer is graded on its own row; with none at all, one is derived", async () => {
     const other = await gym([task('one'), task('two')], [rollout('one', 'right', 1), rollout('two', 'nope', 0)])
     const base = await loadBuiltin('calendar')
     const r1 = await verifierFromRollouts(other.root, other.graph, 'quiz_agent', base)
     if ('none' in r1) throw new Error(r1.none)
-    expect(r1.override.verifier).toMatchObject({correct: [{text: 'right'}], wrong: [{text: 'nope'}], failure_reward: null})
-    expect(r1.from).toMatch(/another task's answer$/)
+    // The grader scored "nope" 0 for row 1; for row 0 it might score it anything.
+    expect(r1.override.verifier).toMatchObject({task: {row: 0}, correct: [{text: 'right'}], wrong: [{text: 'nope'}], wrong_task: {file: 'resources_servers/quiz/data/example.jsonl', row: 1}, failure_reward: 0})
+    expect(r1.from).toMatch(/example_rollouts\.jsonl:2 \(reward 0\) for resources_servers\/quiz\/data\/example\.jsonl row 1, graded on its own row$/)
+    // A lower-rewarded answer that carries only its task fields (no row) stays another task's answer.
+    const fieldsOnly = await gym([task('one')], [rollout('one', 'right', 1), rollout('elsewhere', 'nope', 0, [], {expected_answer: 'x'})])
+    const r3 = await verifierFromRollouts(fieldsOnly.root, fieldsOnly.graph, 'quiz_agent', base)
+    if ('none' in r3) throw new Error(r3.none)
+    expect(r3.override.verifier).toMatchObject({wrong: [{text: 'nope'}], failure_reward: null})
+    expect(r3.override.verifier.wrong_task).toBeUndefined()
+    expect(r3.from).toMatch(/another task's answer$/)
     const allRight = await gym([task('one')], [rollout('one', 'right', 1)])
     const r2 = await verifierFromRollouts(allRight.root, allRight.graph, 'quiz_agent', base)
     if ('none' in r2) throw new Error(r2.none)
