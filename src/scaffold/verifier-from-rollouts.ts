@@ -162,7 +162,8 @@ export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, age
     return {none: `none of its replayable example rollouts (${files.map((f) => path.relative(root, f)).join(', ')}) earned a reward above 0 (the best earned ${top}${rollouts.some((r) => r.reward > 0) ? '; those that did feed tool results back, which a direct /verify call cannot replay' : ''})`}
   }
   const correct = replayable.find((r) => r.reward === top && tasks.has(r.key)) ?? replayable.find((r) => r.reward === top)!
-  const lower = rollouts.filter((r) => r.reward < top && !r.usesToolResults)
+  // The most clearly wrong answer first: a graded-down near miss proves less about the grader.
+  const lower = rollouts.filter((r) => r.reward < top && !r.usesToolResults).sort((a, b) => a.reward - b.reward)
   const sameTask = lower.find((r) => r.key === correct.key)
   // Another task's answer is graded on its own row, as the grader scored it: one fit for one row
   // may be right for another (any text, where a message is all a row expects).

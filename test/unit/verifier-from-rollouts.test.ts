@@ -85,6 +85,13 @@ describe('verifier examples from example rollouts', () => {
     expect(r2.from).toMatch(/derived \("I cannot answer this\."\): every rollout earned 1$/)
   })
 
+  it('the most clearly wrong answer is taken: the lowest reward, not a near miss', async () => {
+    const {root, graph} = await gym([task('one')], [rollout('one', 'right', 1), rollout('one', 'close', 0.95), rollout('one', 'far off', 0.1)])
+    const r = await verifierFromRollouts(root, graph, 'quiz_agent', await loadBuiltin('calendar'))
+    if ('none' in r) throw new Error(r.none)
+    expect(r.override.verifier).toMatchObject({wrong: [{text: 'far off'}], failure_reward: 0.1})
+  })
+
   it('a rollout that answers no example row but carries its task fields is replayed from those fields, without a trial', async () => {
     const {root, graph} = await gym([task('one')], [rollout('elsewhere', '42', 1, [], {expected_answer: '42'}), rollout('elsewhere', '41', 0, [], {expected_answer: '42'})])
     const r = await verifierFromRollouts(root, graph, 'quiz_agent', await loadBuiltin('calendar'))
