@@ -160,6 +160,17 @@ function recordedConfigPath(gymRoot: string, roots: Array<{name: string; dir: st
   return path.relative(path.resolve(gymRoot), abs)
 }
 
+/**
+ * `???` values left in the servers the recipe starts: Gym refuses to start them, and nothing the
+ * recipe passes sets them. Said now, with where each is written, rather than at `gym env start`.
+ */
+function unsetValues(graph: GymGraph, contract: RecipeContract): string[] {
+  const started = [contract.gym.agent.name, ...(contract.gym.resources_server ? [contract.gym.resources_server.name] : [])]
+  return graph.problems
+    .filter((p) => p.message.includes('is ??? (mandatory value not set)') && started.some((id) => p.pointer.startsWith(`/${id}/`)))
+    .map((p) => `value to give before start: ${p.message.split(' is ???')[0]} is ??? in ${p.file ?? 'the config'}${p.line ? `:${p.line}` : ''}; the generated start script does not set it (add ++${p.message.split(' is ???')[0]}=<value> to its gym env start line, or set it in a config merged after this one)`)
+}
+
 async function firstExampleRows(gymRoot: string, graph: GymGraph, agentId: string): Promise<string | undefined> {
   const [first] = await exampleRowsFiles(gymRoot, graph, agentId)
   return first ? path.resolve(gymRoot, first.path) : undefined
@@ -299,6 +310,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     draft.notes.push(`verifier examples from ${fromRollouts.from}; the service rung proves them against the running grader`)
     if (fromRollouts.override.trial === null) draft.notes.push('no trial block: the correct rollout is not a text answer to a row of the example data, so there is nothing to script through the Gateway; add a trial: block with --verifier to climb the trial rung')
   }
+  draft.notes.push(...unsetValues(graph, draft.contract))
   const fresh: RecipeContract = {...draft.contract, ...(recorded?.files ? {files: recorded.files} : {}), generated: {gymrecipe_version: o.version, from: baseName, files: {}}}
   let contract = fresh
   const problems = contractProblems(contract, `${dir}/recipe.yaml`)

@@ -315,6 +315,19 @@ describe('gymrecipe new', () => {
     expect(off.json.contract.gym.models).toEqual([{role: 'judge', owner: 'math_with_judge', key: 'judge_model_server', server: 'policy_model', policy: true, enabled: false}])
   })
 
+  it('names every ??? value left in the servers it starts, with where it is written', async () => {
+    const relax = await relaxRoot()
+    const gymRoot = await mkdtemp(path.join(os.tmpdir(), 'gr-gym-'))
+    await cp(snapshotRoot, gymRoot, {recursive: true})
+    const file = path.join(gymRoot, CALENDAR)
+    await writeFile(file, (await readFile(file, 'utf8')).replace('      entrypoint: app.py\n      resources_server:', '      entrypoint: app.py\n      dataset_path: ???\n      resources_server:'))
+    const r = await runCli(newArgs('unset', relax, CALENDAR, ['--from', 'calendar', '--dry-run'], gymRoot))
+    expect(r.exitCode, r.stderr).toBe(0)
+    expect(r.json.notes).toContain(`value to give before start: calendar_simple_agent.responses_api_agents.simple_agent.dataset_path is ??? in ${CALENDAR}:13; the generated start script does not set it (add ++calendar_simple_agent.responses_api_agents.simple_agent.dataset_path=<value> to its gym env start line, or set it in a config merged after this one)`)
+    const clean = await runCli(newArgs('clean', relax, CALENDAR, ['--dry-run']))
+    expect(clean.json.notes.join('\n')).not.toContain('value to give')
+  })
+
   it('registers the built-in Gateway config name of the same environment (workplace-assistant-v1)', async () => {
     const relax = await relaxRoot()
     const r = await runCli(newArgs('my-tools', relax, WORKPLACE, ['--from', 'workplace-assistant', '--dry-run']))
