@@ -1,6 +1,7 @@
 import path from 'node:path'
 
 import type {GymAgent, GymDataset, GymGraph} from './gym-config.js'
+import {envReferences} from './gym-config/env-references.js'
 import {type SecondModel, secondModels} from './gym-config/second-models.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
 import type {Archetype, DataSource, RecipeContract, Split} from './types.js'
@@ -177,6 +178,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
     throw usageError(`dataset ${dataset.name} is a ${dataset.type} split, not training data`, 'Use a train dataset, or pass --smoke to accept it for a smoke run that every report will flag.')
   }
   const models = checkSecondModels(o.graph, agent, o.policyServes ?? [])
+  const envVars = envReferences(o.graph)
   const base = structuredClone(o.base)
   const environment = resource?.id ?? agent.id
   const sameEnvironment = (resource?.implementation ?? null) === (base.gym.resources_server?.implementation ?? null) && agent.implementation === base.gym.agent.type
@@ -208,6 +210,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
       commit: base.gym.commit,
       config_paths: o.configPaths,
       ...(usedRoots(o).length > 0 ? {config_roots: usedRoots(o)} : {}),
+      ...(envVars.length > 0 ? {env_vars: envVars.map((v) => ({name: v.name, required: v.fallback === null}))} : {}),
       environment,
       gateway_config: sameEnvironment ? base.gym.gateway_config : gatewayConfigName(environment),
       agent: {name: agent.id, type: agent.implementation, max_steps: agent.maxSteps},
@@ -269,6 +272,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   }
   else if (contract.data.smoke) notes.push(`SMOKE: dataset ${dataset.name} is a ${dataset.type} split; this recipe must not be used for real training`)
   notes.push(`verifier fields ${verifierFields.fields.join(', ')} from ${verifierFields.from}`)
+  for (const v of envVars) notes.push(`deployment variable ${v.name}: the Gym config reads it (\${oc.env:${v.name}} at ${v.at})${v.fallback === null ? ', with no fallback' : `, else ${v.fallback}`}; env.sh names it and the start script passes it into the container`)
   for (const m of models.filter((x) => x.enabled)) {
     notes.push(m.policy
       ? `${m.role} ${m.owner}.${m.key} is the policy model, i.e. the model being trained (accepted with --policy-serves ${m.role})`

@@ -62,6 +62,10 @@ export const recipeSchema = {
         commit: {type: 'string', pattern: '^[0-9a-f]{40}$'},
         config_paths: {type: 'array', minItems: 1, items: {type: 'string', pattern: CONFIG_PATH}},
         config_roots: {type: 'array', items: {type: 'string', pattern: '^[A-Z][A-Z0-9_]{0,63}$'}, uniqueItems: true},
+        env_vars: {
+          type: 'array',
+          items: {type: 'object', additionalProperties: false, required: ['name', 'required'], properties: {name: {type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$'}, required: {type: 'boolean'}}},
+        },
         environment: {type: 'string', pattern: NAME},
         gateway_config: {type: 'string', pattern: NAME},
         agent: {

@@ -36,6 +36,8 @@ export interface RecipeContract {
     config_paths: string[]
     /** Variables naming trees outside the Gym checkout (env.sh holds their paths; mounted read-only). */
     config_roots?: string[]
+    /** Variables the Gym config reads with `${oc.env:NAME}`: env.sh names them, the container is given them. */
+    env_vars?: Array<{name: string; required: boolean}>
     environment: string
     gateway_config: string
     agent: {name: string; type: string; max_steps: number | null}

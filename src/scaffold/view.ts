@@ -130,6 +130,8 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     sourceIsBenchmark: c.data.source.type === 'benchmark',
     sourceIsFile: c.data.source.type === 'file',
     configRoots: (c.gym.config_roots ?? []).map((name) => ({name, dir: deployment.configRootDirs?.[name] ?? ''})),
+    envVars: (c.gym.env_vars ?? []).map((v) => ({...v, ocEnv: `\${oc.env:${v.name}}`, secret: /KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL/i.test(v.name)})),
+    requiredEnvVars: (c.gym.env_vars ?? []).filter((v) => v.required).map((v) => v.name),
     extraRootsList: (c.gym.config_roots ?? []).map((name) => `\${${name}}`).join(':'),
     sourceDescription: describeSource(c),
     verifierFields: c.data.verifier_fields,

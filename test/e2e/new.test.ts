@@ -1,6 +1,7 @@
 import {cp, mkdtemp, readFile, rm, stat, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
+import {execa} from 'execa'
 import {parse} from 'yaml'
 import {describe, expect, it} from 'vitest'
 
@@ -326,6 +327,29 @@ describe('gymrecipe new', () => {
     expect(r.json.notes).toContain(`value to give before start: calendar_simple_agent.responses_api_agents.simple_agent.dataset_path is ??? in ${CALENDAR}:13; the generated start script does not set it (add ++calendar_simple_agent.responses_api_agents.simple_agent.dataset_path=<value> to its gym env start line, or set it in a config merged after this one)`)
     const clean = await runCli(newArgs('clean', relax, CALENDAR, ['--dry-run']))
     expect(clean.json.notes.join('\n')).not.toContain('value to give')
+  })
+
+  it('${oc.env:…} values of the config become env.sh deployment variables, passed into the container; a required one is checked before Docker', async () => {
+    const relax = await relaxRoot()
+    const gymRoot = await mkdtemp(path.join(os.tmpdir(), 'gr-gym-'))
+    await cp(snapshotRoot, gymRoot, {recursive: true})
+    const file = path.join(gymRoot, CALENDAR)
+    await writeFile(file, (await readFile(file, 'utf8')).replace('      domain: agent\n', '      domain: agent\n      judge_url: ${oc.env:MY_JUDGE_URL}\n      judge_key: ${oc.env:MY_JUDGE_API_KEY,MISSING}\n      scratch: ${oc.env:MY_SCRATCH,/tmp}\n'))
+    const r = await runCli(newArgs('envs', relax, CALENDAR, ['--from', 'calendar'], gymRoot))
+    expect(r.exitCode, r.stderr).toBe(0)
+    expect(r.json.contract.gym.env_vars).toEqual([{name: 'MY_JUDGE_URL', required: true}, {name: 'MY_JUDGE_API_KEY', required: true}, {name: 'MY_SCRATCH', required: false}])
+    const envSh = await readFile(path.join(r.json.dir, 'env.sh'), 'utf8')
+    expect(envSh).toContain('export MY_JUDGE_URL="${MY_JUDGE_URL:-}"')
+    expect(envSh).toMatch(/\$\{oc\.env:MY_JUDGE_API_KEY\}; a secret/)
+    const start = await readFile(path.join(r.json.dir, 'start_envs_gym.sh'), 'utf8')
+    expect(start).toContain('CREATE_ARGS+=(--env MY_JUDGE_URL --env MY_JUDGE_API_KEY --env MY_SCRATCH)')
+    const run = (env: Record<string, string>) => execa('bash', [path.join(r.json.dir, 'start_envs_gym.sh')], {reject: false, extendEnv: false, env: {PATH: process.env.PATH ?? '', GYM_HOST: '127.0.0.1', NEMO_GYM_IMAGE: 'x', ...env}})
+    const missing = await run({MY_JUDGE_URL: 'http://127.0.0.1:9/v1'})
+    expect(missing.exitCode).toBe(2)
+    expect(missing.stderr).toContain('Set MY_JUDGE_API_KEY in')
+    expect(missing.stderr).toContain('${oc.env:MY_JUDGE_API_KEY} and has no fallback')
+    const verified = await runCli(['verify', 'envs', '--level', 'static', '--relax-root', relax, '--gym-root', gymRoot, '--json'])
+    expect(verified.exitCode, verified.stdout).toBe(0)
   })
 
   it('registers the built-in Gateway config name of the same environment (workplace-assistant-v1)', async () => {
