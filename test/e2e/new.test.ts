@@ -18,6 +18,18 @@ async function relaxRoot(): Promise<string> {
   return root
 }
 
+/** A copy of the snapshot Gym checkout with one config edited (the snapshot itself is never changed). */
+async function editedGym(config: string, edit: (text: string) => string): Promise<string> {
+  const gymRoot = await mkdtemp(path.join(os.tmpdir(), 'gr-gym-'))
+  await cp(snapshotRoot, gymRoot, {recursive: true})
+  const file = path.join(gymRoot, config)
+  const before = await readFile(file, 'utf8')
+  const after = edit(before)
+  if (after === before) throw new Error(`the edit of ${config} changed nothing`)
+  await writeFile(file, after)
+  return gymRoot
+}
+
 function newArgs(id: string, relax: string, config = CALENDAR, extra: string[] = [], gymRoot = snapshotRoot): string[] {
   return ['new', id, '--gym-root', gymRoot, '--gym-config', config, '--relax-root', relax, '--json', ...extra]
 }
@@ -291,11 +303,8 @@ describe('gymrecipe new', () => {
 
   it('a judge that is the policy model (the model being trained) is refused unless --policy-serves judge, then recorded', async () => {
     const relax = await relaxRoot()
-    const gymRoot = await mkdtemp(path.join(os.tmpdir(), 'gr-gym-'))
-    await cp(snapshotRoot, gymRoot, {recursive: true})
     const config = 'resources_servers/math_with_judge/configs/math_with_judge.yaml'
-    const file = path.join(gymRoot, config)
-    await writeFile(file, (await readFile(file, 'utf8')).replace('should_use_judge: false', 'should_use_judge: true'))
+    const gymRoot = await editedGym(config, (text) => text.replace('should_use_judge: false', 'should_use_judge: true'))
 
     const refused = await runCli(newArgs('judged', relax, config, [], gymRoot))
     expect(refused.exitCode).toBe(2)
@@ -318,10 +327,7 @@ describe('gymrecipe new', () => {
 
   it('names every ??? value left in the servers it starts, with where it is written', async () => {
     const relax = await relaxRoot()
-    const gymRoot = await mkdtemp(path.join(os.tmpdir(), 'gr-gym-'))
-    await cp(snapshotRoot, gymRoot, {recursive: true})
-    const file = path.join(gymRoot, CALENDAR)
-    await writeFile(file, (await readFile(file, 'utf8')).replace('      entrypoint: app.py\n      resources_server:', '      entrypoint: app.py\n      dataset_path: ???\n      resources_server:'))
+    const gymRoot = await editedGym(CALENDAR, (text) => text.replace('      entrypoint: app.py\n      resources_server:', '      entrypoint: app.py\n      dataset_path: ???\n      resources_server:'))
     const r = await runCli(newArgs('unset', relax, CALENDAR, ['--from', 'calendar', '--dry-run'], gymRoot))
     expect(r.exitCode, r.stderr).toBe(0)
     expect(r.json.notes).toContain(`value to give before start: calendar_simple_agent.responses_api_agents.simple_agent.dataset_path is ??? in ${CALENDAR}:13; the generated start script does not set it (add ++calendar_simple_agent.responses_api_agents.simple_agent.dataset_path=<value> to its gym env start line, or set it in a config merged after this one)`)
@@ -331,10 +337,7 @@ describe('gymrecipe new', () => {
 
   it('${oc.env:…} values of the config become env.sh deployment variables, passed into the container; a required one is checked before Docker', async () => {
     const relax = await relaxRoot()
-    const gymRoot = await mkdtemp(path.join(os.tmpdir(), 'gr-gym-'))
-    await cp(snapshotRoot, gymRoot, {recursive: true})
-    const file = path.join(gymRoot, CALENDAR)
-    await writeFile(file, (await readFile(file, 'utf8')).replace('      domain: agent\n', '      domain: agent\n      judge_url: ${oc.env:MY_JUDGE_URL}\n      judge_key: ${oc.env:MY_JUDGE_API_KEY,MISSING}\n      scratch: ${oc.env:MY_SCRATCH,/tmp}\n'))
+    const gymRoot = await editedGym(CALENDAR, (text) => text.replace('      domain: agent\n', '      domain: agent\n      judge_url: ${oc.env:MY_JUDGE_URL}\n      judge_key: ${oc.env:MY_JUDGE_API_KEY,MISSING}\n      scratch: ${oc.env:MY_SCRATCH,/tmp}\n'))
     const r = await runCli(newArgs('envs', relax, CALENDAR, ['--from', 'calendar'], gymRoot))
     expect(r.exitCode, r.stderr).toBe(0)
     expect(r.json.contract.gym.env_vars).toEqual([{name: 'MY_JUDGE_URL', required: true}, {name: 'MY_JUDGE_API_KEY', required: true}, {name: 'MY_SCRATCH', required: false}])
