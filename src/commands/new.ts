@@ -53,6 +53,8 @@ EXIT STATUS
     '<%= config.bin %> new calendar-v2 --gym-root ~/Gym --gym-config environments/calendar/config.yaml --relax-root ~/Relax',
     '<%= config.bin %> new my-tools --from workplace-assistant --gym-root ~/Gym --gym-config resources_servers/workplace_assistant/configs/workplace_assistant.yaml --relax-root ~/Relax',
     '<%= config.bin %> new my-tools --from workplace-assistant --gym-root ~/Gym --gym-config resources_servers/workplace_assistant/configs/workplace_assistant.yaml --data ~/tasks/gym-tasks.jsonl --relax-root ~/Relax',
+    '<%= config.bin %> new my-env --gym-root ~/Gym --config-root MY_ENV_ROOT=~/my-env --gym-config ~/my-env/configs/my_env.yaml --data ~/my-env/gym-tasks.jsonl --relax-root ~/Relax',
+    '<%= config.bin %> new mcqa-smoke --gym-root ~/Gym --gym-config resources_servers/mcqa/configs/mcqa.yaml --data ~/Gym/resources_servers/mcqa/data/example.jsonl --relax-root ~/Relax',
     '<%= config.bin %> new calendar-v2 --gym-root ~/Gym --gym-config environments/calendar/config.yaml --relax-root ~/Relax --dry-run',
     '<%= config.bin %> new calendar-v2 --gym-root ~/Gym --relax-root ~/Relax --update --port-base 21000 --dry-run --diff',
   ]
