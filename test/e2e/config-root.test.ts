@@ -58,6 +58,7 @@ describe('a Gym config outside the checkout (--config-root)', () => {
     expect(start).toContain('"+config_paths=[responses_api_models/relax_gateway_model/configs/relax_gateway_model.yaml,${MY_CAL_ROOT}/configs/my_calendar.yaml]"')
     expect(start).toContain('CONFIG_ROOT_ARGS+=(--volume "${root_dir}:${root_dir}:ro" --env "${root_var}=${root_dir}")')
     expect(start).toContain('export NEMO_GYM_EXTRA_ROOTS="${MY_CAL_ROOT}"')
+    expect(await readFile(path.join(dir, 'README.md'), 'utf8')).toContain('| `MY_CAL_ROOT` | the tree holding your own Gym configs, mounted read-only into the Gym container at the same path |')
 
     const verified = await runCli(['verify', 'my-cal', '--level', 'static', '--relax-root', relax, '--gym-root', snapshotRoot, '--json'])
     expect(verified.exitCode, verified.stdout).toBe(0)
