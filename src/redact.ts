@@ -11,6 +11,10 @@ export const REDACTED = '<redacted>'
 const SECRET_NAME = /TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|AUTH|COOKIE|SESSION|CREDENTIAL|HEADERS/i
 /** Names that match SECRET_NAME but hold a setting, a path or an address, not a secret. */
 const SETTING_NAME = /_(?:MODE|FILE|PATH|DIR|HOST|PORT|ENABLED|TYPE|KIND|URL|ADDRESS)$/i
+/** Whether a variable of this name holds a secret (its value is redacted wherever it appears). */
+export function isSecretName(name: string): boolean {
+  return SECRET_NAME.test(name) && !SETTING_NAME.test(name)
+}
 /** Values this short would turn ordinary text into "<redacted>"; below it a value is not looked for. */
 export const MIN_SECRET_LENGTH = 4
 /** Names of further variables whose values are secret, comma or space separated. */
@@ -111,7 +115,7 @@ export function secretValues(env: NodeJS.ProcessEnv): string[] {
   for (const [name, value] of Object.entries(env)) {
     if (!value) continue
     for (const part of urlSecrets(value)) add(part)
-    if (!marked.has(name) && !(SECRET_NAME.test(name) && !SETTING_NAME.test(name))) continue
+    if (!marked.has(name) && !isSecretName(name)) continue
     add(value)
     // RAY_JOB_HEADERS and the like: a JSON object whose values are the secrets.
     try {

@@ -5,6 +5,7 @@ import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base-command.js'
 import {dryRunFlag, gymRootFlag, relaxRootFlag} from '../cli/flags.js'
 import {relaxRootWord} from '../cli/next-step.js'
+import {EXTRA_ROOT_NAME} from '../contract/gym-config/paths.js'
 import {ARCHETYPES, type Archetype} from '../contract/types.js'
 import {ExitCode, usageError} from '../errors.js'
 import {newRecipe, type NewRecipeResult} from '../scaffold/new-recipe.js'
@@ -15,7 +16,7 @@ function parseConfigRoot(value: string): {name: string; dir: string} {
   const at = value.indexOf('=')
   const name = at > 0 ? value.slice(0, at) : ''
   const dir = at > 0 ? value.slice(at + 1) : ''
-  if (!/^[A-Z][A-Z0-9_]{0,63}$/.test(name) || dir === '') {
+  if (!EXTRA_ROOT_NAME.test(name) || dir === '') {
     throw usageError(`--config-root ${JSON.stringify(value)} is not NAME=DIR`, 'Name the tree like an environment variable, e.g. --config-root RELAX_INTEGRATION_ROOT=/srv/relax-integration.', {field: '--config-root'})
   }
   return {name, dir: path.resolve(dir.startsWith('~/') ? path.join(os.homedir(), dir.slice(2)) : dir)}

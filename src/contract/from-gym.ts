@@ -2,6 +2,7 @@ import path from 'node:path'
 
 import type {GymAgent, GymDataset, GymGraph} from './gym-config.js'
 import {envReferences} from './gym-config/env-references.js'
+import {configRootName} from './gym-config/paths.js'
 import {type SecondModel, secondModels} from './gym-config/second-models.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
 import type {Archetype, DataSource, RecipeContract, Split} from './types.js'
@@ -179,6 +180,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   }
   const models = checkSecondModels(o.graph, agent, o.policyServes ?? [])
   const envVars = envReferences(o.graph)
+  const configRoots = usedRoots(o)
   const base = structuredClone(o.base)
   const environment = resource?.id ?? agent.id
   const sameEnvironment = (resource?.implementation ?? null) === (base.gym.resources_server?.implementation ?? null) && agent.implementation === base.gym.agent.type
@@ -209,7 +211,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
     gym: {
       commit: base.gym.commit,
       config_paths: o.configPaths,
-      ...(usedRoots(o).length > 0 ? {config_roots: usedRoots(o)} : {}),
+      ...(configRoots.length > 0 ? {config_roots: configRoots} : {}),
       ...(envVars.length > 0 ? {env_vars: envVars.map((v) => ({name: v.name, required: v.fallback === null}))} : {}),
       environment,
       gateway_config: sameEnvironment ? base.gym.gateway_config : gatewayConfigName(environment),
@@ -283,8 +285,8 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
 
 /** The config roots the recipe's configs (or the files they include) come from. */
 function usedRoots(o: ContractFromGymOptions): string[] {
-  const paths = [...o.configPaths, ...o.graph.files]
-  return (o.configRoots ?? []).map((r) => r.name).filter((name) => paths.some((p) => p.startsWith(`\${${name}}/`)))
+  const named = new Set([...o.configPaths, ...o.graph.files].map(configRootName))
+  return (o.configRoots ?? []).map((r) => r.name).filter((name) => named.has(name))
 }
 
 /**

@@ -110,7 +110,8 @@ export function runScript(
       await Promise.race([bashExited, sleep(graceMs, undefined, {ref: false})])
       // bash's trap has run; a child still unwinding gets a moment, not the whole grace again.
       await waitGone(Date.now() + LEFTOVER_GRACE_MS)
-      signalGroup('SIGKILL')
+      // Only a group still there: once it is gone, its id is free to be handed out again.
+      if (groupAlive()) signalGroup('SIGKILL')
       await exited
       await waitGone(Date.now() + AFTER_KILL_MS)
     },

@@ -4,7 +4,8 @@ import path from 'node:path'
 import {ARCHETYPE_BASE, loadBuiltin} from '../contract/builtin.js'
 import {chooseAgent, contractFromGym, type ExampleRowsSummary, type VerifierOverride} from '../contract/from-gym.js'
 import {loadGymGraph, type GymGraph} from '../contract/gym-config.js'
-import {exampleRowsFiles, splitOfGymFile} from '../contract/gym-config/example-rows.js'
+import {type ExampleRowsFile, exampleRowsFiles, splitOfGymFile} from '../contract/gym-config/example-rows.js'
+import {configRootName} from '../contract/gym-config/paths.js'
 import {assertValidContract, contractError, type ContractProblem, contractProblems} from '../contract/load.js'
 import {allocatePorts, collisions, type OccupiedRecipe} from '../contract/ports.js'
 import {assertRecipeId} from '../contract/recipe-id.js'
@@ -121,9 +122,9 @@ function summarizeRows(text: string): {rows: ExampleRowsSummary; tasks: number; 
   return {rows: {fields, hasTools, hasAgentRef}, tasks, read: Math.min(read, 200), sample}
 }
 
-/** Top-level fields and tool use of the environment's example rows, read from the Gym checkout. */
-export async function summarizeExamples(gymRoot: string, graph: GymGraph, agentId: string): Promise<ExampleRowsSummary | undefined> {
-  for (const example of await exampleRowsFiles(gymRoot, graph, agentId)) {
+/** Top-level fields and tool use of the environment's example rows (the first file that has rows), read from the Gym checkout. */
+export async function summarizeExamples(gymRoot: string, files: ExampleRowsFile[]): Promise<ExampleRowsSummary | undefined> {
+  for (const example of files) {
     const text = await fsp.readFile(path.resolve(gymRoot, example.path), 'utf8').catch(() => undefined)
     if (text === undefined) continue
     const {rows} = summarizeRows(text)
@@ -153,7 +154,7 @@ function chooseConfigRoots(given: Array<{name: string; dir: string}>, recorded: 
 
 /** A --gym-config as recipe.yaml records it: relative to the Gym root, or `${NAME}/…` in a config root. */
 function recordedConfigPath(gymRoot: string, roots: Array<{name: string; dir: string}>, config: string): string {
-  if (config.startsWith('${')) return config
+  if (configRootName(config) !== undefined) return config
   const abs = path.resolve(gymRoot, config)
   const root = roots.find((r) => isInside(path.resolve(r.dir), abs))
   if (root) return `\${${root.name}}/${path.relative(path.resolve(root.dir), abs).split(path.sep).join('/')}`
@@ -168,12 +169,10 @@ function unsetValues(graph: GymGraph, contract: RecipeContract): string[] {
   const started = [contract.gym.agent.name, ...(contract.gym.resources_server ? [contract.gym.resources_server.name] : [])]
   return graph.problems
     .filter((p) => p.message.includes('is ??? (mandatory value not set)') && started.some((id) => p.pointer.startsWith(`/${id}/`)))
-    .map((p) => `value to give before start: ${p.message.split(' is ???')[0]} is ??? in ${p.file ?? 'the config'}${p.line ? `:${p.line}` : ''}; the generated start script does not set it (add ++${p.message.split(' is ???')[0]}=<value> to its gym env start line, or set it in a config merged after this one)`)
-}
-
-async function firstExampleRows(gymRoot: string, graph: GymGraph, agentId: string): Promise<string | undefined> {
-  const [first] = await exampleRowsFiles(gymRoot, graph, agentId)
-  return first ? path.resolve(gymRoot, first.path) : undefined
+    .map((p) => {
+      const key = p.message.split(' is ???')[0]
+      return `value to give before start: ${key} is ??? in ${p.file ?? 'the config'}${p.line ? `:${p.line}` : ''}; the generated start script does not set it (add ++${key}=<value> to its gym env start line, or set it in a config merged after this one)`
+    })
 }
 
 /** Contract problems that come from the --verifier file, reported against that file. */
@@ -262,7 +261,8 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   const dataFile = o.dataFile !== undefined ? path.resolve(o.dataFile) : o.dataset === undefined ? recordedFile : undefined
   // The rows the recipe trains on tell the verifier fields best: the user's own file first.
   const userRows = dataFile ? await summarizeDataFile(dataFile) : undefined
-  const examples = userRows ?? (await summarizeExamples(path.resolve(o.gymRoot), graph, agent.id))
+  const exampleFiles = await exampleRowsFiles(o.gymRoot, graph, agent.id)
+  const examples = userRows ?? (await summarizeExamples(o.gymRoot, exampleFiles))
   const verifierOverride = o.verifierFile ? await readVerifierOverride(o.verifierFile) : undefined
 
   const others = await occupiedRecipes(relaxRoot, o.id)
@@ -285,7 +285,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     dataFile,
     dataFileSplit: dataFile ? splitOfGymFile(o.gymRoot, graph, agent.id, dataFile) : undefined,
     trainingData: o.trainingData ?? (recorded?.data?.source?.type === 'file' && recorded.data.split === 'train' && !recorded.data.smoke),
-    exampleRows: dataFile ? undefined : await firstExampleRows(o.gymRoot, graph, agent.id),
+    exampleRows: dataFile || exampleFiles.length === 0 ? undefined : path.resolve(o.gymRoot, exampleFiles[0].path),
     smoke: o.smoke || (recorded?.data?.smoke ?? false),
     policyServes: o.policyServes ?? [...new Set((recorded?.gym?.models ?? []).filter((m) => m.policy && m.enabled).map((m) => m.role))],
     examples,

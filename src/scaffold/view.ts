@@ -2,6 +2,7 @@ import type {RecipeContract, ScriptedTurn} from '../contract/types.js'
 import {recipeFileNames, RECIPES_DIR, servicePorts} from '../contract/types.js'
 import {RAY_COMPONENT_PORTS} from '../contract/ports.js'
 import {trainingLogName} from '../contract/endpoints.js'
+import {isSecretName} from '../redact.js'
 
 /** Formats a number the way the proven scripts spell it: 1e-06 as 1e-6, 0.7 as 0.7. */
 export function formatNumber(n: number): string {
@@ -36,16 +37,16 @@ export function turnsToOutputItems(turns: ScriptedTurn[]): Record<string, unknow
   })
 }
 
-/**
- * Everything the templates need, computed once. Templates only place values;
- * all derivation (ports, file names, argument arrays) happens here.
- */
 /** Values of this deployment the files start from (env.sh defaults), never recorded in recipe.yaml. */
 export interface RenderDeployment {
   /** Directory of each config root the contract names. */
   configRootDirs?: Record<string, string>
 }
 
+/**
+ * Everything the templates need, computed once. Templates only place values;
+ * all derivation (ports, file names, argument arrays) happens here.
+ */
 export function buildView(contract: RecipeContract, deployment: RenderDeployment = {}) {
   const files = recipeFileNames(contract)
   const ports = servicePorts(contract)
@@ -130,7 +131,7 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     sourceIsBenchmark: c.data.source.type === 'benchmark',
     sourceIsFile: c.data.source.type === 'file',
     configRoots: (c.gym.config_roots ?? []).map((name) => ({name, dir: deployment.configRootDirs?.[name] ?? ''})),
-    envVars: (c.gym.env_vars ?? []).map((v) => ({...v, ocEnv: `\${oc.env:${v.name}}`, secret: /KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL/i.test(v.name)})),
+    envVars: (c.gym.env_vars ?? []).map((v) => ({...v, ocEnv: `\${oc.env:${v.name}}`, secret: isSecretName(v.name)})),
     requiredEnvVars: (c.gym.env_vars ?? []).filter((v) => v.required).map((v) => v.name),
     extraRootsList: (c.gym.config_roots ?? []).map((name) => `\${${name}}`).join(':'),
     sourceDescription: describeSource(c),

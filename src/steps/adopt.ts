@@ -28,6 +28,7 @@ import {writeFileAtomic} from '../runtime/fs.js'
 import {objectFields} from '../runtime/http.js'
 import {pythonConstants} from '../runtime/python-constants.js'
 import {summarizeExamples} from '../scaffold/new-recipe.js'
+import {exampleRowsFiles} from '../contract/gym-config/example-rows.js'
 import {renderRecipe} from '../scaffold/render.js'
 import {CONTRACT_FILE, serializeContract} from '../scaffold/plan.js'
 
@@ -382,7 +383,7 @@ async function readService(r: Reading, gym: LoadedFile | undefined, host: Loaded
     r.missing('/data/dataset', `the agent has no ${String(split ?? '?')} dataset in ${configs.join(', ')}`)
     r.missing('/data/source', `the agent has no ${String(split ?? '?')} dataset in ${configs.join(', ')}`)
   }
-  const examples = await summarizeExamples(path.resolve(gymRoot), graph, agent.id)
+  const examples = await summarizeExamples(gymRoot, await exampleRowsFiles(gymRoot, graph, agent.id))
   if (examples) {
     r.set('/data/verifier_fields', verifierFieldsFrom(examples), `the example rows of ${agent.id}`)
     r.set('/data/tools', examples.hasTools, `the example rows of ${agent.id}`)

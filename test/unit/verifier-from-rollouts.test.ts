@@ -10,6 +10,7 @@ import {afterEach, describe, expect, it} from 'vitest'
 
 import {loadBuiltin} from '../../src/contract/builtin.js'
 import {loadGymGraph} from '../../src/contract/gym-config.js'
+import {exampleRowsFiles} from '../../src/contract/gym-config/example-rows.js'
 import {summarizeExamples} from '../../src/scaffold/new-recipe.js'
 import {verifierFromRollouts} from '../../src/scaffold/verifier-from-rollouts.js'
 
@@ -127,7 +128,7 @@ describe('verifier examples from example rollouts', () => {
 describe('verifier fields from example rows', () => {
   it('a field some example row lacks (or holds null) is not demanded of every row', async () => {
     const {root, graph} = await gym([task('one', {answer_type: 'int', hint: null}), task('two', {hint: 'x'}), task('three', {answer_type: 'int', hint: 'y'})], undefined)
-    const rows = await summarizeExamples(root, graph, 'quiz_agent')
+    const rows = await summarizeExamples(root, await exampleRowsFiles(root, graph, 'quiz_agent'))
     expect(rows?.fields.sort()).toEqual(['answer', 'responses_create_params'])
   })
 })

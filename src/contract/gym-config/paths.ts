@@ -56,6 +56,11 @@ export interface ExtraRoot {
 export const EXTRA_ROOT_NAME = /^[A-Z][A-Z0-9_]{0,63}$/
 const EXTRA_ROOT_ENTRY = /^\$\{([A-Z][A-Z0-9_]{0,63})\}\/(.+)$/
 
+/** The config root a path is written under (`${NAME}/…` → NAME), if it is. */
+export function configRootName(entry: string): string | undefined {
+  return entry.match(EXTRA_ROOT_ENTRY)?.[1]
+}
+
 export interface ResolvedEntry {
   /** The entry as written in config_paths or on the command line. */
   raw: string

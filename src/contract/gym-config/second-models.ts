@@ -29,6 +29,8 @@ export interface SecondModel {
 export const POLICY_MODEL = 'policy_model'
 const OFF_SWITCHES = ['should_use_judge', 'use_judge', 'use_llm_judge', 'enable_judge']
 const FLAT_POLICY = /\$\{\s*(policy_base_url|policy_model_name|policy_api_key)\s*\}/
+/** The part of a flat endpoint value's key after its role (judge_base_url → base_url). */
+const ENDPOINT_PART = /_(base_url|model|model_name|api_key)$/
 
 function roleOf(key: string): SecondModelRole {
   const last = key.split('.').at(-1) ?? key
@@ -57,11 +59,11 @@ function collect(server: GymServer, graph: GymGraph, skipKey: string | null): Se
       return
     }
     if (typeof value === 'string') {
-      const flat = value.match(FLAT_POLICY)
       const last = key.split('.').at(-1) ?? key
-      // One entry per role: the base_url (or model name) stands for the endpoint.
-      if (flat && /_(base_url|model|model_name)$/.test(last) && !found.some((f) => f.key.replace(/_(base_url|model|model_name|api_key)$/, '') === key.replace(/_(base_url|model|model_name|api_key)$/, ''))) {
-        found.push({role: roleOf(last.replace(/_(base_url|model|model_name)$/, '')), owner: server.id, key, server: null, policy: true, enabled: !off, defined: true})
+      const part = last.match(ENDPOINT_PART)?.[1]
+      // One entry per role: its base_url, model and api_key name one endpoint (the key alone names none).
+      if (part && part !== 'api_key' && FLAT_POLICY.test(value) && !found.some((f) => f.key.replace(ENDPOINT_PART, '') === key.replace(ENDPOINT_PART, ''))) {
+        found.push({role: roleOf(last.replace(ENDPOINT_PART, '')), owner: server.id, key, server: null, policy: true, enabled: !off, defined: true})
       }
       return
     }

@@ -1,5 +1,8 @@
 import {loadGymGraph} from '../../contract/gym-config.js'
-import type {Check, CheckOutcome} from '../types.js'
+import {configRootName} from '../../contract/gym-config/paths.js'
+import {messageOf} from '../../errors.js'
+import {scriptEnv} from '../scratch.js'
+import type {Check, CheckContext, CheckOutcome} from '../types.js'
 import {launcherRole, type LoadedFile, recipeFiles, type Role, ROLE_TITLES} from './recipe-files.js'
 import {keyValueWord, rawLineOf} from './shell.js'
 
@@ -52,17 +55,22 @@ export function graphOverrides(start: LoadedFile): GraphOverride[] {
 }
 
 /**
- * The directory of each config root (`${NAME}/…`) the configs name: from the environment, else
- * the default env.sh writes (`export NAME="${NAME:-/dir}"`).
+ * The directory of each config root (`${NAME}/…`) the configs name, as the scripts see it: the
+ * caller's environment with env.sh sourced on top.
  */
-function configRootsOf(configs: string[], env: NodeJS.ProcessEnv, envSh: string | undefined): {roots: Array<{name: string; dir: string}>} | {missing: string} {
-  const names = [...new Set(configs.map((p) => p.match(/^\$\{([A-Z][A-Z0-9_]*)\}\//)?.[1]).filter((n): n is string => n !== undefined))]
+async function configRootsOf(configs: string[], ctx: CheckContext): Promise<{roots: Array<{name: string; dir: string}>} | {missing: string}> {
+  const names = [...new Set(configs.map(configRootName).filter((n): n is string => n !== undefined))]
+  if (names.length === 0) return {roots: []}
+  let env: Record<string, string>
+  try {
+    env = await scriptEnv(ctx)
+  } catch (error) {
+    return {missing: `${names[0]} (env.sh cannot be read: ${messageOf(error)})`}
+  }
   const roots: Array<{name: string; dir: string}> = []
   for (const name of names) {
-    const fromFile = envSh?.match(new RegExp(`^export ${name}="\\$\\{${name}:-([^"$\`]*)\\}"$`, 'm'))?.[1]
-    const dir = env[name] || fromFile
-    if (!dir) return {missing: name}
-    roots.push({name, dir})
+    if (!env[name]) return {missing: name}
+    roots.push({name, dir: env[name]})
   }
   return {roots}
 }
@@ -114,9 +122,9 @@ export const graphNames: Check = {
       if (ctx.options.gymRoot) {
         const configs = configPathsOf(start).filter((p) => !p.startsWith('responses_api_models/relax_gateway_model/'))
         // A config under a config root (`${NAME}/…`) is read from the directory env.sh (or the environment) names.
-        const roots = configRootsOf(configs, ctx.options.env, files.byRole.env?.text)
-        if ('missing' in roots) problems.push({status: 'skip', message: `not checked: ${roots.missing} (a config root the start script loads configs from) is set neither in env.sh nor in the environment`, file: start.name, hint: `Set ${roots.missing} in env.sh to the directory holding your own Gym configs.`})
-        else if (configs.length > 0 && configs.every((p) => !p.startsWith('/') && (!p.includes('$') || /^\$\{[A-Z][A-Z0-9_]*\}\//.test(p)))) {
+        const roots = await configRootsOf(configs, ctx)
+        if ('missing' in roots) problems.push({status: 'skip', message: `not checked: ${roots.missing} (a config root the start script loads configs from) is set neither in env.sh nor in the environment`, file: start.name, hint: 'Set it in env.sh to the directory holding your own Gym configs.'})
+        else if (configs.length > 0 && configs.every((p) => !p.startsWith('/') && (!p.includes('$') || configRootName(p) !== undefined))) {
           const graph = await loadGymGraph(ctx.options.gymRoot, configs, {extraRoots: roots.roots})
           const servers = [...graph.agents, ...graph.resourcesServers, ...graph.models]
           checkedAgainstGym = true
