@@ -3,6 +3,7 @@ import path from 'node:path'
 import type {GymAgent, GymDataset, GymGraph} from './gym-config.js'
 import {envReferences} from './gym-config/env-references.js'
 import {configRootName} from './gym-config/paths.js'
+import {type AddedModelServer, endpointVariables} from './gym-config/model-servers.js'
 import {type SecondModel, secondModels} from './gym-config/second-models.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
 import type {Archetype, DataSource, RecipeContract, Split} from './types.js'
@@ -38,6 +39,8 @@ export interface ContractFromGymOptions {
   exampleRows?: string
   /** Roles (judge, simulator, model) the user accepts the policy model, i.e. the model being trained, in. */
   policyServes?: string[]
+  /** Model servers gymrecipe adds for judges and simulators that have none of their own. */
+  modelServers?: AddedModelServer[]
   /** Config roots outside the Gym checkout that config paths name. */
   configRoots?: Array<{name: string; dir: string}>
   examples?: ExampleRowsSummary
@@ -178,8 +181,10 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   if (split !== 'train' && !o.smoke && !gymSplit) {
     throw usageError(`dataset ${dataset.name} is a ${dataset.type} split, not training data`, 'Use a train dataset, or pass --smoke to accept it for a smoke run that every report will flag.')
   }
-  const models = checkSecondModels(o.graph, agent, o.policyServes ?? [])
-  const envVars = envReferences(o.graph)
+  const added = o.modelServers ?? []
+  const models = checkSecondModels(o.graph, agent, o.policyServes ?? [], added)
+  const graphEnvVars = envReferences(o.graph)
+  const envVars = [...graphEnvVars, ...added.flatMap(endpointReferences)]
   const configRoots = usedRoots(o)
   const base = structuredClone(o.base)
   const environment = resource?.id ?? agent.id
@@ -201,7 +206,11 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   const verifierFields = chooseVerifierFields(o, sameEnvironment, environment)
   const model = o.model ?? {name: base.training.model.name, slug: base.training.model.slug, configScript: base.training.model.config_script}
   const gpus = o.gpus ?? base.training.gpus
-  const venvDirs = [`responses_api_agents/${agent.implementation}`, ...(resource ? [`resources_servers/${resource.implementation}`] : [])]
+  const venvDirs = [
+    `responses_api_agents/${agent.implementation}`,
+    ...(resource ? [`resources_servers/${resource.implementation}`] : []),
+    ...new Set(added.map((server) => `responses_api_models/${server.type}`)),
+  ]
 
   const contract: RecipeContract = {
     ...base,
@@ -219,6 +228,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
       resources_server: resource ? {name: resource.id, implementation: resource.implementation} : null,
       venv_dirs: venvDirs,
       // A server left ??? (only possible when switched off) is recorded as unnamed.
+      ...(added.length > 0 ? {model_servers: added} : {}),
       ...(models.length > 0 ? {models: models.map(({role, owner, key, server, policy, enabled}) => ({role, owner, key, server: server !== null && /^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(server) ? server : null, policy, enabled}))} : {}),
       // Only what was read from the checkout's code: an assumed include order is not recorded.
       ...(o.graph.includeOrder.assumed
@@ -274,8 +284,12 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   }
   else if (contract.data.smoke) notes.push(`SMOKE: dataset ${dataset.name} is a ${dataset.type} split; this recipe must not be used for real training`)
   notes.push(`verifier fields ${verifierFields.fields.join(', ')} from ${verifierFields.from}`)
-  for (const v of envVars) notes.push(`deployment variable ${v.name}: the Gym config reads it (\${oc.env:${v.name}} at ${v.at})${v.fallback === null ? ', with no fallback' : `, else ${v.fallback}`}; env.sh names it and the start script passes it into the container`)
-  for (const m of models.filter((x) => x.enabled)) {
+  for (const v of graphEnvVars) notes.push(`deployment variable ${v.name}: the Gym config reads it (\${oc.env:${v.name}} at ${v.at})${v.fallback === null ? ', with no fallback' : `, else ${v.fallback}`}; env.sh names it and the start script passes it into the container`)
+  added.forEach((server, i) => {
+    const vars = endpointVariables(server.env_prefix)
+    notes.push(`${server.role} model server ${server.name} (${server.type}) is added by gymrecipe on the Gateway port + ${4 + i}: set ${vars.baseUrl} and ${vars.model} in env.sh (${vars.apiKey} if it needs a key); start checks that it serves that model before the container starts`)
+  })
+  for (const m of models.filter((x) => x.enabled && !servedByAdded(x, added))) {
     notes.push(m.policy
       ? `${m.role} ${m.owner}.${m.key} is the policy model, i.e. the model being trained (accepted with --policy-serves ${m.role})`
       : `${m.role} ${m.owner}.${m.key} calls model server ${m.server}: its endpoint is whatever that server's config says (gymrecipe does not yet check that it answers)`)
@@ -294,10 +308,11 @@ function usedRoots(o: ContractFromGymOptions): string[] {
  * trained: refused unless the user says so. One that names a server no loaded config defines
  * cannot start.
  */
-function checkSecondModels(graph: GymGraph, agent: GymAgent, policyServes: string[]): SecondModel[] {
+function checkSecondModels(graph: GymGraph, agent: GymAgent, policyServes: string[], added: AddedModelServer[]): SecondModel[] {
   const models = secondModels(graph, agent)
   const where = (m: SecondModel) => `${m.owner}.${m.key}`
-  const undefinedServer = models.find((m) => m.enabled && !m.defined)
+  const open = models.filter((m) => !servedByAdded(m, added))
+  const undefinedServer = open.find((m) => m.enabled && !m.defined)
   if (undefinedServer?.server === '???') {
     throw new GymError(`${where(undefinedServer)} is left ??? in the config: the ${undefinedServer.role}'s model server must be named`, {
       code: 'E_SECOND_MODEL',
@@ -314,14 +329,30 @@ function checkSecondModels(graph: GymGraph, agent: GymAgent, policyServes: strin
       details: {second_models: models},
     })
   }
-  const policy = models.find((m) => m.enabled && m.policy && m.role !== 'model' && !policyServes.includes(m.role))
+  const policy = open.find((m) => m.enabled && m.policy && m.role !== 'model' && !policyServes.includes(m.role))
   if (policy) {
     throw new GymError(`${where(policy)} is the policy model${policy.server ? '' : ' (through ${policy_…})'}: under Relax that is the model being trained, so it would serve as its own ${policy.role}`, {
       code: 'E_POLICY_AS_SECOND_MODEL',
       exit: ExitCode.usage,
-      hint: `Point ${policy.key} at a model server of its own (a config that defines it, added with --gym-config), or pass --policy-serves ${policy.role} if the model being trained is meant to be its own ${policy.role}.`,
+      hint: `Pass --second-model ${policy.role} to give it a model server of its own (its endpoint set in env.sh), point ${policy.key} at one a config defines (added with --gym-config), or pass --policy-serves ${policy.role} if the model being trained is meant to be its own ${policy.role}.`,
       details: {second_models: models},
     })
   }
   return models
+}
+
+/** A judge or simulator now served by a server gymrecipe adds: named by it, or pointed at it. */
+function servedByAdded(m: SecondModel, added: AddedModelServer[]): boolean {
+  return added.some((server) => server.name === m.server || server.binds.some((path) => path.startsWith(`${m.owner}.`) && path.endsWith(`.${m.key}.name`)))
+}
+
+/** The deployment variables an added model server reads its endpoint from. */
+function endpointReferences(server: AddedModelServer): Array<{name: string; fallback: string | null; at: string}> {
+  const vars = endpointVariables(server.env_prefix)
+  const at = `${server.name}.responses_api_models.${server.type}`
+  return [
+    {name: vars.baseUrl, fallback: null, at},
+    {name: vars.model, fallback: null, at},
+    {name: vars.apiKey, fallback: 'EMPTY', at},
+  ]
 }

@@ -32,10 +32,11 @@ export function rangesOverlap(a: {low: number; high: number}, b: {low: number; h
 }
 
 /** Every port range a recipe occupies on the Gym host. */
-export function recipePortRanges(contract: Pick<RecipeContract, 'service' | 'ray'>): PortRange[] {
+export function recipePortRanges(contract: Pick<RecipeContract, 'service' | 'ray'> & {gym?: Pick<RecipeContract['gym'], 'model_servers'>}): PortRange[] {
   const ports = servicePorts(contract)
+  const added = contract.gym?.model_servers?.length ?? 0
   return [
-    {label: 'service block (gateway, agent, resource, head)', pointer: '/service/gateway_port', low: ports.gateway, high: ports.head},
+    {label: `service block (gateway, agent, resource, head${added > 0 ? ', added model servers' : ''})`, pointer: '/service/gateway_port', low: ports.gateway, high: ports.head + added},
     {label: 'private Ray GCS', pointer: '/ray/gcs_port', low: contract.ray.gcs_port, high: contract.ray.gcs_port},
     {label: 'private Ray dashboard', pointer: '/ray/dashboard_port', low: contract.ray.dashboard_port, high: contract.ray.dashboard_port},
     {
@@ -54,7 +55,7 @@ export interface PortViolation {
 }
 
 /** Ports outside the ephemeral range, in bounds, and no two ranges of one recipe overlapping. */
-export function checkOwnPorts(contract: Pick<RecipeContract, 'service' | 'ray'>): PortViolation[] {
+export function checkOwnPorts(contract: Parameters<typeof recipePortRanges>[0]): PortViolation[] {
   const violations: PortViolation[] = []
   if (contract.ray.min_worker_port > contract.ray.max_worker_port) {
     violations.push({pointer: '/ray/min_worker_port', message: `min_worker_port ${contract.ray.min_worker_port} is above max_worker_port ${contract.ray.max_worker_port}`})
@@ -89,7 +90,7 @@ export interface OccupiedRecipe {
   ranges: PortRange[]
 }
 
-export function collisions(contract: Pick<RecipeContract, 'service' | 'ray'>, others: OccupiedRecipe[]): PortViolation[] {
+export function collisions(contract: Parameters<typeof recipePortRanges>[0], others: OccupiedRecipe[]): PortViolation[] {
   const violations: PortViolation[] = []
   for (const mine of recipePortRanges(contract)) {
     for (const other of others) {

@@ -106,6 +106,36 @@ export const recipeSchema = {
             },
           },
         },
+        model_servers: {
+          type: 'array',
+          maxItems: 4,
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['name', 'type', 'role', 'env_prefix', 'fields', 'binds'],
+            properties: {
+              name: {type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_-]{0,63}$'},
+              type: {type: 'string', pattern: NAME},
+              role: {enum: ['judge', 'simulator', 'model']},
+              env_prefix: {type: 'string', pattern: '^[A-Z][A-Z0-9_]{0,63}$'},
+              fields: {
+                type: 'object',
+                propertyNames: {pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$'},
+                additionalProperties: {
+                  anyOf: [
+                    {type: 'string', maxLength: 1000, pattern: ONE_LINE},
+                    {type: 'number'},
+                    {type: 'boolean'},
+                    {type: 'null'},
+                    {type: 'object', maxProperties: 0},
+                    {type: 'array', maxItems: 0},
+                  ],
+                },
+              },
+              binds: {type: 'array', items: {type: 'string', pattern: '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,300}\\.name$'}},
+            },
+          },
+        },
         behaviour: {
           type: 'object',
           additionalProperties: false,

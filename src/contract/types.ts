@@ -48,6 +48,19 @@ export interface RecipeContract {
      * the config. `policy`: it is the policy model, i.e. under Relax the model being trained.
      */
     models?: Array<{role: 'judge' | 'simulator' | 'model'; owner: string; key: string; server: string | null; policy: boolean; enabled: boolean}>
+    /**
+     * Model servers gymrecipe defines on the `gym env start` command line for a judge or simulator
+     * that has none of its own; each listens on the service block after the Gym head and reads its
+     * endpoint from <env_prefix>_BASE_URL / _MODEL_NAME / _API_KEY.
+     */
+    model_servers?: Array<{
+      name: string
+      type: string
+      role: 'judge' | 'simulator' | 'model'
+      env_prefix: string
+      fields: Record<string, ModelServerField>
+      binds: string[]
+    }>
     /** How the Gym checkout the recipe was recorded from behaves where Gym changed over time. */
     behaviour?: {
       include_order: 'discovery' | 'reverse-discovery' | 'depth' | 'post-order'
@@ -199,6 +212,14 @@ export function defaultErrorProbe(hasResourcesServer: boolean): ErrorProbe {
 
 export function errorProbeOf(contract: Pick<RecipeContract, 'service' | 'gym'>): ErrorProbe {
   return contract.service.error_probe ?? defaultErrorProbe(contract.gym.resources_server !== null)
+}
+
+/** A field of a model server gymrecipe adds: a scalar, or an empty mapping or list. */
+export type ModelServerField = string | number | boolean | null | {[key: string]: unknown} | unknown[]
+
+/** Ports of the model servers gymrecipe adds, after the Gym head: gateway + 4, + 5, … */
+export function modelServerPorts(contract: Pick<RecipeContract, 'service' | 'gym'>): Array<{name: string; port: number}> {
+  return (contract.gym.model_servers ?? []).map((server, i) => ({name: server.name, port: contract.service.gateway_port + 4 + i}))
 }
 
 /** Ports of the service block, derived from the gateway port. */

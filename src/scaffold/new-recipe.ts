@@ -16,6 +16,7 @@ import {occupiedRecipes, recipeDir} from '../contract/checkout.js'
 import {applyPlan, planRecipe, type RecipePlan} from './plan.js'
 import {renderRecipe} from './render.js'
 import {verifierFromRollouts} from './verifier-from-rollouts.js'
+import {type SecondModelRequest, secondModelServers} from './second-model-servers.js'
 import {planUpdate, recordedContract} from './update.js'
 import {parseYamlDocument, yamlValue} from '../yaml-value.js'
 import {INPUT_LIMITS, readInputText} from '../runtime/read-input.js'
@@ -35,6 +36,8 @@ export interface NewRecipeOptions {
   trainingData?: boolean
   /** Roles in which the policy model (the model being trained) is accepted as a second model. */
   policyServes?: string[]
+  /** Judges and simulators to serve from a model server gymrecipe adds (instead of the policy). */
+  secondModels?: SecondModelRequest[]
   /** Trees outside the Gym checkout holding the user's own configs: NAME → directory. */
   configRoots?: Array<{name: string; dir: string}>
   smoke: boolean
@@ -264,6 +267,8 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   const exampleFiles = await exampleRowsFiles(o.gymRoot, graph, agent.id)
   const examples = userRows ?? (await summarizeExamples(o.gymRoot, exampleFiles))
   const verifierOverride = o.verifierFile ? await readVerifierOverride(o.verifierFile) : undefined
+  const secondModelRequests = o.secondModels ?? (recorded?.gym?.model_servers ?? []).map((server) => ({role: server.role, type: server.type}))
+  const modelServers = await secondModelServers(o.gymRoot, graph, agent, secondModelRequests)
 
   const others = await occupiedRecipes(relaxRoot, o.id)
   const recordedPorts = o.portBase === undefined && recorded?.service && recorded.ray ? {gateway_port: recorded.service.gateway_port, gcs_port: recorded.ray.gcs_port, dashboard_port: recorded.ray.dashboard_port, component_port_base: recorded.ray.component_port_base, min_worker_port: recorded.ray.min_worker_port, max_worker_port: recorded.ray.max_worker_port} : undefined
@@ -287,6 +292,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     trainingData: o.trainingData ?? (recorded?.data?.source?.type === 'file' && recorded.data.split === 'train' && !recorded.data.smoke),
     exampleRows: dataFile || exampleFiles.length === 0 ? undefined : path.resolve(o.gymRoot, exampleFiles[0].path),
     smoke: o.smoke || (recorded?.data?.smoke ?? false),
+    modelServers,
     policyServes: o.policyServes ?? [...new Set((recorded?.gym?.models ?? []).filter((m) => m.policy && m.enabled).map((m) => m.role))],
     examples,
     verifierOverride,

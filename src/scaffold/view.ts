@@ -1,6 +1,7 @@
 import type {RecipeContract, ScriptedTurn} from '../contract/types.js'
 import {recipeFileNames, RECIPES_DIR, servicePorts} from '../contract/types.js'
 import {RAY_COMPONENT_PORTS} from '../contract/ports.js'
+import {endpointVariables, modelServerOverrides} from '../contract/gym-config/model-servers.js'
 import {trainingLogName} from '../contract/endpoints.js'
 import {isSecretName} from '../redact.js'
 
@@ -132,6 +133,7 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     sourceIsFile: c.data.source.type === 'file',
     configRoots: (c.gym.config_roots ?? []).map((name) => ({name, dir: deployment.configRootDirs?.[name] ?? ''})),
     envVars: (c.gym.env_vars ?? []).map((v) => ({...v, ocEnv: `\${oc.env:${v.name}}`, secret: isSecretName(v.name)})),
+    modelServers: (c.gym.model_servers ?? []).map((server, i) => ({...server, offset: 4 + i, overrides: modelServerOverrides(server), vars: endpointVariables(server.env_prefix)})),
     requiredEnvVars: (c.gym.env_vars ?? []).filter((v) => v.required).map((v) => v.name),
     extraRootsList: (c.gym.config_roots ?? []).map((name) => `\${${name}}`).join(':'),
     sourceDescription: describeSource(c),

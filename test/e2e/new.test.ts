@@ -1,4 +1,6 @@
-import {cp, mkdtemp, readFile, rm, stat, writeFile} from 'node:fs/promises'
+import {cp, mkdir, mkdtemp, readFile, rm, stat, writeFile} from 'node:fs/promises'
+import http from 'node:http'
+import type {AddressInfo} from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import {execa} from 'execa'
@@ -323,6 +325,113 @@ describe('gymrecipe new', () => {
     const off = await runCli(newArgs('unjudged', relax, config, ['--dry-run']))
     expect(off.exitCode, off.stderr).toBe(0)
     expect(off.json.contract.gym.models).toEqual([{role: 'judge', owner: 'math_with_judge', key: 'judge_model_server', server: 'policy_model', policy: true, enabled: false}])
+  })
+
+  it('a judge with no server of its own gets one gymrecipe adds: endpoint in env.sh, checked by start before Docker', async () => {
+    const relax = await relaxRoot()
+    const config = 'resources_servers/math_with_judge/configs/math_with_judge.yaml'
+    const gymRoot = await editedGym(config, (text) => text.replace('should_use_judge: false', 'should_use_judge: true'))
+    // The checkout's own model implementation the judge server is an instance of (a config of the shape Gym ships).
+    await mkdir(path.join(gymRoot, 'responses_api_models/vllm_model/configs'), {recursive: true})
+    await writeFile(path.join(gymRoot, 'responses_api_models/vllm_model/configs/vllm_model.yaml'), `policy_model:
+  responses_api_models:
+    vllm_model:
+      entrypoint: app.py
+      base_url: \${policy_base_url}
+      api_key: \${policy_api_key}
+      model: \${policy_model_name}
+      uses_reasoning_parser: true
+      extra_body: null
+      default_headers: {}
+`)
+    const refused = await runCli(newArgs('judged', relax, config, [], gymRoot))
+    expect(refused.json.error.code).toBe('E_POLICY_AS_SECOND_MODEL')
+    expect(refused.json.error.hint).toContain('--second-model judge')
+
+    const made = await runCli(newArgs('judged', relax, config, ['--second-model', 'judge'], gymRoot))
+    expect(made.exitCode, made.stderr).toBe(0)
+    const contract = made.json.contract
+    expect(contract.gym.model_servers).toEqual([{
+      name: 'judge_model', type: 'vllm_model', role: 'judge', env_prefix: 'JUDGE_MODEL',
+      fields: {entrypoint: 'app.py', base_url: '${oc.env:JUDGE_MODEL_BASE_URL}', api_key: '${oc.env:JUDGE_MODEL_API_KEY,EMPTY}', model: '${oc.env:JUDGE_MODEL_MODEL_NAME}', uses_reasoning_parser: true, extra_body: null, default_headers: {}},
+      binds: ['math_with_judge.resources_servers.math_with_judge.judge_model_server.name'],
+    }])
+    expect(contract.gym.env_vars).toEqual([{name: 'JUDGE_MODEL_BASE_URL', required: true}, {name: 'JUDGE_MODEL_MODEL_NAME', required: true}, {name: 'JUDGE_MODEL_API_KEY', required: false}])
+    expect(contract.gym.venv_dirs).toContain('responses_api_models/vllm_model')
+    expect(made.json.notes.join('\n')).toContain('judge model server judge_model (vllm_model) is added by gymrecipe on the Gateway port + 4')
+    const dir = made.json.dir
+    const start = await readFile(path.join(dir, 'start_judged_gym.sh'), 'utf8')
+    expect(start).toContain(`'++math_with_judge.resources_servers.math_with_judge.judge_model_server.name=judge_model'`)
+    expect(start).toContain(`++judge_model.responses_api_models.vllm_model.port="$((gateway_port + 4))"`)
+    const envSh = await readFile(path.join(dir, 'env.sh'), 'utf8')
+    expect(envSh).toContain('export JUDGE_MODEL_BASE_URL="${JUDGE_MODEL_BASE_URL:-}"')
+    const verified = await runCli(['verify', 'judged', '--level', 'static', '--relax-root', relax, '--gym-root', gymRoot, '--json'])
+    expect(verified.exitCode, verified.stdout).toBe(0)
+    const update = await runCli(['new', 'judged', '--gym-root', gymRoot, '--relax-root', relax, '--update', '--json'])
+    expect(update.exitCode, update.stderr).toBe(0)
+    expect(update.json.contract.gym.model_servers).toHaveLength(1)
+
+    // start asks the judge for its models before anything touches Docker (a docker that only says it was called).
+    const bin = await mkdtemp(path.join(os.tmpdir(), 'gr-judge-bin-'))
+    await writeFile(path.join(bin, 'docker'), '#!/bin/sh\necho "docker was called" >&2\nexit 97\n', {mode: 0o755})
+    const served: string[] = []
+    const judge = http.createServer((req, res) => {
+      served.push(`${req.method} ${req.url} ${req.headers.authorization ?? ''}`)
+      res.setHeader('content-type', 'application/json')
+      res.end(JSON.stringify({object: 'list', data: [{id: 'judge-8b', object: 'model'}]}))
+    })
+    await new Promise<void>((resolve) => judge.listen(0, '127.0.0.1', resolve))
+    const port = (judge.address() as AddressInfo).port
+    const runStart = (env: Record<string, string>) => execa('bash', [path.join(dir, 'start_judged_gym.sh')], {reject: false, extendEnv: false,
+      env: {PATH: `${bin}:${process.env.PATH}`, GYM_HOST: '127.0.0.1', NEMO_GYM_IMAGE: 'x', NEMO_GYM_CALLBACK_ALLOWED_NETWORKS: '10.0.0.0/8', ...env}})
+    try {
+      const unset = await runStart({})
+      expect(unset.exitCode).toBe(2)
+      expect(unset.stderr).toContain('Set JUDGE_MODEL_BASE_URL in')
+      const wrongModel = await runStart({JUDGE_MODEL_BASE_URL: `http://127.0.0.1:${port}/v1`, JUDGE_MODEL_MODEL_NAME: 'judge-70b', JUDGE_MODEL_API_KEY: 'sk-judge-secret'})
+      expect(wrongModel.exitCode).toBe(3)
+      expect(wrongModel.stderr).toContain(`The judge model server judge_model at http://127.0.0.1:${port}/v1 does not serve judge-70b (JUDGE_MODEL_MODEL_NAME in env.sh); it serves: judge-8b`)
+      expect(wrongModel.stderr + wrongModel.stdout).not.toContain('sk-judge-secret')
+      expect(served.at(-1)).toBe('GET /v1/models Bearer sk-judge-secret')
+      const right = await runStart({JUDGE_MODEL_BASE_URL: `http://127.0.0.1:${port}/v1/`, JUDGE_MODEL_MODEL_NAME: 'judge-8b'})
+      expect(right.stdout).toContain(`The judge model server judge_model answers at http://127.0.0.1:${port}/v1/ and serves judge-8b`)
+      expect(right.stderr).toContain('docker was called')
+      expect(served.at(-1)).toBe('GET /v1/models Bearer EMPTY')
+    } finally {
+      await new Promise((resolve) => judge.close(resolve))
+    }
+    const closed = await runStart({JUDGE_MODEL_BASE_URL: `http://127.0.0.1:${port}/v1`, JUDGE_MODEL_MODEL_NAME: 'judge-8b'})
+    expect(closed.exitCode).toBe(3)
+    expect(closed.stderr).toContain(`The judge model server judge_model does not answer at http://127.0.0.1:${port}/v1/models (JUDGE_MODEL_BASE_URL in env.sh)`)
+    expect(closed.stderr).not.toContain('docker was called')
+  })
+
+  it('a judge naming a server no config defines gets that server without being asked; ??? gets judge_model', async () => {
+    const relax = await relaxRoot()
+    const config = 'resources_servers/math_with_judge/configs/math_with_judge.yaml'
+    const gymRoot = await editedGym(config, (text) => text.replace('should_use_judge: false', 'should_use_judge: true').replace('name: policy_model\n      judge_responses_create_params', 'name: genrm_model\n      judge_responses_create_params'))
+    await mkdir(path.join(gymRoot, 'responses_api_models/openai_model/configs'), {recursive: true})
+    await writeFile(path.join(gymRoot, 'responses_api_models/openai_model/configs/openai_model.yaml'), `policy_model:
+  responses_api_models:
+    openai_model:
+      entrypoint: app.py
+      openai_base_url: \${policy_base_url}
+      openai_api_key: \${policy_api_key}
+      openai_model: \${policy_model_name}
+`)
+    const missingType = await runCli(newArgs('genrm', relax, config, ['--dry-run'], gymRoot))
+    expect(missingType.exitCode).toBe(2)
+    expect(missingType.json.error.message).toContain('responses_api_models/vllm_model/configs/vllm_model.yaml')
+    const made = await runCli(newArgs('genrm', relax, config, ['--second-model', 'judge=openai_model', '--dry-run'], gymRoot))
+    expect(made.exitCode, made.stderr).toBe(0)
+    expect(made.json.contract.gym.model_servers).toMatchObject([{name: 'genrm_model', type: 'openai_model', env_prefix: 'GENRM_MODEL', binds: [], fields: {openai_base_url: '${oc.env:GENRM_MODEL_BASE_URL}'}}])
+    await writeFile(path.join(gymRoot, config), (await readFile(path.join(gymRoot, config), 'utf8')).replace('name: genrm_model', 'name: ???'))
+    const unnamed = await runCli(newArgs('genrm', relax, config, ['--second-model', 'judge=openai_model', '--dry-run'], gymRoot))
+    expect(unnamed.exitCode, unnamed.stderr).toBe(0)
+    expect(unnamed.json.contract.gym.model_servers).toMatchObject([{name: 'judge_model', binds: ['math_with_judge.resources_servers.math_with_judge.judge_model_server.name']}])
+    const badFlag = await runCli(newArgs('genrm', relax, config, ['--second-model', 'judge=llama_cpp', '--dry-run'], gymRoot))
+    expect(badFlag.exitCode).toBe(2)
+    expect(badFlag.json.error.message).toContain('llama_cpp is not a model server gymrecipe can define')
   })
 
   it('names every ??? value left in the servers it starts, with where it is written', async () => {

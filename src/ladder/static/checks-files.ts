@@ -98,6 +98,7 @@ export const graphNames: Check = {
       if (contract) {
         const wanted: Array<[string, string, string]> = [[contract.gym.agent.name, 'responses_api_agents', contract.gym.agent.type]]
         if (contract.gym.resources_server) wanted.push([contract.gym.resources_server.name, 'resources_servers', contract.gym.resources_server.implementation])
+        for (const server of contract.gym.model_servers ?? []) wanted.push([server.name, 'responses_api_models', server.type])
         for (const [id, kind, impl] of wanted) {
           if (!overrides.some((o) => o.id === id && o.kind === kind && o.implementation === impl)) {
             problems.push({status: 'fail', message: `start script does not start ${kind} ${id} (${impl}) recorded in recipe.yaml`, file: start.name, hint: 'Regenerate the recipe; never rename graph instances by hand.'})
@@ -137,8 +138,10 @@ export const graphNames: Check = {
               }
             }
           }
+          // Model servers recipe.yaml adds are defined by the start script's own overrides.
+          const added = contract?.gym.model_servers ?? []
           for (const o of overrides) {
-            if (o.id === 'policy_model') continue
+            if (o.id === 'policy_model' || added.some((m) => m.name === o.id && o.kind === 'responses_api_models' && m.type === o.implementation)) continue
             if (!servers.some((s) => s.id === o.id && s.kind === o.kind && s.implementation === o.implementation)) {
               problems.push({status: 'fail', message: `${o.id}.${o.kind}.${o.implementation} is not in the Gym config (${configs.join(', ')})`, file: start.name, line: o.line, hint: `Instances in the config: ${servers.map((s) => `${s.id} (${s.implementation})`).join(', ')}`})
             }
