@@ -6,6 +6,7 @@ import {BaseCommand} from '../cli/base-command.js'
 import {dryRunFlag, gymRootFlag, relaxRootFlag} from '../cli/flags.js'
 import {relaxRootWord} from '../cli/next-step.js'
 import {EXTRA_ROOT_NAME} from '../contract/gym-config/paths.js'
+import {SCHEDULE_MODES, type ScheduleMode} from '../contract/schedule.js'
 import {ARCHETYPES, type Archetype, modelServerPorts} from '../contract/types.js'
 import {ExitCode, usageError} from '../errors.js'
 import {newRecipe, type NewRecipeResult} from '../scaffold/new-recipe.js'
@@ -58,6 +59,7 @@ EXIT STATUS
     '<%= config.bin %> new my-env --gym-root ~/Gym --config-root MY_ENV_ROOT=~/my-env --gym-config ~/my-env/configs/my_env.yaml --data ~/my-env/gym-tasks.jsonl --relax-root ~/Relax',
     '<%= config.bin %> new mcqa-smoke --gym-root ~/Gym --gym-config resources_servers/mcqa/configs/mcqa.yaml --data ~/Gym/resources_servers/mcqa/data/example.jsonl --relax-root ~/Relax',
     '<%= config.bin %> new lc-judge --gym-root ~/Gym --gym-config resources_servers/equivalence_llm_judge/configs/lc_judge.yaml --second-model judge --relax-root ~/Relax',
+    '<%= config.bin %> new workplace-hybrid --from workplace-assistant --gym-root ~/Gym --gym-config resources_servers/workplace_assistant/configs/workplace_assistant.yaml --schedule hybrid --relax-root ~/Relax',
     '<%= config.bin %> new calendar-v2 --gym-root ~/Gym --gym-config environments/calendar/config.yaml --relax-root ~/Relax --dry-run',
     '<%= config.bin %> new calendar-v2 --gym-root ~/Gym --relax-root ~/Relax --update --port-base 21000 --dry-run --diff',
   ]
@@ -77,6 +79,7 @@ EXIT STATUS
     smoke: Flags.boolean({summary: 'Accept a validation/example/benchmark dataset for a smoke run; every report flags it.', default: false}),
     data: Flags.file({summary: 'Train on your own Gym task JSONL (e.g. from `tasks export`) instead of a dataset of the Gym config.', exists: true, exclusive: ['dataset']}),
     'training-data': Flags.boolean({summary: "The --data file is training data even though it is one of the Gym checkout's example or benchmark files (otherwise such a file makes a smoke run).", dependsOn: ['data']}),
+    schedule: Flags.string({summary: "How actor and rollout share the job's GPUs: colocate (on-policy, the default) or hybrid (Relax's hybrid-async layout: half the GPUs each, --max-staleness 2, --num-iters-per-train-update 1).", options: [...SCHEDULE_MODES]}),
     'second-model': Flags.string({summary: 'Serve a judge or user simulator from a model server gymrecipe adds (ROLE or ROLE=TYPE, TYPE vllm_model or openai_model); its endpoint is set in env.sh.', multiple: true}),
     'policy-serves': Flags.string({summary: 'Accept the policy model — under Relax the model being trained — as the judge or user simulator a config names (refused otherwise).', options: ['judge', 'simulator'], multiple: true}),
     'config-root': Flags.string({summary: 'NAME=DIR: a tree outside the Gym checkout that holds your own configs and servers (e.g. RELAX_INTEGRATION_ROOT=~/my-env); --gym-config may then point into it. env.sh gets NAME, the start script mounts DIR read-only at the same path.', multiple: true}),
@@ -110,6 +113,7 @@ EXIT STATUS
       trainingData: f['training-data'],
       policyServes: f['policy-serves'],
       secondModels: f['second-model']?.map(parseSecondModelFlag),
+      schedule: f.schedule as ScheduleMode | undefined,
       configRoots: (f['config-root'] ?? []).map(parseConfigRoot),
       smoke: f.smoke,
       portBase: f['port-base'],

@@ -4,6 +4,7 @@ import type {GymAgent, GymDataset, GymGraph} from './gym-config.js'
 import {envReferences} from './gym-config/env-references.js'
 import {configRootName} from './gym-config/paths.js'
 import {type AddedModelServer, endpointVariables} from './gym-config/model-servers.js'
+import {type ScheduleMode, withSchedule} from './schedule.js'
 import {type SecondModel, secondModels} from './gym-config/second-models.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
 import type {Archetype, DataSource, RecipeContract, Split} from './types.js'
@@ -39,6 +40,8 @@ export interface ContractFromGymOptions {
   exampleRows?: string
   /** Roles (judge, simulator, model) the user accepts the policy model, i.e. the model being trained, in. */
   policyServes?: string[]
+  /** How actor and rollout share the GPUs (default: the base's, colocated). */
+  schedule?: ScheduleMode
   /** Model servers gymrecipe adds for judges and simulators that have none of their own. */
   modelServers?: AddedModelServer[]
   /** Config roots outside the Gym checkout that config paths name. */
@@ -276,6 +279,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
     },
   }
   delete contract.generated
+  if (o.schedule !== undefined) contract.training = withSchedule(contract.training, o.schedule)
 
   if (o.verifierOverride === undefined) notes.push(`verifier and trial copied from the built-in ${o.baseName} (same environment implementation)`)
   if (o.dataFile) {

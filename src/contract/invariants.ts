@@ -1,5 +1,6 @@
 import {checkOwnPorts} from './ports.js'
 import type {RecipeContract} from './types.js'
+import {trainingSchedule} from './types.js'
 
 export interface Invariant {
   pointer: string
@@ -107,11 +108,22 @@ export function checkContractInvariants(c: RecipeContract): Invariant[] {
 
   const gpus = c.training.gpus
   const p = c.training.perf
-  if (gpus % (p.tensor_parallel * p.pipeline_parallel * p.context_parallel) !== 0) {
-    add('/training/perf/tensor_parallel', `TP ${p.tensor_parallel} x PP ${p.pipeline_parallel} x CP ${p.context_parallel} does not divide ${gpus} GPUs`, `a parallel layout dividing ${gpus}`, 'Megatron needs whole data-parallel replicas.')
+  const schedule = trainingSchedule(c.training)
+  if (schedule.mode === 'hybrid') {
+    if (schedule.actor_gpus + schedule.rollout_gpus !== gpus) {
+      add('/training/schedule/actor_gpus', `hybrid: ${schedule.actor_gpus} actor + ${schedule.rollout_gpus} rollout GPUs is not the job's ${gpus}`, `actor_gpus + rollout_gpus = ${gpus}`, 'Under --hybrid actor and rollout each hold their own GPUs; together they are the job.')
+    }
+    if (schedule.max_staleness < 1) {
+      add('/training/schedule/max_staleness', `hybrid with max_staleness ${schedule.max_staleness}: rollouts may never run ahead of training, so actor and rollout wait on each other`, 'max_staleness >= 1 (Relax\'s hybrid-async recipe uses 2)', 'Use the colocate schedule for on-policy training.')
+    }
+  } else if (schedule.actor_gpus !== gpus || schedule.rollout_gpus !== gpus) {
+    add('/training/schedule/actor_gpus', `colocate: actor ${schedule.actor_gpus} and rollout ${schedule.rollout_gpus} GPUs must both be the job's ${gpus}`, `actor_gpus = rollout_gpus = ${gpus}`, 'Colocated, actor and rollout take turns on the same GPUs (Relax forces the rollout GPU count to the actor\'s).')
   }
-  if (gpus % c.training.sglang.num_gpus_per_engine !== 0) {
-    add('/training/sglang/num_gpus_per_engine', `${c.training.sglang.num_gpus_per_engine} GPUs per SGLang engine does not divide ${gpus} GPUs`, `a divisor of ${gpus}`, 'Every rollout engine needs the same number of GPUs.')
+  if (schedule.actor_gpus % (p.tensor_parallel * p.pipeline_parallel * p.context_parallel) !== 0) {
+    add('/training/perf/tensor_parallel', `TP ${p.tensor_parallel} x PP ${p.pipeline_parallel} x CP ${p.context_parallel} does not divide ${schedule.actor_gpus} actor GPUs`, `a parallel layout dividing ${schedule.actor_gpus}`, 'Megatron needs whole data-parallel replicas.')
+  }
+  if (schedule.rollout_gpus % c.training.sglang.num_gpus_per_engine !== 0) {
+    add('/training/sglang/num_gpus_per_engine', `${c.training.sglang.num_gpus_per_engine} GPUs per SGLang engine does not divide ${schedule.rollout_gpus} rollout GPUs`, `a divisor of ${schedule.rollout_gpus}`, 'Every rollout engine needs the same number of GPUs.')
   }
   return out
 }

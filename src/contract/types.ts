@@ -175,7 +175,19 @@ export interface RecipeContract {
     }
     grpo: {kl_loss_coef: number; entropy_coef: number; eps_clip: number; eps_clip_high: number; use_tis: boolean}
     optimizer: {lr: number; weight_decay: number; adam_beta1: number; adam_beta2: number}
-    sglang: {num_gpus_per_engine: number; mem_fraction_static: number; cuda_graph_max_bs: number | null; router_policy: string | null}
+    sglang: {
+      num_gpus_per_engine: number
+      mem_fraction_static: number
+      cuda_graph_max_bs: number | null
+      router_policy: string | null
+      /** --sglang-router-disable-circuit-breaker (Relax's hybrid-async recipe sets it). */
+      router_disable_circuit_breaker?: boolean
+    }
+    /**
+     * How actor and rollout share the job's GPUs. Absent: colocated on all of them, on-policy
+     * (`--colocate --max-staleness 0`), as every proven recipe but the hybrid-async one.
+     */
+    schedule?: TrainingSchedule
     save_interval: number
     /** Extra verbatim flags appended to an argument array. */
     extra_args: {rollout: string[]; perf: string[]; grpo: string[]; optimizer: string[]; misc: string[]}
@@ -212,6 +224,26 @@ export function defaultErrorProbe(hasResourcesServer: boolean): ErrorProbe {
 
 export function errorProbeOf(contract: Pick<RecipeContract, 'service' | 'gym'>): ErrorProbe {
   return contract.service.error_probe ?? defaultErrorProbe(contract.gym.resources_server !== null)
+}
+
+/**
+ * colocate: actor and rollout on the same GPUs, on-policy. hybrid: actor and rollout on their own
+ * GPUs (Relax's --hybrid, which runs fully asynchronous), rollouts up to max_staleness updates old.
+ */
+export interface TrainingSchedule {
+  mode: 'colocate' | 'hybrid'
+  actor_gpus: number
+  rollout_gpus: number
+  max_staleness: number
+  /** --num-iters-per-train-update; null leaves Relax's default. */
+  num_iters_per_train_update: number | null
+  num_data_storage_units: number
+  use_health_check: boolean
+}
+
+/** The schedule a recipe trains with: recorded, or colocated on-policy on all its GPUs. */
+export function trainingSchedule(training: Pick<RecipeContract['training'], 'gpus' | 'schedule'>): TrainingSchedule {
+  return training.schedule ?? {mode: 'colocate', actor_gpus: training.gpus, rollout_gpus: training.gpus, max_staleness: 0, num_iters_per_train_update: null, num_data_storage_units: 1, use_health_check: true}
 }
 
 /** A field of a model server gymrecipe adds: a scalar, or an empty mapping or list. */

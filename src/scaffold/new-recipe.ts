@@ -9,6 +9,7 @@ import {configRootName} from '../contract/gym-config/paths.js'
 import {assertValidContract, contractError, type ContractProblem, contractProblems} from '../contract/load.js'
 import {allocatePorts, collisions, type OccupiedRecipe} from '../contract/ports.js'
 import {assertRecipeId} from '../contract/recipe-id.js'
+import type {ScheduleMode} from '../contract/schedule.js'
 import {ARCHETYPES, type Archetype, type RecipeContract} from '../contract/types.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
 import {isInside} from '../runtime/fs.js'
@@ -36,6 +37,8 @@ export interface NewRecipeOptions {
   trainingData?: boolean
   /** Roles in which the policy model (the model being trained) is accepted as a second model. */
   policyServes?: string[]
+  /** How actor and rollout share the GPUs (kept from recipe.yaml on --update when not given). */
+  schedule?: ScheduleMode
   /** Judges and simulators to serve from a model server gymrecipe adds (instead of the policy). */
   secondModels?: SecondModelRequest[]
   /** Trees outside the Gym checkout holding the user's own configs: NAME → directory. */
@@ -293,6 +296,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     exampleRows: dataFile || exampleFiles.length === 0 ? undefined : path.resolve(o.gymRoot, exampleFiles[0].path),
     smoke: o.smoke || (recorded?.data?.smoke ?? false),
     modelServers,
+    schedule: o.schedule ?? recorded?.training?.schedule?.mode,
     policyServes: o.policyServes ?? [...new Set((recorded?.gym?.models ?? []).filter((m) => m.policy && m.enabled).map((m) => m.role))],
     examples,
     verifierOverride,

@@ -1,5 +1,5 @@
 import type {RecipeContract, ScriptedTurn} from '../contract/types.js'
-import {recipeFileNames, RECIPES_DIR, servicePorts} from '../contract/types.js'
+import {recipeFileNames, RECIPES_DIR, servicePorts, trainingSchedule} from '../contract/types.js'
 import {RAY_COMPONENT_PORTS} from '../contract/ports.js'
 import {endpointVariables, modelServerOverrides} from '../contract/gym-config/model-servers.js'
 import {trainingLogName} from '../contract/endpoints.js'
@@ -55,6 +55,7 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
   const t = c.training
   const r = t.rollout
   const p = t.perf
+  const schedule = trainingSchedule(t)
   const gymRoot = '/opt/nemo-gym'
   const resource = c.gym.resources_server
   const allConfigPaths = ['responses_api_models/relax_gateway_model/configs/relax_gateway_model.yaml', ...c.gym.config_paths]
@@ -145,7 +146,8 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     grpo: {...t.grpo, kl: num(t.grpo.kl_loss_coef), entropy: num(t.grpo.entropy_coef), epsClip: num(t.grpo.eps_clip), epsClipHigh: num(t.grpo.eps_clip_high)},
     optimizer: {lr: num(t.optimizer.lr), weightDecay: num(t.optimizer.weight_decay), beta1: num(t.optimizer.adam_beta1), beta2: num(t.optimizer.adam_beta2)},
     sglang: {...t.sglang, memFraction: num(t.sglang.mem_fraction_static)},
-    resourceJson: JSON.stringify({actor: [1, t.gpus], rollout: [1, t.gpus]}),
+    resourceJson: JSON.stringify({actor: [1, schedule.actor_gpus], rollout: [1, schedule.rollout_gpus]}),
+    schedule: {...schedule, hybrid: schedule.mode === 'hybrid'},
     logName: trainingLogName(c),
     submissionPrefix: `relax-nemo-gym-${c.id}`,
     deadline: num(c.gateway.deadline_s),

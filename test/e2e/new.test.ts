@@ -327,6 +327,33 @@ describe('gymrecipe new', () => {
     expect(off.json.contract.gym.models).toEqual([{role: 'judge', owner: 'math_with_judge', key: 'judge_model_server', server: 'policy_model', policy: true, enabled: false}])
   })
 
+  it('--schedule hybrid records Relax\'s hybrid-async layout; the static rung passes; --update keeps it', async () => {
+    const relax = await relaxRoot()
+    const made = await runCli(newArgs('workplace-hybrid', relax, WORKPLACE, ['--from', 'workplace-assistant', '--schedule', 'hybrid']))
+    expect(made.exitCode, made.stderr).toBe(0)
+    const training = made.json.contract.training
+    expect(training.schedule).toEqual({mode: 'hybrid', actor_gpus: 4, rollout_gpus: 4, max_staleness: 2, num_iters_per_train_update: 1, num_data_storage_units: 1, use_health_check: true})
+    expect({tp: training.perf.tensor_parallel, engine: training.sglang.num_gpus_per_engine, breaker: training.sglang.router_disable_circuit_breaker}).toEqual({tp: 4, engine: 4, breaker: true})
+    const run = await readFile(path.join(made.json.dir, 'run-qwen3-4B-8xgpu-nemo-gym-workplace-hybrid.sh'), 'utf8')
+    expect(run).toContain(`SCHEDULE_ARGS=(\n  --resource '{"actor":[1,4],"rollout":[1,4]}'\n  --max-staleness 2\n  --num-data-storage-units 1\n  --num-iters-per-train-update 1\n  --hybrid\n  --use-health-check\n)`)
+    const verified = await runCli(['verify', 'workplace-hybrid', '--level', 'static', '--relax-root', relax, '--gym-root', snapshotRoot, '--json'])
+    expect(verified.exitCode, verified.stdout).toBe(0)
+    const updated = await runCli(['new', 'workplace-hybrid', '--gym-root', snapshotRoot, '--relax-root', relax, '--update', '--json'])
+    expect(updated.exitCode, updated.stderr).toBe(0)
+    expect(updated.json.files.every((f: {action: string}) => f.action === 'unchanged')).toBe(true)
+
+    // A hand edit recipe.yaml's schedule that breaks an invariant is caught by the static rung.
+    const yamlPath = path.join(made.json.dir, 'recipe.yaml')
+    await writeFile(yamlPath, (await readFile(yamlPath, 'utf8')).replace('max_staleness: 2', 'max_staleness: 0'))
+    const broken = await runCli(['verify', 'workplace-hybrid', '--level', 'static', '--relax-root', relax, '--gym-root', snapshotRoot, '--json'])
+    expect(broken.exitCode).not.toBe(0)
+    expect(JSON.stringify(broken.json)).toContain('hybrid with max_staleness 0')
+
+    const one = await runCli(newArgs('one-gpu', relax, WORKPLACE, ['--from', 'workplace-assistant', '--schedule', 'hybrid', '--gpus', '1', '--dry-run']))
+    expect(one.exitCode).toBe(2)
+    expect(one.json.error.message).toContain('a hybrid schedule needs at least 2 GPUs')
+  })
+
   it('a judge with no server of its own gets one gymrecipe adds: endpoint in env.sh, checked by start before Docker', async () => {
     const relax = await relaxRoot()
     const config = 'resources_servers/math_with_judge/configs/math_with_judge.yaml'

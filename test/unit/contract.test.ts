@@ -9,6 +9,9 @@ import {allocatePorts, checkOwnPorts} from '../../src/contract/ports.js'
 import {isGymError} from '../../src/errors.js'
 import {renderRecipe, shellQuote} from '../../src/scaffold/render.js'
 
+// calendar trains on 8 GPUs with TP 4: a 2 + 6 split leaves the actor 2.
+const HYBRID = {mode: 'hybrid', actor_gpus: 2, rollout_gpus: 6, max_staleness: 2, num_iters_per_train_update: 1, num_data_storage_units: 1, use_health_check: true}
+
 async function calendarText(): Promise<string> {
   return readFile(path.join(BUILTIN_DIR, 'calendar.yaml'), 'utf8')
 }
@@ -100,6 +103,11 @@ describe('contract errors name the file, line, JSON pointer, expectation and a h
     ['the Ray GCS port inside the service block', (c: any) => (c.ray.gcs_port = 29101), '/ray/gcs_port'],
     ['[gsm8k#9] a callback network that allows every address', (c: any) => (c.service.callback_networks = ['0.0.0.0/0']), '/service/callback_networks/0'],
     ['a direct verifier with both task and payload', (c: any) => (c.verifier.task = {file: 'x.jsonl', row: 0}), '/verifier/task'],
+    ['a hybrid split that is not the job\'s GPUs', (c: any) => (c.training.schedule = {...HYBRID, actor_gpus: 4, rollout_gpus: 2}), '/training/schedule/actor_gpus'],
+    ['hybrid with no staleness allowed', (c: any) => (c.training.schedule = {...HYBRID, max_staleness: 0}), '/training/schedule/max_staleness'],
+    ['colocated on fewer GPUs than the job', (c: any) => (c.training.schedule = {...HYBRID, mode: 'colocate', actor_gpus: 8, rollout_gpus: 4}), '/training/schedule/actor_gpus'],
+    ['a tensor-parallel size that does not divide the hybrid actor GPUs', (c: any) => (c.training.schedule = HYBRID), '/training/perf/tensor_parallel'],
+    ['a schedule mode Relax does not have', (c: any) => (c.training.schedule = {...HYBRID, mode: 'fully-async'}), '/training/schedule/mode'],
   ])('invariant: %s', async (_what, mutate, pointer) => {
     const value = parse(await calendarText())
     mutate(value)

@@ -11,11 +11,16 @@ import {describe, expect, it} from 'vitest'
 import {loadContractFile} from '../../src/contract/load.js'
 import type {RecipeContract} from '../../src/contract/types.js'
 import {renderRecipe} from '../../src/scaffold/render.js'
+import {checkContractInvariants} from '../../src/contract/invariants.js'
+import {type ScheduleMode, withSchedule} from '../../src/contract/schedule.js'
 
 type Flags = Record<string, string | true>
 
 interface Proven {
-  arrays: Record<'ROLLOUT_ARGS' | 'PERF_ARGS' | 'SGLANG_ARGS' | 'GRPO_ARGS' | 'OPTIMIZER_ARGS' | 'MISC_ARGS' | 'CKPT_ARGS', Flags>
+  /** The built-in rendered (default: the key), and the schedule `new --schedule` gives it. */
+  builtin?: string
+  schedule?: ScheduleMode
+  arrays: Record<'ROLLOUT_ARGS' | 'PERF_ARGS' | 'SGLANG_ARGS' | 'GRPO_ARGS' | 'OPTIMIZER_ARGS' | 'MISC_ARGS' | 'CKPT_ARGS' | 'SCHEDULE_ARGS', Flags>
   agentEnv: Record<string, string>
   gateway: {config: string; environment: string; agent_name: string; readiness: Array<'agent' | 'resource'>; cleanup: 'agent' | 'resource' | null; interrupt_policy: string; max_concurrency: number; queue_capacity: number; max_deadline_s: number}
   ports: {gateway: number; gcs: number; dashboard: number}
@@ -26,9 +31,12 @@ const GRPO: Flags = {'--advantage-estimator': 'grpo', '--kl-loss-coef': '0.0', '
 const OPTIMIZER: Flags = {'--optimizer': 'adam', '--lr': '1e-6', '--lr-decay-style': 'constant', '--weight-decay': '0.1', '--adam-beta1': '0.9', '--adam-beta2': '0.98'}
 const MISC: Flags = {'--skip-eval-before-train': true, '--attention-dropout': '0.0', '--hidden-dropout': '0.0', '--accumulate-allreduce-grads-in-fp32': true, '--attention-softmax-in-fp32': true, '--attention-backend': 'flash'}
 const CKPT: Flags = {'--megatron-to-hf-mode': 'bridge', '--warm-hf-checkpoint-page-cache': true, '--save-interval': '100'}
+// The Relax flags after run_training.sh's positionals (§2.8): colocated on-policy in six scripts.
+const COLOCATE_8: Flags = {'--resource': '{"actor":[1,8],"rollout":[1,8]}', '--max-staleness': '0', '--num-data-storage-units': '1', '--colocate': true, '--use-health-check': true}
 const ROLLOUT_COMMON: Flags = {'--input-key': 'input', '--metadata-key': 'metadata', '--rollout-shuffle': true, '--use-agentic-rollout': true}
 
-const PROVEN: Record<'calendar' | 'workplace-assistant' | 'r2e-gym', Proven> = {
+// hy (run-qwen3-4B-8xgpu-nemo-gym-workplace-hybrid-async.sh) differs from wp only in TP, the SGLang engine, the circuit breaker and the schedule.
+const PROVEN: Record<string, Proven> = {
   calendar: {
     arrays: {
       CKPT_ARGS: CKPT,
@@ -38,6 +46,7 @@ const PROVEN: Record<'calendar' | 'workplace-assistant' | 'r2e-gym', Proven> = {
       GRPO_ARGS: GRPO,
       OPTIMIZER_ARGS: OPTIMIZER,
       MISC_ARGS: MISC,
+      SCHEDULE_ARGS: COLOCATE_8,
     },
     agentEnv: {NEMO_GYM_ENVIRONMENT: 'calendar', NEMO_GYM_CONFIG: 'calendar-v1', NEMO_GYM_MODEL: 'model', NEMO_GYM_INTERRUPT_POLICY: 'protected', NEMO_GYM_DEADLINE_S: '600', NEMO_GYM_LEASE_S: '60'},
     gateway: {config: 'calendar-v1', environment: 'calendar', agent_name: 'calendar_simple_agent', readiness: ['agent', 'resource'], cleanup: null, interrupt_policy: 'protected', max_concurrency: 8, queue_capacity: 32, max_deadline_s: 1800},
@@ -52,6 +61,25 @@ const PROVEN: Record<'calendar' | 'workplace-assistant' | 'r2e-gym', Proven> = {
       GRPO_ARGS: GRPO,
       OPTIMIZER_ARGS: OPTIMIZER,
       MISC_ARGS: MISC,
+      SCHEDULE_ARGS: COLOCATE_8,
+    },
+    agentEnv: {NEMO_GYM_ENVIRONMENT: 'workplace_assistant', NEMO_GYM_CONFIG: 'workplace-assistant-v1', NEMO_GYM_MODEL: 'model', NEMO_GYM_INTERRUPT_POLICY: 'protected', NEMO_GYM_DEADLINE_S: '600', NEMO_GYM_LEASE_S: '60'},
+    gateway: {config: 'workplace-assistant-v1', environment: 'workplace_assistant', agent_name: 'workplace_assistant_simple_agent', readiness: ['agent', 'resource'], cleanup: 'resource', interrupt_policy: 'protected', max_concurrency: 8, queue_capacity: 32, max_deadline_s: 1800},
+    ports: {gateway: 29000, gcs: 6382, dashboard: 28365},
+  },
+  'workplace-assistant --schedule hybrid': {
+    builtin: 'workplace-assistant',
+    schedule: 'hybrid',
+    arrays: {
+      CKPT_ARGS: CKPT,
+      ROLLOUT_ARGS: {...ROLLOUT_COMMON, '--agent-timeout': '660', '--agentic-reasoning-parser': 'qwen3', '--agentic-tool-call-parser': 'qwen', '--num-rollout': '100', '--rollout-batch-size': '8', '--n-samples-per-prompt': '8', '--rollout-max-prompt-len': '8191', '--rollout-max-context-len': '8192', '--rollout-max-response-len': '2048', '--rollout-temperature': '0.7', '--global-batch-size': '64'},
+      PERF_ARGS: {'--tensor-model-parallel-size': '4', '--sequence-parallel': true, '--pipeline-model-parallel-size': '1', '--context-parallel-size': '1', '--expert-model-parallel-size': '1', '--expert-tensor-parallel-size': '1', '--micro-batch-size': '1', '--use-dynamic-batch-size': true, '--max-tokens-per-gpu': '8192', '--log-probs-max-tokens-per-gpu': '8192', '--log-probs-chunk-size': '1024'},
+      SGLANG_ARGS: {'--rollout-num-gpus-per-engine': '4', '--sglang-mem-fraction-static': '0.7', '--sglang-cuda-graph-max-bs': '4', '--sglang-router-policy': 'consistent_hashing', '--sglang-router-disable-circuit-breaker': true},
+      GRPO_ARGS: GRPO,
+      OPTIMIZER_ARGS: OPTIMIZER,
+      MISC_ARGS: MISC,
+      // hy 165-170: no --colocate
+      SCHEDULE_ARGS: {'--resource': '{"actor":[1,4],"rollout":[1,4]}', '--max-staleness': '2', '--num-data-storage-units': '1', '--num-iters-per-train-update': '1', '--hybrid': true, '--use-health-check': true},
     },
     agentEnv: {NEMO_GYM_ENVIRONMENT: 'workplace_assistant', NEMO_GYM_CONFIG: 'workplace-assistant-v1', NEMO_GYM_MODEL: 'model', NEMO_GYM_INTERRUPT_POLICY: 'protected', NEMO_GYM_DEADLINE_S: '600', NEMO_GYM_LEASE_S: '60'},
     gateway: {config: 'workplace-assistant-v1', environment: 'workplace_assistant', agent_name: 'workplace_assistant_simple_agent', readiness: ['agent', 'resource'], cleanup: 'resource', interrupt_policy: 'protected', max_concurrency: 8, queue_capacity: 32, max_deadline_s: 1800},
@@ -66,6 +94,7 @@ const PROVEN: Record<'calendar' | 'workplace-assistant' | 'r2e-gym', Proven> = {
       GRPO_ARGS: GRPO,
       OPTIMIZER_ARGS: OPTIMIZER,
       MISC_ARGS: MISC,
+      SCHEDULE_ARGS: COLOCATE_8,
     },
     agentEnv: {NEMO_GYM_ENVIRONMENT: 'r2e_gym', NEMO_GYM_CONFIG: 'r2e-gym-v1', NEMO_GYM_MODEL: 'model', NEMO_GYM_INTERRUPT_POLICY: 'protected', NEMO_GYM_DEADLINE_S: '1200', NEMO_GYM_LEASE_S: '120'},
     gateway: {config: 'r2e-gym-v1', environment: 'r2e_gym', agent_name: 'swe_agents', readiness: ['agent'], cleanup: null, interrupt_policy: 'protected', max_concurrency: 16, queue_capacity: 32, max_deadline_s: 7200},
@@ -120,10 +149,12 @@ function gatewayRegistration(start: string): Record<string, any> {
   return JSON.parse(out)
 }
 
-describe.each(Object.keys(PROVEN) as Array<keyof typeof PROVEN>)('built-in %s reproduces the proven Relax values', (builtin) => {
-  const proven = PROVEN[builtin]
+describe.each(Object.keys(PROVEN))('built-in %s reproduces the proven Relax values', (name) => {
+  const proven = PROVEN[name]
   const load = async (): Promise<{contract: RecipeContract; run: string; start: string}> => {
-    const contract = await loadContractFile(path.resolve('recipes', `${builtin}.yaml`))
+    const recorded = await loadContractFile(path.resolve('recipes', `${proven.builtin ?? name}.yaml`))
+    const contract = proven.schedule ? {...recorded, training: withSchedule(recorded.training, proven.schedule)} : recorded
+    expect(checkContractInvariants(contract)).toEqual([])
     const files = await renderRecipe(contract)
     return {contract, run: files.find((f) => f.role === 'run')!.content, start: files.find((f) => f.role === 'start')!.content}
   }
@@ -141,10 +172,12 @@ describe.each(Object.keys(PROVEN) as Array<keyof typeof PROVEN>)('built-in %s re
     expect(agentEnv).toEqual({NEMO_GYM_URL: '${GATEWAY_URL}', ...proven.agentEnv})
   })
 
-  it('the fixed Relax flags of ray job submit', async () => {
+  it('every flag of the submitted entrypoint lives in an argument array', async () => {
     const {run} = await load()
     const submit = run.slice(run.lastIndexOf('ray job submit'))
-    expect(submit).toContain(`--resource '{"actor":[1,8],"rollout":[1,8]}' --max-staleness 0 --num-data-storage-units 1 --colocate --use-health-check`)
+    const entrypoint = run.slice(run.indexOf('entrypoint_portable bash'))
+    expect(submit).not.toMatch(/\s--(?:resource|max-staleness|colocate|hybrid)\b/)
+    expect(entrypoint).toContain('"${DATA_LIMIT}" \\\n  "${SCHEDULE_ARGS[@]}" "${MODEL_ARGS[@]}"')
   })
 
   it('the Gateway registration, ports and limits', async () => {
