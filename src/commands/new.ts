@@ -7,7 +7,7 @@ import {dryRunFlag, gymRootFlag, relaxRootFlag} from '../cli/flags.js'
 import {relaxRootWord} from '../cli/next-step.js'
 import {EXTRA_ROOT_NAME} from '../contract/gym-config/paths.js'
 import {SCHEDULE_MODES, type ScheduleMode} from '../contract/schedule.js'
-import {ARCHETYPES, type Archetype, modelServerPorts} from '../contract/types.js'
+import {ARCHETYPES, type Archetype, environmentPorts, environmentsOf, modelServerPorts, type RecipeContract, servicePorts} from '../contract/types.js'
 import {ExitCode, usageError} from '../errors.js'
 import {newRecipe, type NewRecipeResult} from '../scaffold/new-recipe.js'
 import {parseSecondModelFlag} from '../scaffold/second-model-servers.js'
@@ -22,6 +22,20 @@ function parseConfigRoot(value: string): {name: string; dir: string} {
     throw usageError(`--config-root ${JSON.stringify(value)} is not NAME=DIR`, 'Name the tree like an environment variable, e.g. --config-root RELAX_INTEGRATION_ROOT=/srv/relax-integration.', {field: '--config-root'})
   }
   return {name, dir: path.resolve(dir.startsWith('~/') ? path.join(os.homedir(), dir.slice(2)) : dir)}
+}
+
+/** Gateway, each environment's agent and resources server, the Gym head and added model servers. */
+function describePorts(contract: RecipeContract): string {
+  const environments = environmentsOf(contract)
+  const several = environments.length > 1
+  const parts = [`Gateway ${contract.service.gateway_port}`]
+  environmentPorts(contract).forEach((ports, i) => {
+    const who = several ? `${environments[i].environment} ` : ''
+    parts.push(`${who}agent ${ports.agent}`)
+    if (environments[i].resources_server) parts.push(`${who}resources ${ports.resource}`)
+  })
+  parts.push(`head ${servicePorts(contract).head}`, ...modelServerPorts(contract).map((m) => `${m.name} ${m.port}`))
+  return parts.join(', ')
 }
 
 export default class New extends BaseCommand<typeof New> {
@@ -74,7 +88,7 @@ EXIT STATUS
     'relax-root': relaxRootFlag,
     from: Flags.string({summary: 'Start from a built-in recipe (calendar, workplace-assistant, r2e-gym).'}),
     archetype: Flags.string({summary: 'Recipe archetype (default: that of --from, else simple-agent).', options: [...ARCHETYPES]}),
-    agent: Flags.string({summary: 'Agent instance id, required when the config defines several.'}),
+    agent: Flags.string({summary: 'Agent instance id, required when the config defines several; repeat it to train several environments in one run (the first is the primary).', multiple: true}),
     dataset: Flags.string({summary: 'Dataset name of the agent to train on (default: its train dataset).'}),
     smoke: Flags.boolean({summary: 'Accept a validation/example/benchmark dataset for a smoke run; every report flags it.', default: false}),
     data: Flags.file({summary: 'Train on your own Gym task JSONL (e.g. from `tasks export`) instead of a dataset of the Gym config.', exists: true, exclusive: ['dataset']}),
@@ -107,7 +121,8 @@ EXIT STATUS
       relaxRoot: f['relax-root'],
       from: f.from,
       archetype: f.archetype as Archetype | undefined,
-      agent: f.agent,
+      agent: f.agent?.[0],
+      moreAgents: f.agent && f.agent.length > 1 ? f.agent.slice(1) : undefined,
       dataset: f.dataset,
       dataFile: f.data,
       trainingData: f['training-data'],
@@ -141,9 +156,7 @@ EXIT STATUS
     const conflicts = result.files.filter((file) => file.action === 'conflict')
     const marked = conflicts.filter((file) => file.reason !== DELETED_AND_CHANGED).map((file) => file.name)
     const deleted = conflicts.filter((file) => file.reason === DELETED_AND_CHANGED).map((file) => file.name)
-    const ports = result.contract.service.gateway_port
-    const added = modelServerPorts(result.contract).map((m) => `, ${m.name} ${m.port}`).join('')
-    this.say(`ports: Gateway ${ports}, agent ${ports + 1}, resources ${ports + 2}, head ${ports + 3}${added}; private Ray GCS ${result.contract.ray.gcs_port}`)
+    this.say(`ports: ${describePorts(result.contract)}; private Ray GCS ${result.contract.ray.gcs_port}`)
     if (this.flags.update && conflicts.length > 0) {
       const verb = result.dryRun ? 'would need' : 'needs'
       if (marked.length > 0) this.say(`${verb} you: resolve the conflict markers (<<<<<<< yours … >>>>>>> generated now) in ${marked.join(', ')}`)

@@ -5,9 +5,10 @@ import {envReferences} from './gym-config/env-references.js'
 import {configRootName} from './gym-config/paths.js'
 import {type AddedModelServer, endpointVariables} from './gym-config/model-servers.js'
 import {type ScheduleMode, withSchedule} from './schedule.js'
+import {assertDistinct} from './additional-environments.js'
 import {type SecondModel, secondModels} from './gym-config/second-models.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
-import type {Archetype, DataSource, RecipeContract, Split} from './types.js'
+import type {AdditionalEnvironment, Archetype, DataSource, RecipeContract, Split} from './types.js'
 import {defaultErrorProbe, SPLITS} from './types.js'
 
 export interface ExampleRowsSummary {
@@ -40,6 +41,8 @@ export interface ContractFromGymOptions {
   exampleRows?: string
   /** Roles (judge, simulator, model) the user accepts the policy model, i.e. the model being trained, in. */
   policyServes?: string[]
+  /** Environments trained in the same run besides the first (one per further --agent). */
+  additionalEnvironments?: AdditionalEnvironment[]
   /** How actor and rollout share the GPUs (default: the base's, colocated). */
   schedule?: ScheduleMode
   /** Model servers gymrecipe adds for judges and simulators that have none of their own. */
@@ -209,10 +212,19 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   const verifierFields = chooseVerifierFields(o, sameEnvironment, environment)
   const model = o.model ?? {name: base.training.model.name, slug: base.training.model.slug, configScript: base.training.model.config_script}
   const gpus = o.gpus ?? base.training.gpus
+  const more = o.additionalEnvironments ?? []
+  if (more.length > 0) {
+    assertDistinct([{environment, gateway_config: sameEnvironment ? base.gym.gateway_config : gatewayConfigName(environment), agent: {name: agent.id, type: agent.implementation, max_steps: agent.maxSteps}}, ...more])
+    // Rows route by their own environment/config stamps: a recipe cannot download and mix several datasets yet.
+    if (!o.dataFile) throw usageError(`${1 + more.length} environments: give the rows to train on with --data`, 'Pass a Gym task JSONL whose rows carry top-level environment and config (each row\'s Gateway registration), e.g. several `tasks export` outputs stamped and concatenated.', {field: '--data'})
+  }
   const venvDirs = [
-    `responses_api_agents/${agent.implementation}`,
-    ...(resource ? [`resources_servers/${resource.implementation}`] : []),
-    ...new Set(added.map((server) => `responses_api_models/${server.type}`)),
+    ...new Set([
+      `responses_api_agents/${agent.implementation}`,
+      ...(resource ? [`resources_servers/${resource.implementation}`] : []),
+      ...more.flatMap((e) => [`responses_api_agents/${e.agent.type}`, ...(e.resources_server ? [`resources_servers/${e.resources_server.implementation}`] : [])]),
+      ...added.map((server) => `responses_api_models/${server.type}`),
+    ]),
   ]
 
   const contract: RecipeContract = {
@@ -231,6 +243,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
       resources_server: resource ? {name: resource.id, implementation: resource.implementation} : null,
       venv_dirs: venvDirs,
       // A server left ??? (only possible when switched off) is recorded as unnamed.
+      ...(more.length > 0 ? {additional_environments: more} : {}),
       ...(added.length > 0 ? {model_servers: added} : {}),
       ...(models.length > 0 ? {models: models.map(({role, owner, key, server, policy, enabled}) => ({role, owner, key, server: server !== null && /^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(server) ? server : null, policy, enabled}))} : {}),
       // Only what was read from the checkout's code: an assumed include order is not recorded.

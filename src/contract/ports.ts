@@ -32,11 +32,12 @@ export function rangesOverlap(a: {low: number; high: number}, b: {low: number; h
 }
 
 /** Every port range a recipe occupies on the Gym host. */
-export function recipePortRanges(contract: Pick<RecipeContract, 'service' | 'ray'> & {gym?: Pick<RecipeContract['gym'], 'model_servers'>}): PortRange[] {
+export function recipePortRanges(contract: Pick<RecipeContract, 'service' | 'ray'> & {gym?: Pick<RecipeContract['gym'], 'model_servers' | 'additional_environments'>}): PortRange[] {
   const ports = servicePorts(contract)
   const added = contract.gym?.model_servers?.length ?? 0
+  const agents = contract.gym?.additional_environments?.length ? 'agents, resources servers' : 'agent, resource'
   return [
-    {label: `service block (gateway, agent, resource, head${added > 0 ? ', added model servers' : ''})`, pointer: '/service/gateway_port', low: ports.gateway, high: ports.head + added},
+    {label: `service block (gateway, ${agents}, head${added > 0 ? ', added model servers' : ''})`, pointer: '/service/gateway_port', low: ports.gateway, high: ports.head + added},
     {label: 'private Ray GCS', pointer: '/ray/gcs_port', low: contract.ray.gcs_port, high: contract.ray.gcs_port},
     {label: 'private Ray dashboard', pointer: '/ray/dashboard_port', low: contract.ray.dashboard_port, high: contract.ray.dashboard_port},
     {

@@ -18,6 +18,19 @@ const PORT = {type: 'integer', minimum: 1, maximum: 65535} as const
 const POSITIVE = {type: 'integer', minimum: 1} as const
 const NUMBER = {type: 'number'} as const
 const OPTIONAL_POSITIVE = {anyOf: [{type: 'null'}, POSITIVE]} as const
+const READINESS = {type: 'array', minItems: 1, uniqueItems: true, items: {enum: ['agent', 'resource']}} as const
+const CLEANUP = {
+  anyOf: [
+    {type: 'null'},
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['server', 'path'],
+      properties: {server: {enum: ['agent', 'resource']}, path: {type: 'string', pattern: '^/[A-Za-z0-9_./-]*\\{rollout_id\\}[A-Za-z0-9_./-]*$'}},
+    },
+  ],
+} as const
+const VERIFIER_FIELDS = {type: 'array', minItems: 1, uniqueItems: true, items: {type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*(?:\\.[A-Za-z_][A-Za-z0-9_]*)*$'}} as const
 const TASK_REF = {
   type: 'object',
   additionalProperties: false,
@@ -106,6 +119,38 @@ export const recipeSchema = {
             },
           },
         },
+        additional_environments: {
+          type: 'array',
+          minItems: 1,
+          maxItems: 3,
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['environment', 'gateway_config', 'agent', 'resources_server', 'max_concurrency', 'queue_capacity', 'max_deadline_s', 'readiness', 'cleanup', 'verifier_fields'],
+            properties: {
+              environment: {type: 'string', pattern: NAME},
+              gateway_config: {type: 'string', pattern: NAME},
+              agent: {
+                type: 'object',
+                additionalProperties: false,
+                required: ['name', 'type', 'max_steps'],
+                properties: {name: {type: 'string', pattern: NAME}, type: {type: 'string', pattern: NAME}, max_steps: {anyOf: [{type: 'null'}, POSITIVE]}},
+              },
+              resources_server: {
+                anyOf: [
+                  {type: 'null'},
+                  {type: 'object', additionalProperties: false, required: ['name', 'implementation'], properties: {name: {type: 'string', pattern: NAME}, implementation: {type: 'string', pattern: NAME}}},
+                ],
+              },
+              max_concurrency: POSITIVE,
+              queue_capacity: {type: 'integer', minimum: 0},
+              max_deadline_s: {type: 'number', exclusiveMinimum: 0},
+              readiness: READINESS,
+              cleanup: CLEANUP,
+              verifier_fields: VERIFIER_FIELDS,
+            },
+          },
+        },
         model_servers: {
           type: 'array',
           maxItems: 4,
@@ -190,7 +235,7 @@ export const recipeSchema = {
           ],
         },
         raw_filename: {type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*\\.jsonl$'},
-        verifier_fields: {type: 'array', minItems: 1, uniqueItems: true, items: {type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*(?:\\.[A-Za-z_][A-Za-z0-9_]*)*$'}},
+        verifier_fields: VERIFIER_FIELDS,
         tools: {type: 'boolean'},
         strip_agent_ref: {type: 'boolean'},
         smoke: {type: 'boolean'},
@@ -244,18 +289,8 @@ export const recipeSchema = {
         deadline_s: {type: 'number', exclusiveMinimum: 0},
         lease_s: {type: 'number', exclusiveMinimum: 0},
         callback_protocol: {enum: ['responses', 'chat_completions', 'messages']},
-        readiness: {type: 'array', minItems: 1, uniqueItems: true, items: {enum: ['agent', 'resource']}},
-        cleanup: {
-          anyOf: [
-            {type: 'null'},
-            {
-              type: 'object',
-              additionalProperties: false,
-              required: ['server', 'path'],
-              properties: {server: {enum: ['agent', 'resource']}, path: {type: 'string', pattern: '^/[A-Za-z0-9_./-]*\\{rollout_id\\}[A-Za-z0-9_./-]*$'}},
-            },
-          ],
-        },
+        readiness: READINESS,
+        cleanup: CLEANUP,
       },
     },
     verifier: {

@@ -49,6 +49,11 @@ export interface RecipeContract {
      */
     models?: Array<{role: 'judge' | 'simulator' | 'model'; owner: string; key: string; server: string | null; policy: boolean; enabled: boolean}>
     /**
+     * Further environments trained in the same run (the first is the one above): each with its
+     * own agent, resources server and Gateway registration; rows route by metadata.environment/config.
+     */
+    additional_environments?: AdditionalEnvironment[]
+    /**
      * Model servers gymrecipe defines on the `gym env start` command line for a judge or simulator
      * that has none of its own; each listens on the service block after the Gym head and reads its
      * endpoint from <env_prefix>_BASE_URL / _MODEL_NAME / _API_KEY.
@@ -249,15 +254,58 @@ export function trainingSchedule(training: Pick<RecipeContract['training'], 'gpu
 /** A field of a model server gymrecipe adds: a scalar, or an empty mapping or list. */
 export type ModelServerField = string | number | boolean | null | {[key: string]: unknown} | unknown[]
 
-/** Ports of the model servers gymrecipe adds, after the Gym head: gateway + 4, + 5, … */
-export function modelServerPorts(contract: Pick<RecipeContract, 'service' | 'gym'>): Array<{name: string; port: number}> {
-  return (contract.gym.model_servers ?? []).map((server, i) => ({name: server.name, port: contract.service.gateway_port + 4 + i}))
+/** An environment of a multi-environment recipe besides the first. */
+export interface AdditionalEnvironment {
+  environment: string
+  gateway_config: string
+  agent: {name: string; type: string; max_steps: number | null}
+  resources_server: {name: string; implementation: string} | null
+  max_concurrency: number
+  queue_capacity: number
+  max_deadline_s: number
+  readiness: Array<'agent' | 'resource'>
+  cleanup: null | {server: 'agent' | 'resource'; path: string}
+  /** Fields every row of this environment must carry for its resources server to grade it. */
+  verifier_fields: string[]
 }
 
-/** Ports of the service block, derived from the gateway port. */
-export function servicePorts(contract: Pick<RecipeContract, 'service'>): {gateway: number; agent: number; resource: number; head: number} {
+/** Every environment of a recipe, the first (recorded at the top of gym, gateway and data) included. */
+export function environmentsOf(c: Pick<RecipeContract, 'gym' | 'gateway' | 'data'>): AdditionalEnvironment[] {
+  const first: AdditionalEnvironment = {
+    environment: c.gym.environment,
+    gateway_config: c.gym.gateway_config,
+    agent: c.gym.agent,
+    resources_server: c.gym.resources_server,
+    max_concurrency: c.gateway.max_concurrency,
+    queue_capacity: c.gateway.queue_capacity,
+    max_deadline_s: c.gateway.max_deadline_s,
+    readiness: c.gateway.readiness,
+    cleanup: c.gateway.cleanup,
+    verifier_fields: c.data.verifier_fields,
+  }
+  return [first, ...(c.gym.additional_environments ?? [])]
+}
+
+/** Ports of the model servers gymrecipe adds, after the Gym head. */
+export function modelServerPorts(contract: Pick<RecipeContract, 'service' | 'gym'>): Array<{name: string; port: number}> {
+  const head = servicePorts(contract).head
+  return (contract.gym.model_servers ?? []).map((server, i) => ({name: server.name, port: head + 1 + i}))
+}
+
+/**
+ * The agent and resources server ports of each environment: environment i at gateway + 1 + 2i and
+ * + 2 + 2i, as Relax's multienv recipe places math (+1, +2) and workplace (+3, +4).
+ */
+export function environmentPorts(contract: Pick<RecipeContract, 'service'> & {gym?: Pick<RecipeContract['gym'], 'additional_environments'>}): Array<{agent: number; resource: number}> {
+  const count = 1 + (contract.gym?.additional_environments?.length ?? 0)
+  return Array.from({length: count}, (_, i) => ({agent: contract.service.gateway_port + 1 + 2 * i, resource: contract.service.gateway_port + 2 + 2 * i}))
+}
+
+/** Ports of the service block, derived from the gateway port: the first environment's agent and resources server, then the head after every environment. */
+export function servicePorts(contract: Pick<RecipeContract, 'service'> & {gym?: Pick<RecipeContract['gym'], 'additional_environments'>}): {gateway: number; agent: number; resource: number; head: number} {
   const gateway = contract.service.gateway_port
-  return {gateway, agent: gateway + 1, resource: gateway + 2, head: gateway + 3}
+  const environments = 1 + (contract.gym?.additional_environments?.length ?? 0)
+  return {gateway, agent: gateway + 1, resource: gateway + 2, head: gateway + 1 + 2 * environments}
 }
 
 /** The seven recipe files, by role. */

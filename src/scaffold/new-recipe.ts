@@ -1,9 +1,9 @@
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
-import {ARCHETYPE_BASE, loadBuiltin} from '../contract/builtin.js'
+import {ARCHETYPE_BASE, listBuiltins, loadBuiltin} from '../contract/builtin.js'
 import {chooseAgent, contractFromGym, type ExampleRowsSummary, type VerifierOverride} from '../contract/from-gym.js'
-import {loadGymGraph, type GymGraph} from '../contract/gym-config.js'
+import {type GymAgent, loadGymGraph, type GymGraph} from '../contract/gym-config.js'
 import {type ExampleRowsFile, exampleRowsFiles, splitOfGymFile} from '../contract/gym-config/example-rows.js'
 import {configRootName} from '../contract/gym-config/paths.js'
 import {assertValidContract, contractError, type ContractProblem, contractProblems} from '../contract/load.js'
@@ -18,6 +18,7 @@ import {applyPlan, planRecipe, type RecipePlan} from './plan.js'
 import {renderRecipe} from './render.js'
 import {verifierFromRollouts} from './verifier-from-rollouts.js'
 import {type SecondModelRequest, secondModelServers} from './second-model-servers.js'
+import {additionalEnvironment} from '../contract/additional-environments.js'
 import {planUpdate, recordedContract} from './update.js'
 import {parseYamlDocument, yamlValue} from '../yaml-value.js'
 import {INPUT_LIMITS, readInputText} from '../runtime/read-input.js'
@@ -37,6 +38,8 @@ export interface NewRecipeOptions {
   trainingData?: boolean
   /** Roles in which the policy model (the model being trained) is accepted as a second model. */
   policyServes?: string[]
+  /** Agents of further environments trained in the same run (kept from recipe.yaml on --update). */
+  moreAgents?: string[]
   /** How actor and rollout share the GPUs (kept from recipe.yaml on --update when not given). */
   schedule?: ScheduleMode
   /** Judges and simulators to serve from a model server gymrecipe adds (instead of the policy). */
@@ -268,8 +271,17 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   // The rows the recipe trains on tell the verifier fields best: the user's own file first.
   const userRows = dataFile ? await summarizeDataFile(dataFile) : undefined
   const exampleFiles = await exampleRowsFiles(o.gymRoot, graph, agent.id)
-  const examples = userRows ?? (await summarizeExamples(o.gymRoot, exampleFiles))
+  // Rows of several environments tell no one environment's fields: each takes its own example rows.
+  const several = (o.moreAgents ?? recorded?.gym?.additional_environments ?? []).length > 0
+  const examples = (several ? undefined : userRows) ?? (await summarizeExamples(o.gymRoot, exampleFiles))
   const verifierOverride = o.verifierFile ? await readVerifierOverride(o.verifierFile) : undefined
+  const moreAgents = o.moreAgents ?? (recorded?.gym?.additional_environments ?? []).map((e) => e.agent.name)
+  const additionalEnvironments = await Promise.all(
+    moreAgents.map(async (name) => {
+      const other = chooseAgent(graph, name)
+      return additionalEnvironment(graph, {agent: name, examples: await summarizeExamples(o.gymRoot, await exampleRowsFiles(o.gymRoot, graph, other.id)), known: await builtinFor(graph, other)}, base)
+    }),
+  )
   const secondModelRequests = o.secondModels ?? (recorded?.gym?.model_servers ?? []).map((server) => ({role: server.role, type: server.type}))
   const modelServers = await secondModelServers(o.gymRoot, graph, agent, secondModelRequests)
 
@@ -296,6 +308,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     exampleRows: dataFile || exampleFiles.length === 0 ? undefined : path.resolve(o.gymRoot, exampleFiles[0].path),
     smoke: o.smoke || (recorded?.data?.smoke ?? false),
     modelServers,
+    additionalEnvironments,
     schedule: o.schedule ?? recorded?.training?.schedule?.mode,
     policyServes: o.policyServes ?? [...new Set((recorded?.gym?.models ?? []).filter((m) => m.policy && m.enabled).map((m) => m.role))],
     examples,
@@ -330,7 +343,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     if (fromOverride.length > 0) throw verifierFileError(o.verifierFile, fromOverride)
   }
   // Caught now rather than by prepare on the cluster: rows the verifier cannot grade.
-  const missing = userRows && dataFile ? rowMissingField(userRows.sample, contract.data.verifier_fields) : undefined
+  const missing = userRows && dataFile && !several ? rowMissingField(userRows.sample, contract.data.verifier_fields) : undefined
   if (missing && dataFile) {
     throw usageError(`--data ${dataFile}: row ${missing.line} has no ${missing.field}, which the ${contract.gym.environment} verifier reads from every row`, `Give rows carrying ${contract.data.verifier_fields.join(', ')} (the fields this environment's resources server grades with), or pick the recipe that matches your data's environment.`, {field: '--data'})
   }
@@ -420,4 +433,14 @@ function valuesNotAllowed(id: string, contract: RecipeContract, problems: Contra
     location: {pointer: problems[0]?.pointer},
     details: {problems: problems.map((p) => ({pointer: p.pointer, expected: p.expected, from: originOf(p.pointer, gymConfigs, modelFromFlags, contract.data?.source?.type === 'file')}))},
   })
+}
+
+/** The built-in recipe for the same environment implementation as this agent, if one exists. */
+async function builtinFor(graph: GymGraph, agent: GymAgent): Promise<RecipeContract | undefined> {
+  const implementation = graph.resourcesServers.find((s) => s.id === agent.resourcesServer)?.implementation ?? null
+  for (const name of await listBuiltins()) {
+    const builtin = await loadBuiltin(name)
+    if (builtin.gym.agent.type === agent.implementation && (builtin.gym.resources_server?.implementation ?? null) === implementation) return builtin
+  }
+  return undefined
 }

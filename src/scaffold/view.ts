@@ -1,5 +1,5 @@
 import type {RecipeContract, ScriptedTurn} from '../contract/types.js'
-import {recipeFileNames, RECIPES_DIR, servicePorts, trainingSchedule} from '../contract/types.js'
+import {environmentsOf, recipeFileNames, RECIPES_DIR, servicePorts, trainingSchedule} from '../contract/types.js'
 import {RAY_COMPONENT_PORTS} from '../contract/ports.js'
 import {endpointVariables, modelServerOverrides} from '../contract/gym-config/model-servers.js'
 import {trainingLogName} from '../contract/endpoints.js'
@@ -81,10 +81,25 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     globalBatch: r.global_batch_size,
   }
 
+  const allEnvironments = environmentsOf(c)
+  const multiEnvironment = allEnvironments.length > 1
+  const headOffset = ports.head - ports.gateway
+  const environments = allEnvironments.map((e, i) => ({
+    ...e,
+    hasResource: e.resources_server !== null,
+    agentOffset: 1 + 2 * i,
+    resourceOffset: 2 + 2 * i,
+    portVar: i === 0 ? '' : `env${i + 1}_`,
+    portLabel: multiEnvironment ? `${e.environment} ` : '',
+    // The Gateway waits on these before it reports ready: agent first, then the resources server.
+    readiness: (['agent', 'resource'] as const).filter((server) => e.readiness.includes(server)),
+    maxDeadline: num(e.max_deadline_s),
+  }))
+
+  // Several environments: each row names its own (metadata.environment/config), so none is fixed here.
   const agentEnv = [
     'NEMO_GYM_URL=${GATEWAY_URL}',
-    `NEMO_GYM_ENVIRONMENT=${c.gym.environment}`,
-    `NEMO_GYM_CONFIG=${c.gym.gateway_config}`,
+    ...(multiEnvironment ? [] : [`NEMO_GYM_ENVIRONMENT=${c.gym.environment}`, `NEMO_GYM_CONFIG=${c.gym.gateway_config}`]),
     'NEMO_GYM_MODEL=model',
     `NEMO_GYM_INTERRUPT_POLICY=${c.gateway.interrupt_policy}`,
     `NEMO_GYM_DEADLINE_S=${num(c.gateway.deadline_s)}`,
@@ -134,7 +149,10 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     sourceIsFile: c.data.source.type === 'file',
     configRoots: (c.gym.config_roots ?? []).map((name) => ({name, dir: deployment.configRootDirs?.[name] ?? ''})),
     envVars: (c.gym.env_vars ?? []).map((v) => ({...v, ocEnv: `\${oc.env:${v.name}}`, secret: isSecretName(v.name)})),
-    modelServers: (c.gym.model_servers ?? []).map((server, i) => ({...server, offset: 4 + i, overrides: modelServerOverrides(server), vars: endpointVariables(server.env_prefix)})),
+    environments,
+    multiEnvironment,
+    headOffset,
+    modelServers: (c.gym.model_servers ?? []).map((server, i) => ({...server, offset: headOffset + 1 + i, overrides: modelServerOverrides(server), vars: endpointVariables(server.env_prefix)})),
     requiredEnvVars: (c.gym.env_vars ?? []).filter((v) => v.required).map((v) => v.name),
     extraRootsList: (c.gym.config_roots ?? []).map((name) => `\${${name}}`).join(':'),
     sourceDescription: describeSource(c),

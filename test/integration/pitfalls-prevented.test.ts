@@ -22,11 +22,13 @@ describe.each(BUILTINS)('the generated %s recipe', (builtin) => {
     for (const role of ['prepare', 'start', 'run'] as const) expect(f[role], role).toMatch(/source "\$\{SCRIPT_DIR\}\/env\.sh"/)
   })
 
-  it('[calendar#9] has one Gateway port variable; the start script derives the other three from it', async () => {
-    const f = await rendered(await loadBuiltin(builtin))
+  it('[calendar#9] has one Gateway port variable; the start script derives the others from it', async () => {
+    const contract = await loadBuiltin(builtin)
+    const f = await rendered(contract)
     expect(f.env.match(/^export \w*PORT\w*=/gm)).toEqual(['export NEMO_GYM_GATEWAY_PORT='])
     expect(f.start).toContain('local agent_port=$((gateway_port + 1))')
-    expect(f.start).toContain('local resource_port=$((gateway_port + 2))')
+    if (contract.gym.resources_server) expect(f.start).toContain('local resource_port=$((gateway_port + 2))')
+    else expect(f.start).not.toContain('resource_port')
     expect(f.start).toContain('local head_port=$((gateway_port + 3))')
     expect(f.run).toMatch(/^GATEWAY_URL="http:\/\/\$\{GYM_HOST\}:\$\{NEMO_GYM_GATEWAY_PORT\}"$/m)
   })

@@ -143,9 +143,9 @@ function numeric(flags: Flags): Flags {
 }
 
 /** Run the Gateway registration heredoc of the start script, as the container would. */
-function gatewayRegistration(start: string): Record<string, any> {
+function gatewayRegistration(start: string, gatewayPort: number): Record<string, any> {
   const program = start.slice(start.indexOf("<<'PY'\n") + 7, start.indexOf('\nPY\n'))
-  const out = execFileSync('python3', ['-c', program], {env: {GW_HOST: 'gym-host', GW_AGENT_PORT: 'AGENT', GW_RESOURCE_PORT: 'RESOURCE', PATH: process.env.PATH}, encoding: 'utf8'})
+  const out = execFileSync('python3', ['-c', program], {env: {GW_HOST: 'gym-host', GW_PORT: String(gatewayPort), PATH: process.env.PATH}, encoding: 'utf8'})
   return JSON.parse(out)
 }
 
@@ -182,11 +182,11 @@ describe.each(Object.keys(PROVEN))('built-in %s reproduces the proven Relax valu
 
   it('the Gateway registration, ports and limits', async () => {
     const {contract, start} = await load()
-    const registered = gatewayRegistration(start)
+    const registered = gatewayRegistration(start, proven.ports.gateway)
     const g = proven.gateway
     expect(Object.keys(registered)).toEqual([g.config])
     const spec = registered[g.config]
-    const url = {agent: 'http://gym-host:AGENT', resource: 'http://gym-host:RESOURCE'}
+    const url = {agent: `http://gym-host:${proven.ports.gateway + 1}`, resource: `http://gym-host:${proven.ports.gateway + 2}`}
     expect(spec).toEqual({
       environment: g.environment,
       agent_name: g.agent_name,

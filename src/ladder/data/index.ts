@@ -1,4 +1,5 @@
 import type {RungDefinition} from '../types.js'
+import {environmentRows} from './checks-environments.js'
 import {conversion, jsonRows, rowCount, verifierFields} from './checks-rows.js'
 import {notConverted, sourcePath, splitGuard} from './checks-source.js'
 import {sharedStorage} from './checks-storage.js'
@@ -10,5 +11,5 @@ import {enoughRows} from './checks-volume.js'
  */
 export const dataRung: RungDefinition = {
   rung: 'data',
-  checks: () => [sourcePath, notConverted, splitGuard, jsonRows, verifierFields, rowCount, enoughRows, conversion, sharedStorage],
+  checks: () => [sourcePath, notConverted, splitGuard, jsonRows, verifierFields, environmentRows, rowCount, enoughRows, conversion, sharedStorage],
 }

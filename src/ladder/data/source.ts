@@ -1,7 +1,7 @@
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
-import {type RecipeContract, SPLITS, type Split} from '../../contract/types.js'
+import {environmentsOf, type RecipeContract, SPLITS, type Split} from '../../contract/types.js'
 import {maxLineBytes, nestsDeeperThan} from '../../gym/input-policy.js'
 import {once, ScratchKey, scriptEnv} from '../scratch.js'
 import type {CheckContext} from '../types.js'
@@ -89,6 +89,12 @@ async function buildPlan(ctx: CheckContext): Promise<DataPlan> {
 
 /** The contract's verifier fields, plus the tools whenever the environment has tools. */
 function contractFields(contract: RecipeContract): {fields: string[]; from: string} {
+  const environments = environmentsOf(contract)
+  if (environments.length > 1) {
+    // Each environment's own fields are checked per row by data.environments.
+    const common = contract.data.verifier_fields.filter((f) => environments.every((e) => e.verifier_fields.includes(f)))
+    return {fields: [...common, 'environment', 'config'], from: `the fields all ${environments.length} environments read, and the environment/config every row routes by`}
+  }
   const fields = [...contract.data.verifier_fields]
   const tools = 'responses_create_params.tools'
   if (contract.data.tools && !fields.includes(tools)) return {fields: [...fields, tools], from: 'recipe.yaml data.verifier_fields (+ tools: data.tools is true)'}

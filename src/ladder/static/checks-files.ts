@@ -1,3 +1,4 @@
+import {environmentsOf} from '../../contract/types.js'
 import {loadGymGraph} from '../../contract/gym-config.js'
 import {configRootName} from '../../contract/gym-config/paths.js'
 import {messageOf} from '../../errors.js'
@@ -96,8 +97,11 @@ export const graphNames: Check = {
       const agents = overrides.filter((o) => o.kind === 'responses_api_agents')
       if (agents.length === 0) problems.push({status: 'fail', message: 'the start script overrides no agent (++<agent>.responses_api_agents.<type>.port=...)', file: start.name})
       if (contract) {
-        const wanted: Array<[string, string, string]> = [[contract.gym.agent.name, 'responses_api_agents', contract.gym.agent.type]]
-        if (contract.gym.resources_server) wanted.push([contract.gym.resources_server.name, 'resources_servers', contract.gym.resources_server.implementation])
+        const wanted: Array<[string, string, string]> = []
+        for (const e of environmentsOf(contract)) {
+          wanted.push([e.agent.name, 'responses_api_agents', e.agent.type])
+          if (e.resources_server) wanted.push([e.resources_server.name, 'resources_servers', e.resources_server.implementation])
+        }
         for (const server of contract.gym.model_servers ?? []) wanted.push([server.name, 'responses_api_models', server.type])
         for (const [id, kind, impl] of wanted) {
           if (!overrides.some((o) => o.id === id && o.kind === kind && o.implementation === impl)) {
@@ -113,7 +117,9 @@ export const graphNames: Check = {
         for (const p of contract.gym.config_paths) {
           if (!configPathsOf(start).includes(p)) problems.push({status: 'fail', message: `+config_paths does not load ${p}`, file: start.name})
         }
-        if (!start.text.includes(JSON.stringify(contract.gym.agent.name))) problems.push({status: 'fail', message: `the Gateway registration does not name agent ${contract.gym.agent.name}`, file: start.name})
+        for (const e of environmentsOf(contract)) {
+          if (!start.text.includes(JSON.stringify(e.agent.name))) problems.push({status: 'fail', message: `the Gateway registration does not name agent ${e.agent.name}`, file: start.name})
+        }
       } else {
         const registered = [...start.text.matchAll(/"agent_name"\s*:\s*"([^"]+)"/g)].map((m) => m[1])
         for (const name of registered) {

@@ -1,0 +1,66 @@
+/**
+ * Environments trained in the same run as the first: each agent named with a repeated --agent
+ * becomes one more Gateway registration, with the names its config gives it. What the config does
+ * not say (its Gateway config name, cleanup routes and the fields its grader reads) comes from the
+ * built-in recipe of the same environment implementation when there is one, else from the
+ * checkout's example rows; admission limits from the recipe's own Gateway section.
+ */
+import type {GymGraph} from './gym-config.js'
+import {chooseAgent, type ExampleRowsSummary, gatewayConfigName, verifierFieldsFrom} from './from-gym.js'
+import {ExitCode, GymError, usageError} from '../errors.js'
+import type {AdditionalEnvironment, RecipeContract} from './types.js'
+
+export interface AdditionalEnvironmentInput {
+  agent: string
+  /** Fields and shape of the checkout's example rows for this agent, when it has any. */
+  examples?: ExampleRowsSummary
+  /** A built-in recipe for the same environment implementation. */
+  known?: RecipeContract
+}
+
+export function additionalEnvironment(graph: GymGraph, input: AdditionalEnvironmentInput, base: RecipeContract): AdditionalEnvironment {
+  const agent = chooseAgent(graph, input.agent)
+  const resource = agent.resourcesServer ? graph.resourcesServers.find((s) => s.id === agent.resourcesServer) ?? null : null
+  if (agent.resourcesServer && !resource) {
+    throw usageError(`agent ${agent.id} references resources server "${agent.resourcesServer}", which the config does not define`, 'Pass every config the graph needs with repeated --gym-config.')
+  }
+  const environment = resource?.id ?? agent.id
+  const known = input.known
+  const limits = known?.gateway ?? base.gateway
+  const fields = known ? known.data.verifier_fields : input.examples && input.examples.fields.length > 0 ? verifierFieldsFrom(input.examples) : null
+  if (!fields) {
+    throw new GymError(`the fields ${environment}'s grader reads from each row are unknown: the Gym checkout has no example rows for agent ${agent.id}`, {
+      code: 'E_VERIFIER_FIELDS_REQUIRED',
+      exit: ExitCode.usage,
+      hint: 'Give that environment example rows in the checkout (resources_servers/<name>/data/example.jsonl), or train it in a recipe of its own.',
+    })
+  }
+  return {
+    environment,
+    gateway_config: known ? known.gym.gateway_config : gatewayConfigName(environment),
+    agent: {name: agent.id, type: agent.implementation, max_steps: agent.maxSteps},
+    resources_server: resource ? {name: resource.id, implementation: resource.implementation} : null,
+    max_concurrency: base.gateway.max_concurrency,
+    queue_capacity: base.gateway.queue_capacity,
+    max_deadline_s: limits.max_deadline_s,
+    readiness: known ? known.gateway.readiness : resource ? ['agent', 'resource'] : ['agent'],
+    cleanup: known ? known.gateway.cleanup : null,
+    verifier_fields: fields,
+  }
+}
+
+/** Environments, Gateway configs and agents must each be distinct across the recipe. */
+export function assertDistinct(environments: Array<Pick<AdditionalEnvironment, 'environment' | 'gateway_config' | 'agent'>>): void {
+  for (const key of ['environment', 'gateway_config'] as const) {
+    const seen = new Set<string>()
+    for (const e of environments) {
+      if (seen.has(e[key])) throw usageError(`two environments of the recipe share ${key === 'environment' ? 'the environment' : 'the Gateway config'} ${e[key]}`, 'Each --agent must start an environment of its own (the Gateway rejects a repeated environment/config pair).', {field: '--agent'})
+      seen.add(e[key])
+    }
+  }
+  const agents = new Set<string>()
+  for (const e of environments) {
+    if (agents.has(e.agent.name)) throw usageError(`agent ${e.agent.name} is named twice`, 'Name each agent once with --agent.', {field: '--agent'})
+    agents.add(e.agent.name)
+  }
+}

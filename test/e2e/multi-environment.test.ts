@@ -1,0 +1,157 @@
+/**
+ * Several environments in one training run (Relax's multienv layout): one Gateway registration
+ * holding every config, one `gym env start` with every agent and resources server placed in turn
+ * after the Gateway, a training script that leaves routing to each row's environment/config, and
+ * a data rung that checks each row against its own environment's grader fields.
+ */
+import {execFileSync} from 'node:child_process'
+import {mkdir, mkdtemp, readFile, writeFile} from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import {parse} from 'yaml'
+import {describe, expect, it} from 'vitest'
+
+import {runCli, snapshotRoot} from '../helpers/cli.js'
+import {addModelConfigs} from '../helpers/recipes.js'
+
+const MATH = 'resources_servers/math_with_judge/configs/math_with_judge.yaml'
+const WORKPLACE = 'resources_servers/workplace_assistant/configs/workplace_assistant.yaml'
+
+/** The checkout's example rows of both environments, each stamped with its Gateway registration. */
+async function mixedRows(dir: string, edit: (row: Record<string, unknown>, env: string) => Record<string, unknown> | null = (row) => row): Promise<string> {
+  const parts: Array<[string, string, string]> = [
+    ['resources_servers/math_with_judge/data/example.jsonl', 'math_with_judge', 'math-with-judge-v1'],
+    ['resources_servers/workplace_assistant/data/example.jsonl', 'workplace_assistant', 'workplace-assistant-v1'],
+  ]
+  const lines: string[] = []
+  for (const [file, environment, config] of parts) {
+    for (const line of (await readFile(path.join(snapshotRoot, file), 'utf8')).split('\n').filter((l) => l.trim())) {
+      const row = edit({...JSON.parse(line), environment, config, data_source: environment}, environment)
+      if (row) lines.push(JSON.stringify(row))
+    }
+  }
+  const out = path.join(dir, 'mixed.jsonl')
+  await writeFile(out, `${lines.join('\n')}\n`)
+  return out
+}
+
+function registration(start: string, gatewayPort: number): Record<string, any> {
+  const program = start.slice(start.indexOf("<<'PY'\n") + 7, start.indexOf('\nPY\n'))
+  return JSON.parse(execFileSync('python3', ['-c', program], {env: {GW_HOST: 'gym-host', GW_PORT: String(gatewayPort), PATH: process.env.PATH}, encoding: 'utf8'}))
+}
+
+describe('a recipe that trains several environments (--agent repeated)', () => {
+  it('registers every environment, places every server, routes by row, and checks each row against its own grader', async () => {
+    const relax = await mkdtemp(path.join(os.tmpdir(), 'gr-multi-'))
+    await addModelConfigs(relax)
+    const data = await mixedRows(relax)
+    const args = ['new', 'mix', '--gym-root', snapshotRoot, '--gym-config', MATH, '--gym-config', WORKPLACE, '--relax-root', relax, '--port-base', '29300', '--json']
+
+    const noData = await runCli([...args, '--agent', 'math_with_judge_simple_agent', '--agent', 'workplace_assistant_simple_agent', '--dry-run'])
+    expect(noData.exitCode).toBe(2)
+    expect(noData.json.error.message).toBe('2 environments: give the rows to train on with --data')
+    const twice = await runCli([...args, '--agent', 'math_with_judge_simple_agent', '--agent', 'math_with_judge_simple_agent', '--data', data, '--dry-run'])
+    expect(twice.exitCode).toBe(2)
+    expect(twice.json.error.message).toContain('share the environment math_with_judge')
+
+    const made = await runCli([...args, '--agent', 'math_with_judge_simple_agent', '--agent', 'workplace_assistant_simple_agent', '--data', data])
+    expect(made.exitCode, made.stderr).toBe(0)
+    const dir = made.json.dir
+    const contract = parse(await readFile(path.join(dir, 'recipe.yaml'), 'utf8'))
+    expect(contract.gym.environment).toBe('math_with_judge')
+    expect(contract.gym.additional_environments).toEqual([{
+      environment: 'workplace_assistant',
+      gateway_config: 'workplace-assistant-v1',
+      agent: {name: 'workplace_assistant_simple_agent', type: 'simple_agent', max_steps: 6},
+      resources_server: {name: 'workplace_assistant', implementation: 'workplace_assistant'},
+      max_concurrency: 8,
+      queue_capacity: 32,
+      max_deadline_s: 1800,
+      readiness: ['agent', 'resource'],
+      cleanup: {server: 'resource', path: '/cleanup/{rollout_id}'},
+      verifier_fields: expect.arrayContaining(['responses_create_params.input', 'ground_truth']),
+    }])
+    expect(contract.gym.venv_dirs).toEqual(['responses_api_agents/simple_agent', 'resources_servers/math_with_judge', 'resources_servers/workplace_assistant'])
+
+    const start = await readFile(path.join(dir, 'start_mix_gym.sh'), 'utf8')
+    const registered = registration(start, 29300)
+    expect(Object.keys(registered)).toEqual(['math-with-judge-v1', 'workplace-assistant-v1'])
+    expect(registered['math-with-judge-v1']).toMatchObject({environment: 'math_with_judge', agent_url: 'http://gym-host:29301', readiness_urls: ['http://gym-host:29301', 'http://gym-host:29302']})
+    expect(registered['math-with-judge-v1']).not.toHaveProperty('abort_url')
+    expect(registered['workplace-assistant-v1']).toMatchObject({environment: 'workplace_assistant', agent_url: 'http://gym-host:29303', readiness_urls: ['http://gym-host:29303', 'http://gym-host:29304'], abort_url: 'http://gym-host:29304/cleanup/{rollout_id}'})
+    expect(start).toContain('local env2_resource_port=$((gateway_port + 4))')
+    expect(start).toContain('local head_port=$((gateway_port + 5))')
+    expect(start).toContain('++workplace_assistant.resources_servers.workplace_assistant.port="${env2_resource_port}"')
+    expect(start).toContain('"workplace_assistant resource:$((GATEWAY_PORT + 4))" "head:$((GATEWAY_PORT + 5))"')
+    const run = await readFile(path.join(dir, 'run-qwen3-4B-8xgpu-nemo-gym-mix.sh'), 'utf8')
+    expect(run).not.toContain('NEMO_GYM_ENVIRONMENT=')
+    expect(run).not.toContain('NEMO_GYM_CONFIG=')
+
+    const staticRung = await runCli(['verify', 'mix', '--level', 'static', '--relax-root', relax, '--gym-root', snapshotRoot, '--json'])
+    expect(staticRung.exitCode, staticRung.stdout).toBe(0)
+
+    const update = await runCli(['new', 'mix', '--gym-root', snapshotRoot, '--relax-root', relax, '--update', '--json'])
+    expect(update.exitCode, update.stderr).toBe(0)
+    expect(update.json.files.every((f: {action: string}) => f.action === 'unchanged')).toBe(true)
+
+    // The data rung: rows per environment, each row against its own grader's fields.
+    const dataCheck = async (rows: string) => {
+      const raw = path.join(relax, 'shared', 'mix_train.jsonl')
+      await mkdir(path.dirname(raw), {recursive: true})
+      await writeFile(raw, await readFile(rows))
+      const r = await runCli(['verify', 'mix', '--level', 'data', '--relax-root', relax, '--gym-root', snapshotRoot, '--json'], {env: {NEMO_GYM_SOURCE_DATA: raw}})
+      return r.json.rungs.find((rung: {rung: string}) => rung.rung === 'data').checks.filter((c: {id: string}) => c.id === 'data.environments')
+    }
+    const good = await dataCheck(data)
+    expect(good).toEqual([expect.objectContaining({status: 'pass', message: "rows per environment: math_with_judge 5, workplace_assistant 5; each carries its own grader's fields"})])
+
+    const noWorkplace = await dataCheck(await mixedRows(await mkdtemp(path.join(os.tmpdir(), 'gr-multi-rows-')), (row, env) => (env === 'workplace_assistant' ? null : row)))
+    expect(noWorkplace.map((c: {message: string}) => c.message)).toContain('environment workplace_assistant has no rows: the mix would not train it at all')
+
+    const broken = await dataCheck(await mixedRows(await mkdtemp(path.join(os.tmpdir(), 'gr-multi-rows-')), (row, env) => {
+      if (env === 'workplace_assistant') {
+        const {ground_truth: _dropped, ...rest} = row
+        return rest
+      }
+      return {...row, config: 'math-v2'}
+    }))
+    const messages = broken.map((c: {message: string}) => c.message)
+    expect(messages).toContain('5 row(s) name no registered environment/config pair (registered: math_with_judge/math-with-judge-v1, workplace_assistant/workplace-assistant-v1)')
+    expect(messages).toContain('line 1: environment math_with_judge / config math-v2 is not registered')
+    expect(messages).toContain('5 workplace_assistant row(s) lack ground_truth, which its grader reads (first at line 6)')
+  })
+
+  it('reproduces the Gateway registration and port placement of Relax\'s multienv-math-workplace recipe', async () => {
+    const relax = await mkdtemp(path.join(os.tmpdir(), 'gr-multi-proven-'))
+    await addModelConfigs(relax)
+    const data = await mixedRows(relax)
+    const made = await runCli(['new', 'multienv-math-workplace', '--gym-root', snapshotRoot, '--gym-config', MATH, '--gym-config', WORKPLACE, '--agent', 'math_with_judge_simple_agent', '--agent', 'workplace_assistant_simple_agent', '--data', data, '--port-base', '29300', '--gcs-port', '6384', '--relax-root', relax, '--json'])
+    expect(made.exitCode, made.stderr).toBe(0)
+    // Relax's start_multienv_gym.sh admits 256 per environment with a queue of four times that:
+    // limits are recipe.yaml values, changed there and merged into the scripts by --update.
+    const yamlPath = path.join(made.json.dir, 'recipe.yaml')
+    const edited = (await readFile(yamlPath, 'utf8')).replaceAll('max_concurrency: 8', 'max_concurrency: 256').replaceAll('queue_capacity: 32', 'queue_capacity: 1024')
+    await writeFile(yamlPath, edited)
+    const updated = await runCli(['new', 'multienv-math-workplace', '--gym-root', snapshotRoot, '--relax-root', relax, '--update', '--json'])
+    expect(updated.exitCode, updated.stderr).toBe(0)
+
+    const start = await readFile(path.join(made.json.dir, 'start_multienv_math_workplace_gym.sh'), 'utf8')
+    // relax-proven-values.md §4.1 (math-with-judge-v1, workplace-assistant-v1 in multienv) and §4.2 (multienv ports).
+    const url = (port: number) => `http://gym-host:${port}`
+    expect(registration(start, 29300)).toEqual({
+      'math-with-judge-v1': {environment: 'math_with_judge', agent_name: 'math_with_judge_simple_agent', agent_url: url(29301), readiness_urls: [url(29301), url(29302)], interrupt_policy: 'protected', max_concurrency: 256, queue_capacity: 1024, max_deadline_s: 1800},
+      'workplace-assistant-v1': {
+        environment: 'workplace_assistant', agent_name: 'workplace_assistant_simple_agent', agent_url: url(29303), readiness_urls: [url(29303), url(29304)], interrupt_policy: 'protected', max_concurrency: 256, queue_capacity: 1024, max_deadline_s: 1800,
+        abort_url: `${url(29304)}/cleanup/{rollout_id}`, force_cleanup_url: `${url(29304)}/cleanup/{rollout_id}`, cleanup_probe_url: `${url(29304)}/cleanup/{rollout_id}`,
+      },
+    })
+    const placed = [...start.matchAll(/\+\+(\w+)\.(?:responses_api_agents|resources_servers)\.\w+\.port="\$\{(\w+)\}"/g)].map((m) => [m[1], m[2]])
+    expect(placed).toEqual([['math_with_judge_simple_agent', 'agent_port'], ['math_with_judge', 'resource_port'], ['workplace_assistant_simple_agent', 'env2_agent_port'], ['workplace_assistant', 'env2_resource_port']])
+    const offsets = Object.fromEntries([...start.matchAll(/local (\w+_port)=\$\(\(gateway_port \+ (\d)\)\)/g)].map((m) => [m[1], 29300 + Number(m[2])]))
+    expect(offsets).toEqual({agent_port: 29301, resource_port: 29302, env2_agent_port: 29303, env2_resource_port: 29304, head_port: 29305})
+    expect(start).toContain('--port=6384')
+    const run = await readFile(path.join(made.json.dir, 'run-qwen3-4B-8xgpu-nemo-gym-multienv-math-workplace.sh'), 'utf8')
+    // §2.7: the multienv script sets no NEMO_GYM_ENVIRONMENT / NEMO_GYM_CONFIG; the client routes by row metadata.
+    expect(run).toMatch(/--agent-env\s+"?NEMO_GYM_URL=\$\{GATEWAY_URL\}"?\s+"?NEMO_GYM_MODEL=model/)
+  })
+})
