@@ -151,6 +151,7 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     envVars: (c.gym.env_vars ?? []).map((v) => ({...v, ocEnv: `\${oc.env:${v.name}}`, secret: isSecretName(v.name)})),
     environments,
     multiEnvironment,
+    routesJson: JSON.stringify(Object.fromEntries(allEnvironments.map((e) => [`${e.environment}/${e.gateway_config}`, e.verifier_fields]))),
     headOffset,
     modelServers: (c.gym.model_servers ?? []).map((server, i) => ({...server, offset: headOffset + 1 + i, overrides: modelServerOverrides(server), vars: endpointVariables(server.env_prefix)})),
     requiredEnvVars: (c.gym.env_vars ?? []).filter((v) => v.required).map((v) => v.name),

@@ -5,24 +5,34 @@
  * a data rung that checks each row against its own environment's grader fields.
  */
 import {execFileSync} from 'node:child_process'
-import {mkdir, mkdtemp, readFile, writeFile} from 'node:fs/promises'
+import http from 'node:http'
+import type {AddressInfo} from 'node:net'
+import {mkdir, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import {parse} from 'yaml'
 import {describe, expect, it} from 'vitest'
 
 import {runCli, snapshotRoot} from '../helpers/cli.js'
+import {dockerUnavailableReason, ensureBaseImage, removeByLabel} from '../helpers/docker.js'
 import {addModelConfigs} from '../helpers/recipes.js'
+import {freePortBlock, makeRelaxCheckout} from '../helpers/relax-fixture.js'
+import {randomNodeId, startFakeRay} from '../helpers/ray-fixture.js'
 
 const MATH = 'resources_servers/math_with_judge/configs/math_with_judge.yaml'
+const CALENDAR = 'environments/calendar/config.yaml'
+const HOST = '127.0.0.1'
+const unavailable = await dockerUnavailableReason()
+if (unavailable) console.error(`\n!! SKIPPING the two-environment ladder on Docker: ${unavailable}\n`)
 const WORKPLACE = 'resources_servers/workplace_assistant/configs/workplace_assistant.yaml'
 
 /** The checkout's example rows of both environments, each stamped with its Gateway registration. */
-async function mixedRows(dir: string, edit: (row: Record<string, unknown>, env: string) => Record<string, unknown> | null = (row) => row): Promise<string> {
-  const parts: Array<[string, string, string]> = [
-    ['resources_servers/math_with_judge/data/example.jsonl', 'math_with_judge', 'math-with-judge-v1'],
-    ['resources_servers/workplace_assistant/data/example.jsonl', 'workplace_assistant', 'workplace-assistant-v1'],
-  ]
+const MATH_AND_WORKPLACE: Array<[string, string, string]> = [
+  ['resources_servers/math_with_judge/data/example.jsonl', 'math_with_judge', 'math-with-judge-v1'],
+  ['resources_servers/workplace_assistant/data/example.jsonl', 'workplace_assistant', 'workplace-assistant-v1'],
+]
+
+async function mixedRows(dir: string, edit: (row: Record<string, unknown>, env: string) => Record<string, unknown> | null = (row) => row, parts = MATH_AND_WORKPLACE): Promise<string> {
   const lines: string[] = []
   for (const [file, environment, config] of parts) {
     for (const line of (await readFile(path.join(snapshotRoot, file), 'utf8')).split('\n').filter((l) => l.trim())) {
@@ -154,4 +164,66 @@ describe('a recipe that trains several environments (--agent repeated)', () => {
     // §2.7: the multienv script sets no NEMO_GYM_ENVIRONMENT / NEMO_GYM_CONFIG; the client routes by row metadata.
     expect(run).toMatch(/--agent-env\s+"?NEMO_GYM_URL=\$\{GATEWAY_URL\}"?\s+"?NEMO_GYM_MODEL=model/)
   })
+
+  it.skipIf(Boolean(unavailable))('climbs static → trial on the fixture stack with two environments in one container', async () => {
+    await ensureBaseImage()
+    const tmp = await mkdtemp(path.join(os.tmpdir(), 'gr-multi-ladder-'))
+    const checkout = await makeRelaxCheckout(path.join(tmp, 'relax'), {hostGym: false, snapshotDir: snapshotRoot})
+    const id = `mx-${Date.now().toString(36)}`
+    const rows = await mixedRows(tmp, (row) => row, [
+      ['resources_servers/workplace_assistant/data/example.jsonl', 'workplace_assistant', 'workplace-assistant-v1'],
+      ['environments/calendar/data/example.jsonl', 'calendar', 'calendar-v1'],
+    ])
+    // Emulated Ray (for the network rung's probe job) and a Relax host that answers the Agentic API 401.
+    const ray = await startFakeRay({nodes: [{node_id: randomNodeId(), node_ip: HOST, is_head: true}], stopGraceS: 1})
+    const relax = http.createServer((req, res) => {
+      req.resume()
+      res.statusCode = req.url?.startsWith('/agentic_api/') ? 401 : 404
+      res.end('{}')
+    })
+    await new Promise<void>((resolve) => relax.listen(0, HOST, resolve))
+    const env = {
+      ...ray.env(),
+      RAY_DASHBOARD_ADDRESS: ray.url,
+      RELAX_HOST: HOST,
+      RELAX_PORT: String((relax.address() as AddressInfo).port),
+      GYM_HOST: HOST,
+      GYM_BIND_HOST: HOST,
+      NEMO_GYM_CALLBACK_ALLOWED_NETWORKS: '127.0.0.0/8',
+      NEMO_GYM_IMAGE: `gymrecipe-test-multienv:${id}`,
+      NEMO_GYM_SOURCE_DATA: path.join(tmp, 'shared', `${id.replaceAll('-', '_')}_train.jsonl`),
+      XDG_STATE_HOME: path.join(tmp, 'state'),
+      GYMRECIPE_GYM_ROOT: snapshotRoot,
+      RAY_ADDRESS: undefined,
+      DOCKER_CLI_HINTS: 'false',
+    }
+    const cli = (args: string[]) => runCli([...args, '--relax-root', checkout.root], {env, timeout: 900_000})
+    try {
+      const block = await freePortBlock(100, 27000, 4000)
+      const made = await cli(['new', id, '--from', 'workplace-assistant', '--gym-root', snapshotRoot, '--gym-config', WORKPLACE, '--gym-config', CALENDAR,
+        '--agent', 'workplace_assistant_simple_agent', '--agent', 'calendar_simple_agent', '--data', rows, '--port-base', String(block), '--gcs-port', String(block + 18), '--json'])
+      expect(made.exitCode, made.stderr).toBe(0)
+      expect(made.json.contract.gym.additional_environments.map((e: {environment: string; gateway_config: string}) => [e.environment, e.gateway_config])).toEqual([['calendar', 'calendar-v1']])
+
+      const prepared = await cli(['prepare', id, '--json'])
+      expect(prepared.exitCode, JSON.stringify(prepared.json?.ladder ?? prepared.json, null, 1)?.slice(0, 3000) + prepared.stderr.slice(-2000)).toBe(0)
+      expect(prepared.stdout + prepared.stderr).toContain('workplace_assistant/workplace-assistant-v1 5, calendar/calendar-v1 5')
+
+      const started = await cli(['start', id, '--json'])
+      expect(started.exitCode, JSON.stringify(started.json, null, 1)?.slice(0, 4000) + started.stderr.slice(-3000)).toBe(0)
+      const ready = await (await fetch(`http://${HOST}:${block}/readyz`)).json() as {ready: boolean}
+      expect(ready.ready).toBe(true)
+
+      const trial = await cli(['verify', id, '--level', 'trial', '--json'])
+      expect(trial.exitCode, JSON.stringify(trial.json?.rungs?.map((r: any) => [r.rung, r.status, r.checks.filter((c: any) => c.status !== 'pass').map((c: any) => `${c.id}: ${c.message}`)]), null, 1)).toBe(0)
+      expect(trial.json.rungs.map((r: {rung: string; status: string}) => [r.rung, r.status])).toEqual([['static', 'pass'], ['data', 'pass'], ['service', 'pass'], ['network', 'pass'], ['trial', 'pass']])
+      const perEnvironment = trial.json.rungs.find((r: {rung: string}) => r.rung === 'data').checks.find((c: {id: string}) => c.id === 'data.environments')
+      expect(perEnvironment.evidence.rows_per_environment).toEqual({workplace_assistant: 5, calendar: 5})
+    } finally {
+      await ray.stop()
+      await new Promise((resolve) => relax.close(resolve))
+      await removeByLabel(`ai.relax.recipe=${id}`).catch(() => undefined)
+      await rm(tmp, {recursive: true, force: true})
+    }
+  }, 1_200_000)
 })
