@@ -46,6 +46,7 @@ export function additionalEnvironment(graph: GymGraph, input: AdditionalEnvironm
     readiness: known ? known.gateway.readiness : resource ? ['agent', 'resource'] : ['agent'],
     cleanup: known ? known.gateway.cleanup : null,
     verifier_fields: fields,
+    ...(known?.trial ? {trial: known.trial} : {}),
   }
 }
 

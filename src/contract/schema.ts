@@ -55,6 +55,36 @@ const TURNS = {
     },
   },
 } as const
+const TRIAL = {
+  anyOf: [
+    {type: 'null'},
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['task', 'turns', 'expect', 'deadline_s', 'lease_s', 'cleanup_probe'],
+      properties: {
+        task: TASK_REF,
+        turns: TURNS,
+        expect: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['status', 'reward', 'tool_calls', 'tool_outputs', 'tool_result_history'],
+          properties: {
+            status: {enum: ['completed', 'truncated']},
+            reward: NUMBER,
+            tool_calls: {type: 'integer', minimum: 0},
+            tool_outputs: {type: 'integer', minimum: 0},
+            tool_result_history: {type: 'array', items: {type: 'integer', minimum: 0}},
+          },
+        },
+        deadline_s: {type: 'number', exclusiveMinimum: 0},
+        lease_s: {type: 'number', exclusiveMinimum: 0},
+        cleanup_probe: {type: 'boolean'},
+      },
+    },
+  ],
+} as const
+
 const ARGS = {type: 'array', items: {type: 'string', minLength: 1, pattern: ONE_LINE}} as const
 
 export const recipeSchema = {
@@ -148,6 +178,7 @@ export const recipeSchema = {
               readiness: READINESS,
               cleanup: CLEANUP,
               verifier_fields: VERIFIER_FIELDS,
+              trial: TRIAL,
             },
           },
         },
@@ -311,35 +342,7 @@ export const recipeSchema = {
         failure_reward: {anyOf: [{type: 'null'}, NUMBER]},
       },
     },
-    trial: {
-      anyOf: [
-        {type: 'null'},
-        {
-          type: 'object',
-          additionalProperties: false,
-          required: ['task', 'turns', 'expect', 'deadline_s', 'lease_s', 'cleanup_probe'],
-          properties: {
-            task: TASK_REF,
-            turns: TURNS,
-            expect: {
-              type: 'object',
-              additionalProperties: false,
-              required: ['status', 'reward', 'tool_calls', 'tool_outputs', 'tool_result_history'],
-              properties: {
-                status: {enum: ['completed', 'truncated']},
-                reward: NUMBER,
-                tool_calls: {type: 'integer', minimum: 0},
-                tool_outputs: {type: 'integer', minimum: 0},
-                tool_result_history: {type: 'array', items: {type: 'integer', minimum: 0}},
-              },
-            },
-            deadline_s: {type: 'number', exclusiveMinimum: 0},
-            lease_s: {type: 'number', exclusiveMinimum: 0},
-            cleanup_probe: {type: 'boolean'},
-          },
-        },
-      ],
-    },
+    trial: TRIAL,
     training: {
       type: 'object',
       additionalProperties: false,

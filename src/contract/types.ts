@@ -267,6 +267,8 @@ export interface AdditionalEnvironment {
   cleanup: null | {server: 'agent' | 'resource'; path: string}
   /** Fields every row of this environment must carry for its resources server to grade it. */
   verifier_fields: string[]
+  /** Its deterministic trial through the Gateway (from the built-in of the same environment), if known. */
+  trial?: RecipeContract['trial']
 }
 
 /** Every environment of a recipe, the first (recorded at the top of gym, gateway and data) included. */

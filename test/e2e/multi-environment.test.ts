@@ -219,6 +219,11 @@ describe('a recipe that trains several environments (--agent repeated)', () => {
       expect(trial.json.rungs.map((r: {rung: string; status: string}) => [r.rung, r.status])).toEqual([['static', 'pass'], ['data', 'pass'], ['service', 'pass'], ['network', 'pass'], ['trial', 'pass']])
       const perEnvironment = trial.json.rungs.find((r: {rung: string}) => r.rung === 'data').checks.find((c: {id: string}) => c.id === 'data.environments')
       expect(perEnvironment.evidence.rows_per_environment).toEqual({workplace_assistant: 5, calendar: 5})
+      // The primary's trial (workplace, with cleanup) and the calendar trial under its own Gateway config.
+      const trialChecks = trial.json.rungs.find((r: {rung: string}) => r.rung === 'trial').checks
+      expect(trialChecks.find((c: {id: string}) => c.id === 'trial.reward')).toMatchObject({status: 'pass'})
+      expect(trialChecks.find((c: {id: string}) => c.id === 'trial.calendar')).toMatchObject({status: 'pass', title: 'Trial of calendar (Gateway config calendar-v1)'})
+      expect(trialChecks.find((c: {id: string}) => c.id === 'trial.calendar').message).toMatch(/^status completed; reward 1/)
     } finally {
       await ray.stop()
       await new Promise((resolve) => relax.close(resolve))

@@ -54,9 +54,8 @@ function stateful(ctx: CheckContext): boolean {
   return Boolean(c?.trial?.cleanup_probe && c.gateway.cleanup)
 }
 
-async function loadTask(ctx: CheckContext): Promise<{task: RelaxTask; source: string}> {
+async function loadTask(ctx: CheckContext, ref = ctx.target.contract!.trial!.task): Promise<{task: RelaxTask; source: string}> {
   const contract = ctx.target.contract!
-  const ref = contract.trial!.task
   if (ctx.options.gymRoot) {
     const {text, where} = await readTaskFromGymRoot(ctx.options.gymRoot, ref.file)
     return {task: toRelaxTask(pickRow(text, ref.row, where)), source: `${where} row ${ref.row}`}
@@ -203,6 +202,51 @@ const runMain: Check = {
 }
 
 /**
+ * A recipe with several environments: each further environment with a trial of its own runs it
+ * through the same Gateway under its own environment/config, and must come out as recorded.
+ * One that has none is named, never passed over in silence.
+ */
+const runOtherEnvironments: Check = {
+  id: 'trial.environments',
+  title: 'Deterministic trial of every further environment',
+  async run(ctx) {
+    const contract = ctx.target.contract
+    const others = contract?.gym.additional_environments ?? []
+    const prepared = ctx.scratch.get(PREPARED)
+    if (!contract || !prepared) return others.map((e) => skip(`trial.${e.environment}`, `Trial of ${e.environment}`, 'the trial set-up did not pass'))
+    const results: NamedResult[] = []
+    for (const e of others) {
+      const id = `trial.${e.environment}`
+      const title = `Trial of ${e.environment} (Gateway config ${e.gateway_config})`
+      if (!e.trial) {
+        results.push({id, title, status: 'fail', message: `recipe.yaml records no trial for ${e.environment}: nothing proves it trains through the Gateway`, hint: 'Add a trial: block to its entry under gym.additional_environments (as recipes/<built-in>.yaml write one).', file: 'recipe.yaml'})
+        continue
+      }
+      let task
+      try {
+        task = await loadTask(ctx, e.trial.task)
+      } catch (error) {
+        results.push({id, title, status: 'fail', message: messageOf(error), hint: hintOf(error)})
+        continue
+      }
+      const model = await startScriptedModel({host: prepared.callbackHost, port: prepared.callbackPort, protocol: contract.gateway.callback_protocol})
+      let run: TrialRun
+      try {
+        run = await runTrial(gatewayClient(prepared.address.gatewayUrl), model, {...prepared.plan, environment: e.environment, config: e.gateway_config, task: task.task, turns: e.trial.turns, deadlineS: e.trial.deadline_s, leaseS: e.trial.lease_s, captureArtifacts: false})
+      } finally {
+        await model.close()
+      }
+      const checks = [evaluateStatus(run, e.trial.expect.status), evaluateReward(run, e.trial.expect.reward), evaluateMetrics(run, e.trial.expect)]
+      const failed = checks.filter((c) => c.status !== 'pass')
+      results.push(failed.length === 0
+        ? {id, title, status: 'pass', message: `${checks.map((c) => c.message).join('; ')} (task from ${task.source})`}
+        : {id, title, status: 'fail', message: failed.map((c) => c.message).join('; '), hint: failed.find((c) => c.hint)?.hint ?? `Read the container log: gymrecipe logs ${contract.id}.`})
+    }
+    return results
+  },
+}
+
+/**
  * A failed trial's cause is in the container's log, not in the Gateway's answer: the line that
  * explains it is quoted in the first failed check (the status check when it failed).
  */
@@ -266,5 +310,8 @@ const gatewayClean: Check = {
 
 export const trialRung: RungDefinition = {
   rung: 'trial',
-  checks: (ctx) => (stateful(ctx) ? [prepare, runMain, runCleanup, gatewayClean] : [prepare, runMain, gatewayClean]),
+  checks: (ctx) => {
+    const others = (ctx.target.contract?.gym.additional_environments?.length ?? 0) > 0 ? [runOtherEnvironments] : []
+    return stateful(ctx) ? [prepare, runMain, ...others, runCleanup, gatewayClean] : [prepare, runMain, ...others, gatewayClean]
+  },
 }
