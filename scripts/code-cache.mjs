@@ -60,4 +60,7 @@ for (const chunk of readdirSync(chunks).filter((file) => file.endsWith('.cjs')))
 }
 
 const caches = precompiled.writeCodeCaches()
-console.log(`code cache: ${caches.map(({file, bytes}) => `${path.relative(dist, file)} ${Math.round(bytes / 1024)} KB`).join(', ')}`)
+// One line: the files are listed with --verbose.
+const total = caches.reduce((sum, {bytes}) => sum + bytes, 0)
+console.log(`code cache: ${caches.length} modules, ${Math.round(total / 1024)} KB`)
+if (process.argv.includes('--verbose')) for (const {file, bytes} of caches) console.log(`  ${path.relative(dist, file)} ${Math.round(bytes / 1024)} KB`)
