@@ -298,19 +298,20 @@ async function readService(r: Reading, gym: LoadedFile | undefined, host: Loaded
     const value = registration(gym.text, key)
     if (value) r.set(key === 'environment' ? '/gym/environment' : '/gateway/interrupt_policy', value, lineOf(gym, new RegExp(`["']${key}["']`)))
   }
-  const config = gym.text.match(/["']([a-z0-9][a-z0-9_.-]*-v\d+)["']\s*:\s*\{/) ?? gym.text.match(/\bGATEWAY_CONFIG\s*=\s*["']([a-z0-9][a-z0-9_.-]*)["']/)
+  // Hand-written registrations key the spec by its config; gymrecipe's list each environment's as "config" (the first is read).
+  const config = gym.text.match(/["']([a-z0-9][a-z0-9_.-]*-v\d+)["']\s*:\s*\{/) ?? gym.text.match(/\bGATEWAY_CONFIG\s*=\s*["']([a-z0-9][a-z0-9_.-]*)["']/) ?? gym.text.match(/["']config["']\s*:\s*["']([a-z0-9][a-z0-9_.-]*)["']/)
   if (config) r.set('/gym/gateway_config', config[1], lineOf(gym, new RegExp(`["']${config[1]}["']`)))
-  const readiness = gym.text.match(/\bREADINESS\s*=\s*\[([^\]]*)\]/)
+  const readiness = gym.text.match(/\bREADINESS\s*=\s*\[([^\]]*)\]/) ?? gym.text.match(/["']readiness["']\s*:\s*\[([^\]]*)\]/)
   const readinessUrls = gym.text.match(/["']readiness_urls["']\s*:\s*\[([^\]]*)\]/)
   const resourcePort = portOf('resources_servers')
-  if (readiness) r.set('/gateway/readiness', [...readiness[1].matchAll(/["'](agent|resource)["']/g)].map((m) => m[1]), lineOf(gym, /\bREADINESS\s*=/))
+  if (readiness) r.set('/gateway/readiness', [...readiness[1].matchAll(/["'](agent|resource)["']/g)].map((m) => m[1]), lineOf(gym, /\bREADINESS\s*=|["']readiness["']\s*:/))
   else if (readinessUrls) {
     const ports = [...readinessUrls[1].matchAll(/:(\d{2,5})\b/g)].map((m) => Number(m[1]))
     const servers = ports.map((p) => (p === agentPort ? 'agent' : p === resourcePort ? 'resource' : undefined))
     if (ports.length > 0 && servers.every(Boolean)) r.set('/gateway/readiness', servers, `${lineOf(gym, /["']readiness_urls["']/)} (ports of the agent and resources server overrides)`)
     else r.missing('/gateway/readiness', `the readiness URLs in ${gym.name} are not all on the agent's or resources server's port`)
   }
-  if (/\bCLEANUP\s*=\s*None\b/.test(gym.text)) r.set('/gateway/cleanup', null, lineOf(gym, /\bCLEANUP\s*=/))
+  if (/\bCLEANUP\s*=\s*None\b|["']cleanup["']\s*:\s*None\b/.test(gym.text)) r.set('/gateway/cleanup', null, lineOf(gym, /\bCLEANUP\s*=|["']cleanup["']\s*:/))
   for (const [key, pointer] of [['max_concurrency', '/gateway/max_concurrency'], ['queue_capacity', '/gateway/queue_capacity'], ['max_deadline_s', '/gateway/max_deadline_s']] as const) {
     const value = intOf(registration(gym.text, key))
     if (value !== undefined) r.set(pointer, value, lineOf(gym, new RegExp(`["']${key}["']`)))

@@ -95,6 +95,8 @@ const RAY_SAYS: Record<string, RegExp> = {
   'html-error': /HTTP 500/,
   drips: /no complete answer within \d+ s/,
 }
+// The endless body must hit the 64 MiB cap before the call's own time limit, even on a loaded machine.
+const CALL_TIMEOUT_S: Partial<Record<string, number>> = {endless: 60}
 const CALL_EXIT: Record<string, number> = {redirect: 1, 'redirect-offhost': 1, endless: 1, 'declares-huge': 1, 'cut-short': 1, 'not-http': 1, 'wrong-json': 0, 'escape-sequences': 1, 'html-error': 1, drips: 1}
 /** The outcome a call run reports for each hostile service (details are in the evidence). */
 const CALL_SAYS: Record<string, RegExp> = {
@@ -407,7 +409,7 @@ export const CASES: BadInput[] = [
   // === Second audit: hostile servers
   ...(['redirect', 'redirect-offhost', 'endless', 'declares-huge', 'cut-short', 'not-http', 'wrong-json', 'escape-sequences', 'html-error', 'drips'] as const).flatMap((server): BadInput[] => [
     {id: `server-ray-${server}`, args: ['train', '{recipe}', '--relax-root', R, '--dry-run'], env: {...GYM_HOST, RAY_DASHBOARD_ADDRESS: 'http://corpususer:PlantedPw4242@127.0.0.1:{port}'}, server, exit: 3, first: /^Pre-flight for {recipe} /, mentions: [RAY_SAYS[server]]},
-    {id: `server-call-${server}`, args: CALL('{ws}/call-rows.jsonl', '{ws}/c.yaml'), server, files: {'c.yaml': 'name: verdict\nendpoint: "{server}"\nroute: /verify\nrow_id_column: id\nrequest_columns: {question: q}\ntimeout: 3\n'}, secrets: {CALL_BEARER: 'callBearerQ1w2e3r4'}, exit: CALL_EXIT[server], first: /./, mentions: [CALL_SAYS[server]], writes: ['out.jsonl', 'evidence']},
+    {id: `server-call-${server}`, args: CALL('{ws}/call-rows.jsonl', '{ws}/c.yaml'), server, files: {'c.yaml': `name: verdict\nendpoint: "{server}"\nroute: /verify\nrow_id_column: id\nrequest_columns: {question: q}\ntimeout: ${CALL_TIMEOUT_S[server] ?? 3}\n`}, secrets: {CALL_BEARER: 'callBearerQ1w2e3r4'}, exit: CALL_EXIT[server], first: /./, mentions: [CALL_SAYS[server]], writes: ['out.jsonl', 'evidence']},
   ]),
   ...(['readyz-partial', 'endless', 'not-http', 'escape-sequences', 'redirect', 'cut-short'] as const).map((server): BadInput => ({id: `server-status-gateway-${server}`, args: ['status', '{recipe}', '--relax-root', R], env: {...NO_DOCKER, GYM_HOST: '127.0.0.1', NEMO_GYM_GATEWAY_PORT: '{port}'}, server, exit: 0, first: /{recipe}/, mentions: [STATUS_SAYS[server]]})),
   {id: 'server-ray-stalls', args: ['train', '{recipe}', '--relax-root', R, '--dry-run'], env: {...GYM_HOST, RAY_DASHBOARD_ADDRESS: '{server}'}, server: 'stalls', exit: 3, first: /^Pre-flight for {recipe} /, mentions: [/no complete answer within \d+ s/]},
