@@ -46,6 +46,8 @@ export function additionalEnvironment(graph: GymGraph, input: AdditionalEnvironm
     readiness: known ? known.gateway.readiness : resource ? ['agent', 'resource'] : ['agent'],
     cleanup: known ? known.gateway.cleanup : null,
     verifier_fields: fields,
+    // Only a direct verifier runs per environment (a golden one needs the whole trial machinery of its own).
+    ...(known?.verifier.kind === 'direct' ? {verifier: known.verifier} : {}),
     ...(known?.trial ? {trial: known.trial} : {}),
   }
 }

@@ -55,6 +55,25 @@ const TURNS = {
     },
   },
 } as const
+const VERIFIER = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['kind', 'python', 'task', 'payload', 'correct', 'wrong', 'success_reward'],
+  properties: {
+    kind: {enum: ['direct', 'golden']},
+    python: {type: 'string', pattern: ABSOLUTE_PATH},
+    task: {anyOf: [{type: 'null'}, TASK_REF]},
+    payload: {anyOf: [{type: 'null'}, {type: 'object'}]},
+    correct: TURNS,
+    wrong: TURNS,
+    wrong_task: {anyOf: [{type: 'null'}, TASK_REF]},
+    success_reward: NUMBER,
+    // The grader's exact reward for a wrong answer, where it defines one (calendar and
+    // workplace give 0.0); null accepts anything below the success reward.
+    failure_reward: {anyOf: [{type: 'null'}, NUMBER]},
+  },
+} as const
+
 const TRIAL = {
   anyOf: [
     {type: 'null'},
@@ -178,6 +197,7 @@ export const recipeSchema = {
               readiness: READINESS,
               cleanup: CLEANUP,
               verifier_fields: VERIFIER_FIELDS,
+              verifier: VERIFIER,
               trial: TRIAL,
             },
           },
@@ -324,24 +344,7 @@ export const recipeSchema = {
         cleanup: CLEANUP,
       },
     },
-    verifier: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['kind', 'python', 'task', 'payload', 'correct', 'wrong', 'success_reward'],
-      properties: {
-        kind: {enum: ['direct', 'golden']},
-        python: {type: 'string', pattern: ABSOLUTE_PATH},
-        task: {anyOf: [{type: 'null'}, TASK_REF]},
-        payload: {anyOf: [{type: 'null'}, {type: 'object'}]},
-        correct: TURNS,
-        wrong: TURNS,
-        wrong_task: {anyOf: [{type: 'null'}, TASK_REF]},
-        success_reward: NUMBER,
-        // The grader's exact reward for a wrong answer, where it defines one (calendar and
-        // workplace give 0.0); null accepts anything below the success reward.
-        failure_reward: {anyOf: [{type: 'null'}, NUMBER]},
-      },
-    },
+    verifier: VERIFIER,
     trial: TRIAL,
     training: {
       type: 'object',

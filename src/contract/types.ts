@@ -267,6 +267,8 @@ export interface AdditionalEnvironment {
   cleanup: null | {server: 'agent' | 'resource'; path: string}
   /** Fields every row of this environment must carry for its resources server to grade it. */
   verifier_fields: string[]
+  /** Its known-correct and known-wrong outputs for its own grader (from the built-in of the same environment), if known. */
+  verifier?: RecipeContract['verifier']
   /** Its deterministic trial through the Gateway (from the built-in of the same environment), if known. */
   trial?: RecipeContract['trial']
 }

@@ -178,6 +178,26 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     verifierTaskPath: c.verifier.task ? `${gymRoot}/${c.verifier.task.file}` : null,
     verifierWrongTask: c.verifier.wrong_task ? {path: `${gymRoot}/${c.verifier.wrong_task.file}`, row: c.verifier.wrong_task.row, sameFile: c.verifier.task?.file === c.verifier.wrong_task.file} : null,
     verifierGolden: c.verifier.kind === 'golden',
+    // Further environments' direct verifiers, run by the same script with --environment NAME.
+    moreVerifiers: c.verifier.kind === 'golden' ? [] : allEnvironments.slice(1).flatMap((e, i) => {
+      const v = e.verifier
+      if (!v || v.kind !== 'direct') return []
+      return [{
+        environment: e.environment,
+        resourcePort: ports.gateway + 2 + 2 * (i + 1),
+        spec: {
+          success_reward: v.success_reward,
+          failure_reward: v.failure_reward ?? null,
+          task_jsonl: v.task ? `${gymRoot}/${v.task.file}` : null,
+          task_row: v.task?.row ?? 0,
+          wrong_task_jsonl: v.wrong_task && v.wrong_task.file !== v.task?.file ? `${gymRoot}/${v.wrong_task.file}` : null,
+          wrong_task_row: v.wrong_task?.row ?? null,
+          inline_payload: v.payload,
+          correct_output: turnsToOutputItems(v.correct),
+          wrong_output: turnsToOutputItems(v.wrong),
+        },
+      }]
+    }),
     successReward: num(c.verifier.success_reward),
     failureReward: c.verifier.failure_reward === undefined || c.verifier.failure_reward === null ? null : num(c.verifier.failure_reward),
   }

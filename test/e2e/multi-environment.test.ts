@@ -80,7 +80,14 @@ describe('a recipe that trains several environments (--agent repeated)', () => {
       readiness: ['agent', 'resource'],
       cleanup: {server: 'resource', path: '/cleanup/{rollout_id}'},
       verifier_fields: expect.arrayContaining(['responses_create_params.input', 'ground_truth']),
+      // From the workplace-assistant built-in: the same environment implementation.
+      verifier: expect.objectContaining({kind: 'direct', success_reward: 1}),
+      trial: expect.objectContaining({expect: expect.objectContaining({status: 'completed'})}),
     }])
+    const verifyScript = await readFile(path.join(made.json.dir, 'verify_mix.py'), 'utf8')
+    expect(verifyScript).toContain('ENVIRONMENTS = {\n    "workplace_assistant": {')
+    expect(verifyScript).toContain('parser.add_argument("--environment", choices=sorted(ENVIRONMENTS)')
+    execFileSync('python3', ['-c', 'import ast, sys; ast.parse(open(sys.argv[1]).read())', path.join(made.json.dir, 'verify_mix.py')])
     expect(contract.gym.venv_dirs).toEqual(['responses_api_agents/simple_agent', 'resources_servers/math_with_judge', 'resources_servers/workplace_assistant'])
 
     const start = await readFile(path.join(dir, 'start_mix_gym.sh'), 'utf8')
@@ -219,6 +226,13 @@ describe('a recipe that trains several environments (--agent repeated)', () => {
       expect(trial.json.rungs.map((r: {rung: string; status: string}) => [r.rung, r.status])).toEqual([['static', 'pass'], ['data', 'pass'], ['service', 'pass'], ['network', 'pass'], ['trial', 'pass']])
       const perEnvironment = trial.json.rungs.find((r: {rung: string}) => r.rung === 'data').checks.find((c: {id: string}) => c.id === 'data.environments')
       expect(perEnvironment.evidence.rows_per_environment).toEqual({workplace_assistant: 5, calendar: 5})
+      // Each environment's verifier against its own resources server: workplace (primary), then calendar.
+      const serviceChecks = trial.json.rungs.find((r: {rung: string}) => r.rung === 'service').checks
+      expect(serviceChecks.find((c: {id: string}) => c.id === 'service.verifier')).toMatchObject({status: 'pass'})
+      const calendarVerifier = serviceChecks.find((c: {id: string}) => c.id === 'service.verifier.calendar')
+      expect(calendarVerifier).toMatchObject({status: 'pass'})
+      expect(calendarVerifier.message).toMatch(/^correct_reward=1(\.0)? incorrect_reward=0(\.0)? \(http:\/\/127\.0\.0\.1:\d+, /)
+      expect(calendarVerifier.evidence.command).toContain(`--environment calendar --resource-url http://127.0.0.1:${block + 4}`)
       // The primary's trial (workplace, with cleanup) and the calendar trial under its own Gateway config.
       const trialChecks = trial.json.rungs.find((r: {rung: string}) => r.rung === 'trial').checks
       expect(trialChecks.find((c: {id: string}) => c.id === 'trial.reward')).toMatchObject({status: 'pass'})

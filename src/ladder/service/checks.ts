@@ -349,6 +349,52 @@ export const verifierCheck: Check = {
   },
 }
 
+/**
+ * A recipe with several environments: each further environment's own direct verifier, run by the
+ * same script (--environment NAME) against that environment's resources server. One recorded with
+ * no verifier fails: nothing would prove its grader tells right from wrong.
+ */
+export const environmentVerifiersCheck: Check = {
+  id: 'service.verifier-environments',
+  title: 'each further environment\'s verifier: known-correct earns the success reward, known-wrong does not',
+  async run(ctx) {
+    const others = ctx.target.contract?.gym.additional_environments ?? []
+    const found = await runningService(ctx)
+    if ('problem' in found) return others.map((e) => ({id: `service.verifier.${e.environment}`, title: `the ${e.environment} verifier`, status: 'fail' as const, ...found.problem}))
+    const {docker, desc, container, urls} = found.ok
+    const results: NamedResult[] = []
+    const gatewayPort = Number(new URL(urls.gateway).port)
+    for (const [i, e] of others.entries()) {
+      const id = `service.verifier.${e.environment}`
+      const title = `the ${e.environment} verifier (its own resources server)`
+      const v = e.verifier
+      if (!v || !desc.verifier || !e.resources_server) {
+        results.push({id, title, status: 'fail', message: `recipe.yaml records no direct verifier for ${e.environment}: nothing proves its grader tells right from wrong`, hint: 'Add a verifier: block (kind: direct) to its entry under gym.additional_environments.', file: 'recipe.yaml'})
+        continue
+      }
+      const resourceUrl = `http://${urls.gymHost}:${gatewayPort + 2 + 2 * (i + 1)}`
+      const cmd = [v.python, desc.verifier.script, '--environment', e.environment, '--resource-url', resourceUrl]
+      const r = await execInContainer(docker, container.id, cmd, {timeoutMs: 180_000})
+      const parsed = parseVerifierOutput(`${r.stdout}\n${r.stderr}`)
+      const evidence = {command: cmd.join(' '), exit_code: r.exitCode, stdout: r.stdout.trim().slice(-2000), stderr: r.stderr.trim().slice(-2000), ...parsed}
+      const lastLine = (r.stderr.trim() || r.stdout.trim()).split('\n').at(-1) ?? ''
+      const problems: string[] = []
+      if (r.timedOut) problems.push('did not finish within 180 s')
+      else if (r.exitCode !== 0) problems.push(`exit code ${r.exitCode}${lastLine ? `: ${lastLine}` : ''}`)
+      if (parsed.correct === undefined || parsed.incorrect === undefined) problems.push('no `correct_reward=… incorrect_reward=…` line in its output')
+      else {
+        if (parsed.correct !== v.success_reward) problems.push(`the known-correct response got ${parsed.correct}, not the success reward ${v.success_reward}`)
+        if (parsed.incorrect === v.success_reward) problems.push(`the known-wrong response also got the success reward ${v.success_reward}`)
+        else if (v.failure_reward !== undefined && v.failure_reward !== null && parsed.incorrect !== v.failure_reward) problems.push(`the known-wrong response got ${parsed.incorrect}, not the grader's failure reward ${v.failure_reward}`)
+      }
+      results.push(problems.length > 0
+        ? {id, title, status: 'fail', message: `${path.basename(desc.verifier.script)} --environment ${e.environment}: ${[...new Set(problems)].join('; ')}`, hint: `Run it by hand: docker exec ${desc.container} ${cmd.join(' ')}`, evidence}
+        : {id, title, status: 'pass', message: `correct_reward=${parsed.correct} incorrect_reward=${parsed.incorrect} (${resourceUrl}, ${v.python})`, evidence})
+    }
+    return results
+  },
+}
+
 // ------------------------------------------------------------------ 4. tracebacks for HTTP 500
 
 const TRACEBACK = 'Traceback (most recent call last)'
