@@ -16,6 +16,8 @@ export interface AdditionalEnvironmentInput {
   examples?: ExampleRowsSummary
   /** A built-in recipe for the same environment implementation. */
   known?: RecipeContract
+  /** Verifier (and trial) taken from the environment's own example rollouts, when no built-in knows it. */
+  own?: {verifier: RecipeContract['verifier']; trial?: RecipeContract['trial']}
 }
 
 export function additionalEnvironment(graph: GymGraph, input: AdditionalEnvironmentInput, base: RecipeContract): AdditionalEnvironment {
@@ -46,9 +48,7 @@ export function additionalEnvironment(graph: GymGraph, input: AdditionalEnvironm
     readiness: known ? known.gateway.readiness : resource ? ['agent', 'resource'] : ['agent'],
     cleanup: known ? known.gateway.cleanup : null,
     verifier_fields: fields,
-    // Only a direct verifier runs per environment (a golden one needs the whole trial machinery of its own).
-    ...(known?.verifier.kind === 'direct' ? {verifier: known.verifier} : {}),
-    ...(known?.trial ? {trial: known.trial} : {}),
+    ...verifierAndTrial(input, resource?.implementation ?? null),
   }
 }
 
@@ -66,4 +66,15 @@ export function assertDistinct(environments: Array<Pick<AdditionalEnvironment, '
     if (agents.has(e.agent.name)) throw usageError(`agent ${e.agent.name} is named twice`, 'Name each agent once with --agent.', {field: '--agent'})
     agents.add(e.agent.name)
   }
+}
+
+/**
+ * Only a direct verifier runs per environment (a golden one needs the trial machinery of its own),
+ * with its own resources server's Python.
+ */
+function verifierAndTrial(input: AdditionalEnvironmentInput, implementation: string | null): Pick<AdditionalEnvironment, 'verifier' | 'trial'> {
+  const source = input.known ?? input.own
+  if (!source) return {}
+  const verifier = source.verifier.kind === 'direct' && implementation ? {...source.verifier, python: `/opt/nemo-gym/resources_servers/${implementation}/.venv/bin/python`} : undefined
+  return {...(verifier ? {verifier} : {}), ...(source.trial ? {trial: source.trial} : {})}
 }

@@ -279,7 +279,11 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   const additionalEnvironments = await Promise.all(
     moreAgents.map(async (name) => {
       const other = chooseAgent(graph, name)
-      return additionalEnvironment(graph, {agent: name, examples: await summarizeExamples(o.gymRoot, await exampleRowsFiles(o.gymRoot, graph, other.id)), known: await builtinFor(graph, other)}, base)
+      const known = await builtinFor(graph, other)
+      // No built-in knows it: its own example rollouts, graded by its real grader, give its verifier and trial.
+      const fromRollouts = known ? undefined : await verifierFromRollouts(o.gymRoot, graph, other.id, base)
+      const own = fromRollouts && !('none' in fromRollouts) ? fromRollouts.override : undefined
+      return additionalEnvironment(graph, {agent: name, examples: await summarizeExamples(o.gymRoot, await exampleRowsFiles(o.gymRoot, graph, other.id)), known, own}, base)
     }),
   )
   const secondModelRequests = o.secondModels ?? (recorded?.gym?.model_servers ?? []).map((server) => ({role: server.role, type: server.type}))

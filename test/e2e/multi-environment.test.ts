@@ -138,6 +138,23 @@ describe('a recipe that trains several environments (--agent repeated)', () => {
     expect(messages).toContain('5 workplace_assistant row(s) lack ground_truth, which its grader reads (first at line 6)')
   })
 
+  it('a further environment no built-in knows takes its verifier and trial from its own example rollouts', async () => {
+    const relax = await mkdtemp(path.join(os.tmpdir(), 'gr-multi-own-'))
+    await addModelConfigs(relax)
+    const data = await mixedRows(relax)
+    const made = await runCli(['new', 'wm', '--from', 'workplace-assistant', '--gym-root', snapshotRoot, '--gym-config', WORKPLACE, '--gym-config', MATH, '--agent', 'workplace_assistant_simple_agent', '--agent', 'math_with_judge_simple_agent', '--data', data, '--relax-root', relax, '--json'])
+    expect(made.exitCode, made.stderr).toBe(0)
+    const [math] = made.json.contract.gym.additional_environments
+    expect(math.environment).toBe('math_with_judge')
+    expect(math.gateway_config).toBe('math-with-judge-v1')
+    expect(math.verifier).toMatchObject({kind: 'direct', python: '/opt/nemo-gym/resources_servers/math_with_judge/.venv/bin/python', task: {file: 'resources_servers/math_with_judge/data/example.jsonl'}, success_reward: 1})
+    const script = await readFile(path.join(made.json.dir, 'verify_wm.py'), 'utf8')
+    expect(script).toContain('ENVIRONMENTS = {\n    "math_with_judge": {')
+    expect(script).toContain('/opt/nemo-gym/resources_servers/math_with_judge/data/example.jsonl')
+    const staticRung = await runCli(['verify', 'wm', '--level', 'static', '--relax-root', relax, '--gym-root', snapshotRoot, '--json'])
+    expect(staticRung.exitCode, staticRung.stdout).toBe(0)
+  })
+
   it('reproduces the Gateway registration and port placement of Relax\'s multienv-math-workplace recipe', async () => {
     const relax = await mkdtemp(path.join(os.tmpdir(), 'gr-multi-proven-'))
     await addModelConfigs(relax)
