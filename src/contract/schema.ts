@@ -55,6 +55,27 @@ const TURNS = {
     },
   },
 } as const
+const AGENT = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'type', 'max_steps'],
+  properties: {
+    name: {type: 'string', pattern: NAME},
+    type: {type: 'string', pattern: NAME},
+    max_steps: {anyOf: [{type: 'null'}, POSITIVE]},
+  },
+} as const
+const RESOURCES_SERVER = {
+  anyOf: [
+    {type: 'null'},
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['name', 'implementation'],
+      properties: {name: {type: 'string', pattern: NAME}, implementation: {type: 'string', pattern: NAME}},
+    },
+  ],
+} as const
 const VERIFIER = {
   type: 'object',
   additionalProperties: false,
@@ -130,27 +151,8 @@ export const recipeSchema = {
         },
         environment: {type: 'string', pattern: NAME},
         gateway_config: {type: 'string', pattern: NAME},
-        agent: {
-          type: 'object',
-          additionalProperties: false,
-          required: ['name', 'type', 'max_steps'],
-          properties: {
-            name: {type: 'string', pattern: NAME},
-            type: {type: 'string', pattern: NAME},
-            max_steps: {anyOf: [{type: 'null'}, POSITIVE]},
-          },
-        },
-        resources_server: {
-          anyOf: [
-            {type: 'null'},
-            {
-              type: 'object',
-              additionalProperties: false,
-              required: ['name', 'implementation'],
-              properties: {name: {type: 'string', pattern: NAME}, implementation: {type: 'string', pattern: NAME}},
-            },
-          ],
-        },
+        agent: AGENT,
+        resources_server: RESOURCES_SERVER,
         venv_dirs: {type: 'array', items: {type: 'string', pattern: RELATIVE_PATH}},
         models: {
           type: 'array',
@@ -179,18 +181,8 @@ export const recipeSchema = {
             properties: {
               environment: {type: 'string', pattern: NAME},
               gateway_config: {type: 'string', pattern: NAME},
-              agent: {
-                type: 'object',
-                additionalProperties: false,
-                required: ['name', 'type', 'max_steps'],
-                properties: {name: {type: 'string', pattern: NAME}, type: {type: 'string', pattern: NAME}, max_steps: {anyOf: [{type: 'null'}, POSITIVE]}},
-              },
-              resources_server: {
-                anyOf: [
-                  {type: 'null'},
-                  {type: 'object', additionalProperties: false, required: ['name', 'implementation'], properties: {name: {type: 'string', pattern: NAME}, implementation: {type: 'string', pattern: NAME}}},
-                ],
-              },
+              agent: AGENT,
+              resources_server: RESOURCES_SERVER,
               max_concurrency: POSITIVE,
               queue_capacity: {type: 'integer', minimum: 0},
               max_deadline_s: {type: 'number', exclusiveMinimum: 0},

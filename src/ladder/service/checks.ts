@@ -312,6 +312,16 @@ export function parseVerifierOutput(text: string): {correct?: number; incorrect?
   return {correct: num(correct), incorrect: num(incorrect), golden: num(golden), passedLine}
 }
 
+/** What a direct verifier's rewards say is wrong: the correct one short of success, the wrong one not failing. */
+function directVerdictProblems(parsed: ReturnType<typeof parseVerifierOutput>, successReward: number, failureReward: number | undefined): string[] {
+  if (parsed.correct === undefined || parsed.incorrect === undefined) return ['no `correct_reward=… incorrect_reward=…` line in its output']
+  const problems: string[] = []
+  if (parsed.correct !== successReward) problems.push(`the known-correct response got ${parsed.correct}, not the success reward ${successReward}`)
+  if (parsed.incorrect === successReward) problems.push(`the known-wrong response also got the success reward ${successReward}: the verifier cannot tell right from wrong`)
+  else if (failureReward !== undefined && parsed.incorrect !== failureReward) problems.push(`the known-wrong response got ${parsed.incorrect}, not the grader's failure reward ${failureReward}`)
+  return problems
+}
+
 export const verifierCheck: Check = {
   id: 'service.verifier',
   title: 'the recipe verifier: known-correct earns the success reward, known-wrong does not',
@@ -334,14 +344,7 @@ export const verifierCheck: Check = {
       if (r.exitCode === 0 && parsed.golden === v.successReward) return {status: 'pass', message: `${parsed.passedLine?.trim()} (golden trial; there is no known-wrong case in golden mode)`, evidence}
       return {status: 'fail', message: `golden verifier exit ${r.exitCode}: ${lastLine}`, hint: 'Read the verifier output and the container logs.', evidence}
     }
-    const problems: string[] = []
-    if (r.exitCode !== 0) problems.push(`exit code ${r.exitCode}${lastLine ? `: ${lastLine}` : ''}`)
-    if (parsed.correct === undefined || parsed.incorrect === undefined) problems.push('no `correct_reward=… incorrect_reward=…` line in its output')
-    else {
-      if (parsed.correct !== v.successReward) problems.push(`the known-correct response got ${parsed.correct}, not the success reward ${v.successReward}`)
-      if (parsed.incorrect === v.successReward) problems.push(`the known-wrong response also got the success reward ${v.successReward}: the verifier cannot tell right from wrong`)
-      else if (v.failureReward !== undefined && parsed.incorrect !== v.failureReward) problems.push(`the known-wrong response got ${parsed.incorrect}, not the grader's failure reward ${v.failureReward}`)
-    }
+    const problems = [...(r.exitCode !== 0 ? [`exit code ${r.exitCode}${lastLine ? `: ${lastLine}` : ''}`] : []), ...directVerdictProblems(parsed, v.successReward, v.failureReward)]
     if (problems.length > 0) {
       return {status: 'fail', message: `${path.basename(v.script)} in ${desc.container}: ${problems.join('; ')}`, hint: 'Run it by hand: docker exec <container> ' + cmd.join(' '), evidence}
     }
@@ -378,17 +381,10 @@ export const environmentVerifiersCheck: Check = {
       const parsed = parseVerifierOutput(`${r.stdout}\n${r.stderr}`)
       const evidence = {command: cmd.join(' '), exit_code: r.exitCode, stdout: r.stdout.trim().slice(-2000), stderr: r.stderr.trim().slice(-2000), ...parsed}
       const lastLine = (r.stderr.trim() || r.stdout.trim()).split('\n').at(-1) ?? ''
-      const problems: string[] = []
-      if (r.timedOut) problems.push('did not finish within 180 s')
-      else if (r.exitCode !== 0) problems.push(`exit code ${r.exitCode}${lastLine ? `: ${lastLine}` : ''}`)
-      if (parsed.correct === undefined || parsed.incorrect === undefined) problems.push('no `correct_reward=… incorrect_reward=…` line in its output')
-      else {
-        if (parsed.correct !== v.success_reward) problems.push(`the known-correct response got ${parsed.correct}, not the success reward ${v.success_reward}`)
-        if (parsed.incorrect === v.success_reward) problems.push(`the known-wrong response also got the success reward ${v.success_reward}`)
-        else if (v.failure_reward !== undefined && v.failure_reward !== null && parsed.incorrect !== v.failure_reward) problems.push(`the known-wrong response got ${parsed.incorrect}, not the grader's failure reward ${v.failure_reward}`)
-      }
+      const exit = r.timedOut ? ['did not finish within 180 s'] : r.exitCode !== 0 ? [`exit code ${r.exitCode}${lastLine ? `: ${lastLine}` : ''}`] : []
+      const problems = [...exit, ...directVerdictProblems(parsed, v.success_reward, v.failure_reward ?? undefined)]
       results.push(problems.length > 0
-        ? {id, title, status: 'fail', message: `${path.basename(desc.verifier.script)} --environment ${e.environment}: ${[...new Set(problems)].join('; ')}`, hint: `Run it by hand: docker exec ${desc.container} ${cmd.join(' ')}`, evidence}
+        ? {id, title, status: 'fail', message: `${path.basename(desc.verifier.script)} --environment ${e.environment}: ${problems.join('; ')}`, hint: `Run it by hand: docker exec ${desc.container} ${cmd.join(' ')}`, evidence}
         : {id, title, status: 'pass', message: `correct_reward=${parsed.correct} incorrect_reward=${parsed.incorrect} (${resourceUrl}, ${v.python})`, evidence})
     }
     return results
