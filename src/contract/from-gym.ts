@@ -188,7 +188,8 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
     throw usageError(`dataset ${dataset.name} is a ${dataset.type} split, not training data`, 'Use a train dataset, or pass --smoke to accept it for a smoke run that every report will flag.')
   }
   const added = o.modelServers ?? []
-  const models = checkSecondModels(o.graph, agent, o.policyServes ?? [], added)
+  // The judges and simulators of every environment, the further ones' too.
+  const models = [agent, ...(o.additionalEnvironments ?? []).map((e) => chooseAgent(o.graph, e.agent.name))].flatMap((a) => checkSecondModels(o.graph, a, o.policyServes ?? [], added))
   const graphEnvVars = envReferences(o.graph)
   const envVars = [...graphEnvVars, ...added.flatMap(endpointReferences)]
   const configRoots = usedRoots(o)

@@ -287,7 +287,15 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     }),
   )
   const secondModelRequests = o.secondModels ?? (recorded?.gym?.model_servers ?? []).map((server) => ({role: server.role, type: server.type}))
-  const modelServers = await secondModelServers(o.gymRoot, graph, agent, secondModelRequests)
+  // Every environment's judges and simulators, the further ones' too: one added server per name.
+  const modelServers: Awaited<ReturnType<typeof secondModelServers>> = []
+  for (const someAgent of [agent, ...moreAgents.map((name) => chooseAgent(graph, name))]) {
+    for (const server of await secondModelServers(o.gymRoot, graph, someAgent, secondModelRequests, modelServers)) {
+      const same = modelServers.find((m) => m.name === server.name)
+      if (same) same.binds.push(...server.binds.filter((b) => !same.binds.includes(b)))
+      else modelServers.push(server)
+    }
+  }
 
   const others = await occupiedRecipes(relaxRoot, o.id)
   const recordedPorts = o.portBase === undefined && recorded?.service && recorded.ray ? {gateway_port: recorded.service.gateway_port, gcs_port: recorded.ray.gcs_port, dashboard_port: recorded.ray.dashboard_port, component_port_base: recorded.ray.component_port_base, min_worker_port: recorded.ray.min_worker_port, max_worker_port: recorded.ray.max_worker_port} : undefined

@@ -24,13 +24,14 @@ export function parseSecondModelFlag(value: string): SecondModelRequest {
  * loaded config defines (or ???), and for every one the user asked a server for instead of the
  * policy. Each is an instance of the checkout's own model implementation.
  */
-export async function secondModelServers(gymRoot: string, graph: GymGraph, agent: GymAgent, requests: SecondModelRequest[]): Promise<AddedModelServer[]> {
+export async function secondModelServers(gymRoot: string, graph: GymGraph, agent: GymAgent, requests: SecondModelRequest[], already: AddedModelServer[] = []): Promise<AddedModelServer[]> {
   const resource = agent.resourcesServer ? graph.resourcesServers.find((s) => s.id === agent.resourcesServer) : undefined
   const ownerPath = (owner: string) =>
     owner === agent.id ? `${agent.id}.responses_api_agents.${agent.implementation}` : `${owner}.resources_servers.${resource?.implementation ?? owner}`
-  const taken = new Set([...graph.models, ...graph.agents, ...graph.resourcesServers].map((s) => s.id))
+  const taken = new Set([...[...graph.models, ...graph.agents, ...graph.resourcesServers].map((s) => s.id), ...already.map((a) => a.name)])
+  // A judge moved off the policy for an environment shares the server one was added for before.
+  const added: AddedModelServer[] = already.map((server) => ({...server, binds: [...server.binds]}))
   const templates = new Map<string, Awaited<ReturnType<typeof loadGymGraph>>['models'][number]>()
-  const added: AddedModelServer[] = []
   for (const m of secondModels(graph, agent)) {
     if (!needsServer(m, requests.map((r) => r.role))) continue
     // One server per undefined name, and one per role for judges and simulators moved off the policy.

@@ -7,7 +7,7 @@
 import {execFileSync} from 'node:child_process'
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
-import {mkdir, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
+import {cp, mkdir, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import {parse} from 'yaml'
@@ -153,6 +153,30 @@ describe('a recipe that trains several environments (--agent repeated)', () => {
     expect(script).toContain('/opt/nemo-gym/resources_servers/math_with_judge/data/example.jsonl')
     const staticRung = await runCli(['verify', 'wm', '--level', 'static', '--relax-root', relax, '--gym-root', snapshotRoot, '--json'])
     expect(staticRung.exitCode, staticRung.stdout).toBe(0)
+  })
+
+  it('the judge of a further environment is held to the same rule as the primary\'s: never the policy unless asked', async () => {
+    const relax = await mkdtemp(path.join(os.tmpdir(), 'gr-multi-judge-'))
+    await addModelConfigs(relax)
+    const gymRoot = await mkdtemp(path.join(os.tmpdir(), 'gr-multi-gym-'))
+    await cp(snapshotRoot, gymRoot, {recursive: true})
+    const mathConfig = path.join(gymRoot, MATH)
+    await writeFile(mathConfig, (await readFile(mathConfig, 'utf8')).replace('should_use_judge: false', 'should_use_judge: true'))
+    await mkdir(path.join(gymRoot, 'responses_api_models/vllm_model/configs'), {recursive: true})
+    await writeFile(path.join(gymRoot, 'responses_api_models/vllm_model/configs/vllm_model.yaml'), 'policy_model:\n  responses_api_models:\n    vllm_model:\n      entrypoint: app.py\n      base_url: ${policy_base_url}\n      api_key: ${policy_api_key}\n      model: ${policy_model_name}\n')
+    const data = await mixedRows(relax)
+    const args = ['new', 'wmj', '--from', 'workplace-assistant', '--gym-root', gymRoot, '--gym-config', WORKPLACE, '--gym-config', MATH, '--agent', 'workplace_assistant_simple_agent', '--agent', 'math_with_judge_simple_agent', '--data', data, '--relax-root', relax, '--json']
+    const refused = await runCli([...args, '--dry-run'])
+    expect(refused.exitCode).toBe(2)
+    expect(refused.json.error.code).toBe('E_POLICY_AS_SECOND_MODEL')
+    expect(refused.json.error.message).toContain('math_with_judge.judge_model_server is the policy model')
+    const served = await runCli([...args, '--second-model', 'judge'])
+    expect(served.exitCode, served.stderr).toBe(0)
+    expect(served.json.contract.gym.model_servers).toMatchObject([{name: 'judge_model', binds: ['math_with_judge.resources_servers.math_with_judge.judge_model_server.name']}])
+    // After the Gym head, which two environments push to Gateway + 5: the judge at + 6.
+    const start = await readFile(path.join(served.json.dir, 'start_wmj_gym.sh'), 'utf8')
+    expect(start).toContain('++judge_model.responses_api_models.vllm_model.port="$((gateway_port + 6))"')
+    expect(start).toContain('"judge model server judge_model:$((GATEWAY_PORT + 6))"')
   })
 
   it('reproduces the Gateway registration and port placement of Relax\'s multienv-math-workplace recipe', async () => {
