@@ -144,6 +144,7 @@ describe('a recipe that trains several environments (--agent repeated)', () => {
     const data = await mixedRows(relax)
     const made = await runCli(['new', 'wm', '--from', 'workplace-assistant', '--gym-root', snapshotRoot, '--gym-config', WORKPLACE, '--gym-config', MATH, '--agent', 'workplace_assistant_simple_agent', '--agent', 'math_with_judge_simple_agent', '--data', data, '--relax-root', relax, '--json'])
     expect(made.exitCode, made.stderr).toBe(0)
+    expect(made.json.notes).toContain('further environment math_with_judge (Gateway config math-with-judge-v1): agent math_with_judge_simple_agent on the Gateway port + 3, resources server math_with_judge on + 4; its verifier and its trial in recipe.yaml')
     const [math] = made.json.contract.gym.additional_environments
     expect(math.environment).toBe('math_with_judge')
     expect(math.gateway_config).toBe('math-with-judge-v1')
