@@ -7,7 +7,7 @@ import {dryRunFlag, gymRootFlag, relaxRootFlag} from '../cli/flags.js'
 import {relaxRootWord} from '../cli/next-step.js'
 import {EXTRA_ROOT_NAME} from '../contract/gym-config/paths.js'
 import {SCHEDULE_MODES, type ScheduleMode} from '../contract/schedule.js'
-import {ARCHETYPES, type Archetype, environmentPorts, environmentsOf, modelServerPorts, type RecipeContract, servicePorts} from '../contract/types.js'
+import {ARCHETYPES, type Archetype, serviceBlockPorts} from '../contract/types.js'
 import {ExitCode, usageError} from '../errors.js'
 import {newRecipe, type NewRecipeResult} from '../scaffold/new-recipe.js'
 import {parseSecondModelFlag} from '../scaffold/second-model-servers.js'
@@ -22,20 +22,6 @@ function parseConfigRoot(value: string): {name: string; dir: string} {
     throw usageError(`--config-root ${JSON.stringify(value)} is not NAME=DIR`, 'Name the tree like an environment variable, e.g. --config-root RELAX_INTEGRATION_ROOT=/srv/relax-integration.', {field: '--config-root'})
   }
   return {name, dir: path.resolve(dir.startsWith('~/') ? path.join(os.homedir(), dir.slice(2)) : dir)}
-}
-
-/** Gateway, each environment's agent and resources server, the Gym head and added model servers. */
-function describePorts(contract: RecipeContract): string {
-  const environments = environmentsOf(contract)
-  const several = environments.length > 1
-  const parts = [`Gateway ${contract.service.gateway_port}`]
-  environmentPorts(contract).forEach((ports, i) => {
-    const who = several ? `${environments[i].environment} ` : ''
-    parts.push(`${who}agent ${ports.agent}`)
-    if (environments[i].resources_server) parts.push(`${who}resources ${ports.resource}`)
-  })
-  parts.push(`head ${servicePorts(contract).head}`, ...modelServerPorts(contract).map((m) => `${m.name} ${m.port}`))
-  return parts.join(', ')
 }
 
 export default class New extends BaseCommand<typeof New> {
@@ -156,7 +142,7 @@ EXIT STATUS
     const conflicts = result.files.filter((file) => file.action === 'conflict')
     const marked = conflicts.filter((file) => file.reason !== DELETED_AND_CHANGED).map((file) => file.name)
     const deleted = conflicts.filter((file) => file.reason === DELETED_AND_CHANGED).map((file) => file.name)
-    this.say(`ports: ${describePorts(result.contract)}; private Ray GCS ${result.contract.ray.gcs_port}`)
+    this.say(`ports: ${serviceBlockPorts(result.contract).map((p) => `${p.label} ${p.port}`).join(', ')}; private Ray GCS ${result.contract.ray.gcs_port}`)
     if (this.flags.update && conflicts.length > 0) {
       const verb = result.dryRun ? 'would need' : 'needs'
       if (marked.length > 0) this.say(`${verb} you: resolve the conflict markers (<<<<<<< yours … >>>>>>> generated now) in ${marked.join(', ')}`)

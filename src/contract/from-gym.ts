@@ -9,7 +9,7 @@ import {assertDistinct} from './additional-environments.js'
 import {type SecondModel, secondModels} from './gym-config/second-models.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
 import type {AdditionalEnvironment, Archetype, DataSource, RecipeContract, Split} from './types.js'
-import {defaultErrorProbe, SPLITS} from './types.js'
+import {defaultErrorProbe, environmentPorts, modelServerPorts, SPLITS} from './types.js'
 
 export interface ExampleRowsSummary {
   /** Top-level keys seen in the example rows (task/verifier fields). */
@@ -303,13 +303,16 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   else if (contract.data.smoke) notes.push(`SMOKE: dataset ${dataset.name} is a ${dataset.type} split; this recipe must not be used for real training`)
   notes.push(`verifier fields ${verifierFields.fields.join(', ')} from ${verifierFields.from}`)
   for (const v of graphEnvVars) notes.push(`deployment variable ${v.name}: the Gym config reads it (\${oc.env:${v.name}} at ${v.at})${v.fallback === null ? ', with no fallback' : `, else ${v.fallback}`}; env.sh names it and the start script passes it into the container`)
+  const gatewayPort = contract.service.gateway_port
+  const placed = environmentPorts(contract)
   more.forEach((e, i) => {
     const proof = [e.verifier ? 'its verifier' : 'no verifier', e.trial ? 'its trial' : 'no trial'].join(' and ')
-    notes.push(`further environment ${e.environment} (Gateway config ${e.gateway_config}): agent ${e.agent.name} on the Gateway port + ${3 + 2 * i}${e.resources_server ? `, resources server ${e.resources_server.name} on + ${4 + 2 * i}` : ''}; ${proof} in recipe.yaml${e.verifier && e.trial ? '' : ' (the service and trial rungs fail until both are there)'}`)
+    notes.push(`further environment ${e.environment} (Gateway config ${e.gateway_config}): agent ${e.agent.name} on the Gateway port + ${placed[i + 1].agent - gatewayPort}${e.resources_server ? `, resources server ${e.resources_server.name} on + ${placed[i + 1].resource - gatewayPort}` : ''}; ${proof} in recipe.yaml${e.verifier && e.trial ? '' : ' (the service and trial rungs fail until both are there)'}`)
   })
+  const modelPorts = modelServerPorts(contract)
   added.forEach((server, i) => {
     const vars = endpointVariables(server.env_prefix)
-    notes.push(`${server.role} model server ${server.name} (${server.type}) is added by gymrecipe on the Gateway port + ${4 + i}: set ${vars.baseUrl} and ${vars.model} in env.sh (${vars.apiKey} if it needs a key); start checks that it serves that model before the container starts`)
+    notes.push(`${server.role} model server ${server.name} (${server.type}) is added by gymrecipe on the Gateway port + ${modelPorts[i].port - gatewayPort}: set ${vars.baseUrl} and ${vars.model} in env.sh (${vars.apiKey} if it needs a key); start checks that it serves that model before the container starts`)
   })
   for (const m of models.filter((x) => x.enabled && !servedByAdded(x, added))) {
     notes.push(m.policy

@@ -300,9 +300,25 @@ export function modelServerPorts(contract: Pick<RecipeContract, 'service' | 'gym
  * The agent and resources server ports of each environment: environment i at gateway + 1 + 2i and
  * + 2 + 2i, as Relax's multienv recipe places math (+1, +2) and workplace (+3, +4).
  */
-export function environmentPorts(contract: Pick<RecipeContract, 'service'> & {gym?: Pick<RecipeContract['gym'], 'additional_environments'>}): Array<{agent: number; resource: number}> {
+export function environmentPorts(contract: {service: Pick<RecipeContract['service'], 'gateway_port'>; gym?: Pick<RecipeContract['gym'], 'additional_environments'>}): Array<{agent: number; resource: number}> {
   const count = 1 + (contract.gym?.additional_environments?.length ?? 0)
   return Array.from({length: count}, (_, i) => ({agent: contract.service.gateway_port + 1 + 2 * i, resource: contract.service.gateway_port + 2 + 2 * i}))
+}
+
+/**
+ * Every port of the service block in order, labelled: the Gateway, each environment's agent and
+ * resources server (named by environment when there are several), the Gym head, the added model servers.
+ */
+export function serviceBlockPorts(contract: Pick<RecipeContract, 'service' | 'gym'>): Array<{label: string; port: number}> {
+  const servers = [contract.gym.resources_server, ...(contract.gym.additional_environments ?? []).map((e) => e.resources_server)]
+  const names = [contract.gym.environment, ...(contract.gym.additional_environments ?? []).map((e) => e.environment)]
+  const who = (i: number) => (names.length > 1 ? `${names[i]} ` : '')
+  return [
+    {label: 'gateway', port: contract.service.gateway_port},
+    ...environmentPorts(contract).flatMap((p, i) => [{label: `${who(i)}agent`, port: p.agent}, ...(servers[i] ? [{label: `${who(i)}resource`, port: p.resource}] : [])]),
+    {label: 'head', port: servicePorts(contract).head},
+    ...modelServerPorts(contract).map((m) => ({label: `model server ${m.name}`, port: m.port})),
+  ]
 }
 
 /** Ports of the service block, derived from the gateway port: the first environment's agent and resources server, then the head after every environment. */

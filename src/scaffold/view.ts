@@ -1,5 +1,5 @@
 import type {RecipeContract, ScriptedTurn} from '../contract/types.js'
-import {environmentsOf, recipeFileNames, RECIPES_DIR, servicePorts, trainingSchedule} from '../contract/types.js'
+import {environmentPorts, environmentsOf, modelServerPorts, recipeFileNames, RECIPES_DIR, servicePorts, trainingSchedule} from '../contract/types.js'
 import {RAY_COMPONENT_PORTS} from '../contract/ports.js'
 import {endpointVariables, modelServerOverrides} from '../contract/gym-config/model-servers.js'
 import {trainingLogName} from '../contract/endpoints.js'
@@ -84,11 +84,12 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
   const allEnvironments = environmentsOf(c)
   const multiEnvironment = allEnvironments.length > 1
   const headOffset = ports.head - ports.gateway
+  const placed = environmentPorts(c)
   const environments = allEnvironments.map((e, i) => ({
     ...e,
     hasResource: e.resources_server !== null,
-    agentOffset: 1 + 2 * i,
-    resourceOffset: 2 + 2 * i,
+    agentOffset: placed[i].agent - ports.gateway,
+    resourceOffset: placed[i].resource - ports.gateway,
     portVar: i === 0 ? '' : `env${i + 1}_`,
     portLabel: multiEnvironment ? `${e.environment} ` : '',
     // The Gateway waits on these before it reports ready: agent first, then the resources server.
@@ -153,7 +154,7 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     multiEnvironment,
     routesJson: JSON.stringify(Object.fromEntries(allEnvironments.map((e) => [`${e.environment}/${e.gateway_config}`, e.verifier_fields]))),
     headOffset,
-    modelServers: (c.gym.model_servers ?? []).map((server, i) => ({...server, offset: headOffset + 1 + i, overrides: modelServerOverrides(server), vars: endpointVariables(server.env_prefix)})),
+    modelServers: (c.gym.model_servers ?? []).map((server, i) => ({...server, offset: modelServerPorts(c)[i].port - ports.gateway, overrides: modelServerOverrides(server), vars: endpointVariables(server.env_prefix)})),
     requiredEnvVars: (c.gym.env_vars ?? []).filter((v) => v.required).map((v) => v.name),
     extraRootsList: (c.gym.config_roots ?? []).map((name) => `\${${name}}`).join(':'),
     sourceDescription: describeSource(c),
@@ -179,12 +180,11 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     verifierWrongTask: c.verifier.wrong_task ? {path: `${gymRoot}/${c.verifier.wrong_task.file}`, row: c.verifier.wrong_task.row, sameFile: c.verifier.task?.file === c.verifier.wrong_task.file} : null,
     verifierGolden: c.verifier.kind === 'golden',
     // Further environments' direct verifiers, run by the same script with --environment NAME.
-    moreVerifiers: c.verifier.kind === 'golden' ? [] : allEnvironments.slice(1).flatMap((e, i) => {
+    moreVerifiers: c.verifier.kind === 'golden' ? [] : allEnvironments.slice(1).flatMap((e) => {
       const v = e.verifier
       if (!v || v.kind !== 'direct') return []
       return [{
         environment: e.environment,
-        resourcePort: ports.gateway + 2 + 2 * (i + 1),
         spec: {
           success_reward: v.success_reward,
           failure_reward: v.failure_reward ?? null,

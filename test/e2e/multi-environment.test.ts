@@ -178,6 +178,7 @@ describe('a recipe that trains several environments (--agent repeated)', () => {
     const start = await readFile(path.join(served.json.dir, 'start_wmj_gym.sh'), 'utf8')
     expect(start).toContain('++judge_model.responses_api_models.vllm_model.port="$((gateway_port + 6))"')
     expect(start).toContain('"judge model server judge_model:$((GATEWAY_PORT + 6))"')
+    expect(served.json.notes.join('\n')).toContain('judge model server judge_model (vllm_model) is added by gymrecipe on the Gateway port + 6:')
   })
 
   it('reproduces the Gateway registration and port placement of Relax\'s multienv-math-workplace recipe', async () => {

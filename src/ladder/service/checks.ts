@@ -15,6 +15,7 @@ import {lastGatewayUse} from '../../runtime/gateway-ledger.js'
 import {httpRequest, objectFields, readyz} from '../../runtime/http.js'
 import {listeningSockets, loopbackOnly} from '../../runtime/net.js'
 import {commitExists, fileSha256, fileSha256AtCommit, hasGit} from '../../runtime/git-tree.js'
+import {environmentPorts} from '../../contract/types.js'
 import {verbatim} from '../../json-document.js'
 import type {Check, CheckOutcome, NamedResult} from '../types.js'
 import {dockerFor, runningService, service} from './context.js'
@@ -366,7 +367,7 @@ export const environmentVerifiersCheck: Check = {
     if ('problem' in found) return others.map((e) => ({id: `service.verifier.${e.environment}`, title: `the ${e.environment} verifier`, status: 'fail' as const, ...found.problem}))
     const {docker, desc, container, urls} = found.ok
     const results: NamedResult[] = []
-    const gatewayPort = Number(new URL(urls.gateway).port)
+    const placed = environmentPorts({service: {gateway_port: Number(new URL(urls.gateway).port)}, gym: ctx.target.contract?.gym})
     for (const [i, e] of others.entries()) {
       const id = `service.verifier.${e.environment}`
       const title = `the ${e.environment} verifier (its own resources server)`
@@ -375,7 +376,7 @@ export const environmentVerifiersCheck: Check = {
         results.push({id, title, status: 'fail', message: `recipe.yaml records no direct verifier for ${e.environment}: nothing proves its grader tells right from wrong`, hint: 'Add a verifier: block (kind: direct) to its entry under gym.additional_environments.', file: 'recipe.yaml'})
         continue
       }
-      const resourceUrl = `http://${urls.gymHost}:${gatewayPort + 2 + 2 * (i + 1)}`
+      const resourceUrl = `http://${urls.gymHost}:${placed[i + 1].resource}`
       const cmd = [v.python, desc.verifier.script, '--environment', e.environment, '--resource-url', resourceUrl]
       const r = await execInContainer(docker, container.id, cmd, {timeoutMs: 180_000})
       const parsed = parseVerifierOutput(`${r.stdout}\n${r.stderr}`)

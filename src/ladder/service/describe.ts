@@ -8,7 +8,7 @@ import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
 import {RAY_COMPONENT_PORTS} from '../../contract/ports.js'
-import {defaultErrorProbe, environmentPorts, environmentsOf, type ErrorProbe, errorProbeOf, modelServerPorts, RECIPES_DIR, servicePorts} from '../../contract/types.js'
+import {defaultErrorProbe, type ErrorProbe, errorProbeOf, RECIPES_DIR, serviceBlockPorts, servicePorts} from '../../contract/types.js'
 import type {RecipeTarget} from '../types.js'
 
 export interface ServicePort {
@@ -120,16 +120,8 @@ export async function describeService(target: RecipeTarget, env: Record<string, 
     const gatewayPort = intOrUndefined(env.NEMO_GYM_GATEWAY_PORT) ?? c.service.gateway_port
     const placed = {service: {...c.service, gateway_port: gatewayPort}, gym: c.gym}
     const ports = servicePorts(placed)
-    const environments = environmentsOf(c)
-    const who = (i: number) => (environments.length > 1 ? `${environments[i].environment} ` : '')
     const all: ServicePort[] = [
-      {label: 'gateway', port: ports.gateway},
-      ...environmentPorts(placed).flatMap((p, i) => [
-        {label: `${who(i)}agent`, port: p.agent},
-        ...(environments[i].resources_server ? [{label: `${who(i)}resource`, port: p.resource}] : []),
-      ]),
-      {label: 'head', port: ports.head},
-      ...modelServerPorts(placed).map((m) => ({label: `model server ${m.name}`, port: m.port})),
+      ...serviceBlockPorts(placed),
       {label: 'private Ray GCS', port: c.ray.gcs_port},
       {label: 'private Ray dashboard', port: c.ray.dashboard_port},
       ...RAY_COMPONENT_PORTS.map((flag, i) => ({label: `Ray ${flag}`, port: c.ray.component_port_base + i})),
