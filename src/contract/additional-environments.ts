@@ -6,7 +6,7 @@
  * checkout's example rows; admission limits from the recipe's own Gateway section.
  */
 import type {GymGraph} from './gym-config.js'
-import {chooseAgent, type ExampleRowsSummary, gatewayConfigName, verifierFieldsFrom} from './from-gym.js'
+import {chooseAgent, definedResourcesServer, type ExampleRowsSummary, gatewayConfigName, verifierFieldsFrom} from './from-gym.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
 import type {AdditionalEnvironment, RecipeContract} from './types.js'
 
@@ -22,10 +22,7 @@ export interface AdditionalEnvironmentInput {
 
 export function additionalEnvironment(graph: GymGraph, input: AdditionalEnvironmentInput, base: RecipeContract): AdditionalEnvironment {
   const agent = chooseAgent(graph, input.agent)
-  const resource = agent.resourcesServer ? graph.resourcesServers.find((s) => s.id === agent.resourcesServer) ?? null : null
-  if (agent.resourcesServer && !resource) {
-    throw usageError(`agent ${agent.id} references resources server "${agent.resourcesServer}", which the config does not define`, 'Pass every config the graph needs with repeated --gym-config.')
-  }
+  const resource = definedResourcesServer(graph, agent)
   const environment = resource?.id ?? agent.id
   const known = input.known
   const limits = known?.gateway ?? base.gateway

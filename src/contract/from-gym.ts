@@ -1,6 +1,7 @@
 import path from 'node:path'
 
-import type {GymAgent, GymDataset, GymGraph} from './gym-config.js'
+import type {GymAgent, GymDataset, GymGraph, GymServer} from './gym-config.js'
+import {resourcesServerOf} from './gym-config/graph.js'
 import {envReferences} from './gym-config/env-references.js'
 import {configRootName} from './gym-config/paths.js'
 import {type AddedModelServer, endpointVariables} from './gym-config/model-servers.js'
@@ -63,6 +64,15 @@ export interface ContractDraft {
   contract: RecipeContract
   /** Things the user should know about choices made for them. */
   notes: string[]
+}
+
+/** The resources server an agent names; one the loaded configs do not define is a usage error. */
+export function definedResourcesServer(graph: GymGraph, agent: GymAgent): GymServer | null {
+  const resource = resourcesServerOf(graph, agent)
+  if (agent.resourcesServer && !resource) {
+    throw usageError(`agent ${agent.id} references resources server "${agent.resourcesServer}", which the config does not define`, 'Pass every config the graph needs with repeated --gym-config.')
+  }
+  return resource
 }
 
 export function chooseAgent(graph: GymGraph, wanted: string | undefined): GymAgent {
@@ -175,10 +185,7 @@ function snake(id: string): string {
 export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   const notes: string[] = []
   const agent = chooseAgent(o.graph, o.agent)
-  const resource = agent.resourcesServer ? o.graph.resourcesServers.find((s) => s.id === agent.resourcesServer) ?? null : null
-  if (agent.resourcesServer && !resource) {
-    throw usageError(`agent ${agent.id} references resources server "${agent.resourcesServer}", which the config does not define`, 'Pass every config the graph needs with repeated --gym-config.')
-  }
+  const resource = definedResourcesServer(o.graph, agent)
   // Data the user brings is training data because they say so; --smoke still marks it a smoke run.
   // One of Gym's own example or benchmark files stays what it is unless they say it is training data.
   const dataset: GymDataset = o.dataFile ? {...USER_DATA, jsonlFpath: o.dataFile} : chooseDataset(agent, o.dataset, o.smoke, o.exampleRows)

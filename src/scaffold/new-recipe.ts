@@ -22,6 +22,7 @@ import {additionalEnvironment} from '../contract/additional-environments.js'
 import {planUpdate, recordedContract} from './update.js'
 import {parseYamlDocument, yamlValue} from '../yaml-value.js'
 import {INPUT_LIMITS, readInputText} from '../runtime/read-input.js'
+import {resourcesServerOf} from '../contract/gym-config/graph.js'
 
 export interface NewRecipeOptions {
   id: string
@@ -275,27 +276,20 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   const several = (o.moreAgents ?? recorded?.gym?.additional_environments ?? []).length > 0
   const examples = (several ? undefined : userRows) ?? (await summarizeExamples(o.gymRoot, exampleFiles))
   const verifierOverride = o.verifierFile ? await readVerifierOverride(o.verifierFile) : undefined
-  const moreAgents = o.moreAgents ?? (recorded?.gym?.additional_environments ?? []).map((e) => e.agent.name)
+  const moreAgents = (o.moreAgents ?? (recorded?.gym?.additional_environments ?? []).map((e) => e.agent.name)).map((name) => chooseAgent(graph, name))
   const additionalEnvironments = await Promise.all(
-    moreAgents.map(async (name) => {
-      const other = chooseAgent(graph, name)
+    moreAgents.map(async (other) => {
       const known = await builtinFor(graph, other)
       // No built-in knows it: its own example rollouts, graded by its real grader, give its verifier and trial.
       const fromRollouts = known ? undefined : await verifierFromRollouts(o.gymRoot, graph, other.id, base)
       const own = fromRollouts && !('none' in fromRollouts) ? fromRollouts.override : undefined
-      return additionalEnvironment(graph, {agent: name, examples: await summarizeExamples(o.gymRoot, await exampleRowsFiles(o.gymRoot, graph, other.id)), known, own}, base)
+      return additionalEnvironment(graph, {agent: other.id, examples: await summarizeExamples(o.gymRoot, await exampleRowsFiles(o.gymRoot, graph, other.id)), known, own}, base)
     }),
   )
   const secondModelRequests = o.secondModels ?? (recorded?.gym?.model_servers ?? []).map((server) => ({role: server.role, type: server.type}))
-  // Every environment's judges and simulators, the further ones' too: one added server per name.
-  const modelServers: Awaited<ReturnType<typeof secondModelServers>> = []
-  for (const someAgent of [agent, ...moreAgents.map((name) => chooseAgent(graph, name))]) {
-    for (const server of await secondModelServers(o.gymRoot, graph, someAgent, secondModelRequests, modelServers)) {
-      const same = modelServers.find((m) => m.name === server.name)
-      if (same) same.binds.push(...server.binds.filter((b) => !same.binds.includes(b)))
-      else modelServers.push(server)
-    }
-  }
+  // Every environment's judges and simulators, the further ones' too: each call extends the servers added so far.
+  let modelServers: Awaited<ReturnType<typeof secondModelServers>> = []
+  for (const someAgent of [agent, ...moreAgents]) modelServers = await secondModelServers(o.gymRoot, graph, someAgent, secondModelRequests, modelServers)
 
   const others = await occupiedRecipes(relaxRoot, o.id)
   const recordedPorts = o.portBase === undefined && recorded?.service && recorded.ray ? {gateway_port: recorded.service.gateway_port, gcs_port: recorded.ray.gcs_port, dashboard_port: recorded.ray.dashboard_port, component_port_base: recorded.ray.component_port_base, min_worker_port: recorded.ray.min_worker_port, max_worker_port: recorded.ray.max_worker_port} : undefined
@@ -449,7 +443,7 @@ function valuesNotAllowed(id: string, contract: RecipeContract, problems: Contra
 
 /** The built-in recipe for the same environment implementation as this agent, if one exists. */
 async function builtinFor(graph: GymGraph, agent: GymAgent): Promise<RecipeContract | undefined> {
-  const implementation = graph.resourcesServers.find((s) => s.id === agent.resourcesServer)?.implementation ?? null
+  const implementation = resourcesServerOf(graph, agent)?.implementation ?? null
   for (const name of await listBuiltins()) {
     const builtin = await loadBuiltin(name)
     if (builtin.gym.agent.type === agent.implementation && (builtin.gym.resources_server?.implementation ?? null) === implementation) return builtin

@@ -2,6 +2,7 @@ import {loadGymGraph, type GymAgent, type GymGraph} from '../contract/gym-config
 import {type AddedModelServer, addedModelServer, DEFAULT_MODEL_SERVER_TYPE, MODEL_SERVER_TYPES, needsServer} from '../contract/gym-config/model-servers.js'
 import {secondModels} from '../contract/gym-config/second-models.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
+import {resourcesServerOf} from '../contract/gym-config/graph.js'
 
 /** `--second-model ROLE[=TYPE]`: a judge or simulator served by a model server gymrecipe adds. */
 export interface SecondModelRequest {
@@ -22,10 +23,11 @@ export function parseSecondModelFlag(value: string): SecondModelRequest {
 /**
  * The model servers to add: one for every enabled judge or simulator that names a server no
  * loaded config defines (or ???), and for every one the user asked a server for instead of the
- * policy. Each is an instance of the checkout's own model implementation.
+ * policy. Each is an instance of the checkout's own model implementation. `already` are those added
+ * for other environments: returned with them, a judge of the same role shares its server.
  */
 export async function secondModelServers(gymRoot: string, graph: GymGraph, agent: GymAgent, requests: SecondModelRequest[], already: AddedModelServer[] = []): Promise<AddedModelServer[]> {
-  const resource = agent.resourcesServer ? graph.resourcesServers.find((s) => s.id === agent.resourcesServer) : undefined
+  const resource = resourcesServerOf(graph, agent)
   const ownerPath = (owner: string) =>
     owner === agent.id ? `${agent.id}.responses_api_agents.${agent.implementation}` : `${owner}.resources_servers.${resource?.implementation ?? owner}`
   const taken = new Set([...[...graph.models, ...graph.agents, ...graph.resourcesServers].map((s) => s.id), ...already.map((a) => a.name)])

@@ -15,6 +15,7 @@ import type {GymGraph} from '../contract/gym-config.js'
 import type {RecipeContract, ScriptedTurn} from '../contract/types.js'
 import {isInside} from '../runtime/fs.js'
 import {readInputText} from '../runtime/read-input.js'
+import {resourcesServerOf} from '../contract/gym-config/graph.js'
 
 /** How much of each rollout or task file is read: enough for the first rows, never a whole dump. */
 const SAMPLE_BYTES = 16 * 1024 * 1024
@@ -118,7 +119,7 @@ async function rolloutFiles(gymRoot: string, dirs: string[]): Promise<string[]> 
 export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, agentId: string, base: RecipeContract): Promise<RolloutVerifier | {none: string}> {
   const root = path.resolve(gymRoot)
   const agent = graph.agents.find((a) => a.id === agentId)
-  const resource = agent?.resourcesServer ? graph.resourcesServers.find((s) => s.id === agent.resourcesServer) : undefined
+  const resource = resourcesServerOf(graph, agent)
   const datasets = (agent?.datasets ?? []).filter((d) => d.jsonlFpath && !path.isAbsolute(d.jsonlFpath))
   const dirs = [...datasets.map((d) => path.dirname(d.jsonlFpath!)), ...(resource ? [`resources_servers/${resource.implementation}/data`] : [])]
   const files = await rolloutFiles(root, dirs)

@@ -8,6 +8,7 @@ import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 import {isInside} from '../../runtime/fs.js'
 import type {GymGraph} from '../gym-config.js'
+import {resourcesServerOf} from './graph.js'
 
 export interface ExampleRowsFile {
   /** Relative to the Gym root. */
@@ -41,7 +42,7 @@ export async function exampleRowsFiles(gymRoot: string, graph: GymGraph, agentId
   }
   const declared = [...(agent?.datasets ?? [])].sort((a, b) => Number(b.type === 'example') - Number(a.type === 'example'))
   for (const ds of declared) if (ds.jsonlFpath && !path.isAbsolute(ds.jsonlFpath)) await add(ds.jsonlFpath, ds.type, ds.name)
-  const resource = agent?.resourcesServer ? graph.resourcesServers.find((s) => s.id === agent.resourcesServer) : undefined
+  const resource = resourcesServerOf(graph, agent)
   if (resource) await add(resourceExamplePath(resource.implementation), 'example', null)
   return found
 }

@@ -1,9 +1,14 @@
-import type {GymAgent, GymProblem, GymServer, GymServerKind} from '../gym-config.js'
+import type {GymAgent, GymGraph, GymProblem, GymServer, GymServerKind} from '../gym-config.js'
 import {readDatasets} from './datasets.js'
 import {gymConfigError} from './errors.js'
 import type {Origin} from './provenance.js'
 import {forEachLeaf, hasKey, isMapping, isMissing, type Mapping, type Path, toDotted, toPointer} from './tree.js'
 import {verbatim} from '../../json-document.js'
+
+/** The resources server an agent names, when the loaded configs define it. */
+export function resourcesServerOf(graph: Pick<GymGraph, 'resourcesServers'>, agent: Pick<GymAgent, 'resourcesServer'> | undefined): GymServer | null {
+  return (agent?.resourcesServer ? graph.resourcesServers.find((s) => s.id === agent.resourcesServer) : undefined) ?? null
+}
 
 export const SERVER_KINDS: readonly GymServerKind[] = ['resources_servers', 'responses_api_agents', 'responses_api_models']
 

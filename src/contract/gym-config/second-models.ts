@@ -7,6 +7,7 @@
  * and flat `<role>_base_url` / `<role>_model` values.
  */
 import type {GymAgent, GymGraph, GymServer} from '../gym-config.js'
+import {resourcesServerOf} from './graph.js'
 
 export type SecondModelRole = 'judge' | 'simulator' | 'model'
 
@@ -76,6 +77,6 @@ function collect(server: GymServer, graph: GymGraph, skipKey: string | null): Se
 
 /** The second models of the agent and its resources server. */
 export function secondModels(graph: GymGraph, agent: GymAgent): SecondModel[] {
-  const resource = agent.resourcesServer ? graph.resourcesServers.find((s) => s.id === agent.resourcesServer) : undefined
+  const resource = resourcesServerOf(graph, agent)
   return [...collect(agent, graph, 'model_server'), ...(resource ? collect(resource, graph, null) : [])]
 }
