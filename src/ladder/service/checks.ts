@@ -313,6 +313,16 @@ export function parseVerifierOutput(text: string): {correct?: number; incorrect?
   return {correct: num(correct), incorrect: num(incorrect), golden: num(golden), passedLine}
 }
 
+/** One run of the recipe's verifier script in the container: its rewards, evidence, and a non-zero exit as a problem. */
+async function runVerifierScript(docker: Parameters<typeof execInContainer>[0], containerId: string, cmd: string[]) {
+  const r = await execInContainer(docker, containerId, cmd, {timeoutMs: 180_000})
+  const parsed = parseVerifierOutput(`${r.stdout}\n${r.stderr}`)
+  const evidence = {command: cmd.join(' '), exit_code: r.exitCode, stdout: r.stdout.trim().slice(-2000), stderr: r.stderr.trim().slice(-2000), ...parsed}
+  const lastLine = (r.stderr.trim() || r.stdout.trim()).split('\n').at(-1) ?? ''
+  const exitProblem = r.exitCode !== 0 ? [`exit code ${r.exitCode}${lastLine ? `: ${lastLine}` : ''}`] : []
+  return {r, parsed, evidence, lastLine, exitProblem}
+}
+
 /** What a direct verifier's rewards say is wrong: the correct one short of success, the wrong one not failing. */
 function directVerdictProblems(parsed: ReturnType<typeof parseVerifierOutput>, successReward: number, failureReward: number | undefined): string[] {
   if (parsed.correct === undefined || parsed.incorrect === undefined) return ['no `correct_reward=… incorrect_reward=…` line in its output']
@@ -335,17 +345,13 @@ export const verifierCheck: Check = {
       return {status: 'skip', message: `not checked: which Python runs ${ctx.target.files.verify ?? 'the verifier'} is unknown (no recipe.yaml, no /opt/nemo-gym/.../.venv/bin/python named in the verifier or README)`, hint: 'Record the recipe with `gymrecipe new` (verifier.python).'}
     }
     const cmd = [v.python, v.script, ...v.args(urls)]
-    const r = await execInContainer(docker, container.id, cmd, {timeoutMs: 180_000})
-    const output = `${r.stdout}\n${r.stderr}`
-    const parsed = parseVerifierOutput(output)
-    const evidence = {command: cmd.join(' '), exit_code: r.exitCode, stdout: r.stdout.trim().slice(-2000), stderr: r.stderr.trim().slice(-2000), ...parsed}
-    const lastLine = (r.stderr.trim() || r.stdout.trim()).split('\n').at(-1) ?? ''
+    const {r, parsed, evidence, lastLine, exitProblem} = await runVerifierScript(docker, container.id, cmd)
     if (r.timedOut) return {status: 'fail', message: `${cmd.join(' ')} did not finish within 180 s`, evidence}
     if (v.kind === 'golden') {
       if (r.exitCode === 0 && parsed.golden === v.successReward) return {status: 'pass', message: `${parsed.passedLine?.trim()} (golden trial; there is no known-wrong case in golden mode)`, evidence}
       return {status: 'fail', message: `golden verifier exit ${r.exitCode}: ${lastLine}`, hint: 'Read the verifier output and the container logs.', evidence}
     }
-    const problems = [...(r.exitCode !== 0 ? [`exit code ${r.exitCode}${lastLine ? `: ${lastLine}` : ''}`] : []), ...directVerdictProblems(parsed, v.successReward, v.failureReward)]
+    const problems = [...exitProblem, ...directVerdictProblems(parsed, v.successReward, v.failureReward)]
     if (problems.length > 0) {
       return {status: 'fail', message: `${path.basename(v.script)} in ${desc.container}: ${problems.join('; ')}`, hint: 'Run it by hand: docker exec <container> ' + cmd.join(' '), evidence}
     }
@@ -378,12 +384,8 @@ export const environmentVerifiersCheck: Check = {
       }
       const resourceUrl = `http://${urls.gymHost}:${placed[i + 1].resource}`
       const cmd = [v.python, desc.verifier.script, '--environment', e.environment, '--resource-url', resourceUrl]
-      const r = await execInContainer(docker, container.id, cmd, {timeoutMs: 180_000})
-      const parsed = parseVerifierOutput(`${r.stdout}\n${r.stderr}`)
-      const evidence = {command: cmd.join(' '), exit_code: r.exitCode, stdout: r.stdout.trim().slice(-2000), stderr: r.stderr.trim().slice(-2000), ...parsed}
-      const lastLine = (r.stderr.trim() || r.stdout.trim()).split('\n').at(-1) ?? ''
-      const exit = r.timedOut ? ['did not finish within 180 s'] : r.exitCode !== 0 ? [`exit code ${r.exitCode}${lastLine ? `: ${lastLine}` : ''}`] : []
-      const problems = [...exit, ...directVerdictProblems(parsed, v.success_reward, v.failure_reward ?? undefined)]
+      const {r, parsed, evidence, exitProblem} = await runVerifierScript(docker, container.id, cmd)
+      const problems = [...(r.timedOut ? ['did not finish within 180 s'] : exitProblem), ...directVerdictProblems(parsed, v.success_reward, v.failure_reward ?? undefined)]
       results.push(problems.length > 0
         ? {id, title, status: 'fail', message: `${path.basename(desc.verifier.script)} --environment ${e.environment}: ${problems.join('; ')}`, hint: `Run it by hand: docker exec ${desc.container} ${cmd.join(' ')}`, evidence}
         : {id, title, status: 'pass', message: `correct_reward=${parsed.correct} incorrect_reward=${parsed.incorrect} (${resourceUrl}, ${v.python})`, evidence})
