@@ -24,6 +24,18 @@ function parseConfigRoot(value: string): {name: string; dir: string} {
   return {name, dir: path.resolve(dir.startsWith('~/') ? path.join(os.homedir(), dir.slice(2)) : dir)}
 }
 
+/** ENVIRONMENT=ROWS pairs, one per environment. */
+function parseMixCaps(values: string[]): Record<string, number> {
+  const caps: Record<string, number> = {}
+  for (const value of values) {
+    const match = /^([A-Za-z0-9][A-Za-z0-9_.-]*)=(\d{1,9})$/.exec(value)
+    if (!match) throw usageError(`--mix-cap ${JSON.stringify(value)} is not ENVIRONMENT=ROWS`, 'e.g. --mix-cap math_with_judge=2400 (0 keeps every row).', {field: '--mix-cap'})
+    if (Object.hasOwn(caps, match[1])) throw usageError(`--mix-cap names ${match[1]} twice`, 'Cap each environment once.', {field: '--mix-cap'})
+    caps[match[1]] = Number(match[2])
+  }
+  return caps
+}
+
 export default class New extends BaseCommand<typeof New> {
   static override summary = 'Record an environment contract from its NeMo Gym config and generate the seven recipe files'
   static override description = `Reads the pinned Gym config (graph names always come from the YAML, never from directory
@@ -59,6 +71,7 @@ EXIT STATUS
     '<%= config.bin %> new my-env --gym-root ~/Gym --config-root MY_ENV_ROOT=~/my-env --gym-config ~/my-env/configs/my_env.yaml --data ~/my-env/gym-tasks.jsonl --relax-root ~/Relax',
     '<%= config.bin %> new mcqa-smoke --gym-root ~/Gym --gym-config resources_servers/mcqa/configs/mcqa.yaml --data ~/Gym/resources_servers/mcqa/data/example.jsonl --relax-root ~/Relax',
     '<%= config.bin %> new lc-judge --gym-root ~/Gym --gym-config resources_servers/equivalence_llm_judge/configs/lc_judge.yaml --second-model judge --relax-root ~/Relax',
+    '<%= config.bin %> new multienv --gym-root ~/Gym --gym-config resources_servers/math_with_judge/configs/math_with_judge.yaml --gym-config resources_servers/workplace_assistant/configs/workplace_assistant.yaml --agent math_with_judge_simple_agent --agent workplace_assistant_simple_agent --mix-cap math_with_judge=2400 --relax-root ~/Relax',
     '<%= config.bin %> new workplace-hybrid --from workplace-assistant --gym-root ~/Gym --gym-config resources_servers/workplace_assistant/configs/workplace_assistant.yaml --schedule hybrid --relax-root ~/Relax',
     '<%= config.bin %> new calendar-v2 --gym-root ~/Gym --gym-config environments/calendar/config.yaml --relax-root ~/Relax --dry-run',
     '<%= config.bin %> new calendar-v2 --gym-root ~/Gym --relax-root ~/Relax --update --port-base 21000 --dry-run --diff',
@@ -79,6 +92,8 @@ EXIT STATUS
     smoke: Flags.boolean({summary: 'Accept a validation/example/benchmark dataset for a smoke run; every report flags it.', default: false}),
     data: Flags.file({summary: 'Train on your own Gym task JSONL (e.g. from `tasks export`) instead of a dataset of the Gym config.', exists: true, exclusive: ['dataset']}),
     'training-data': Flags.boolean({summary: "The --data file is training data even though it is one of the Gym checkout's example or benchmark files (otherwise such a file makes a smoke run).", dependsOn: ['data']}),
+    'mix-cap': Flags.string({summary: "ENVIRONMENT=ROWS: with several environments and no --data, keep at most ROWS of that environment's gradable rows in the mix (default: all; Relax's multienv recipe keeps 2400 math rows).", multiple: true}),
+    'mix-seed': Flags.integer({summary: 'Seed the mixed rows are shuffled with (default 20260829, that of Relax\'s multienv recipe; kept on --update).', min: 0, max: 4_294_967_295}),
     schedule: Flags.string({summary: "How actor and rollout share the job's GPUs: colocate (on-policy, the default) or hybrid (Relax's hybrid-async layout: half the GPUs each, --max-staleness 2, --num-iters-per-train-update 1).", options: [...SCHEDULE_MODES]}),
     'second-model': Flags.string({summary: 'Serve a judge or user simulator from a model server gymrecipe adds (ROLE or ROLE=TYPE, TYPE vllm_model or openai_model); its endpoint is set in env.sh.', multiple: true}),
     'policy-serves': Flags.string({summary: 'Accept the policy model — under Relax the model being trained — as the judge or user simulator a config names (refused otherwise).', options: ['judge', 'simulator'], multiple: true}),
@@ -115,6 +130,8 @@ EXIT STATUS
       policyServes: f['policy-serves'],
       secondModels: f['second-model']?.map(parseSecondModelFlag),
       schedule: f.schedule as ScheduleMode | undefined,
+      mixCaps: f['mix-cap'] ? parseMixCaps(f['mix-cap']) : undefined,
+      mixSeed: f['mix-seed'],
       configRoots: (f['config-root'] ?? []).map(parseConfigRoot),
       smoke: f.smoke,
       portBase: f['port-base'],

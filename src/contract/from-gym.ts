@@ -9,8 +9,8 @@ import {type ScheduleMode, withSchedule} from './schedule.js'
 import {assertDistinct} from './additional-environments.js'
 import {type SecondModel, secondModels} from './gym-config/second-models.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
-import type {AdditionalEnvironment, Archetype, DataSource, RecipeContract, Split} from './types.js'
-import {defaultErrorProbe, environmentPorts, modelServerPorts, SPLITS} from './types.js'
+import type {AdditionalEnvironment, Archetype, DataSource, GymDataSource, MixPart, RecipeContract, Split} from './types.js'
+import {defaultErrorProbe, describeMix, environmentPorts, modelServerPorts, SPLITS} from './types.js'
 
 export interface ExampleRowsSummary {
   /** Top-level keys seen in the example rows (task/verifier fields). */
@@ -44,6 +44,10 @@ export interface ContractFromGymOptions {
   policyServes?: string[]
   /** Environments trained in the same run besides the first (one per further --agent). */
   additionalEnvironments?: AdditionalEnvironment[]
+  /** Rows kept per environment of a mix (by environment name; absent or 0: all). */
+  mixCaps?: Record<string, number>
+  /** The seed the mixed rows are shuffled with. */
+  mixSeed?: number
   /** How actor and rollout share the GPUs (default: the base's, colocated). */
   schedule?: ScheduleMode
   /** Model servers gymrecipe adds for judges and simulators that have none of their own. */
@@ -126,7 +130,7 @@ export function splitOf(ds: GymDataset): Split {
   return (SPLITS as readonly string[]).includes(ds.type) ? (ds.type as Split) : 'test'
 }
 
-export function sourceOf(ds: GymDataset): DataSource {
+export function sourceOf(ds: GymDataset): GymDataSource {
   const primary = ds.sources[0]
   if (primary?.type === 'huggingface') return {type: 'huggingface', repo_id: primary.repoId, artifact: primary.artifactFpath ?? `${ds.type}.jsonl`}
   if (primary?.type === 'gitlab') return {type: 'gitlab', dataset_name: primary.datasetName, version: primary.version, artifact: primary.artifactFpath ?? `${ds.name}.jsonl`}
@@ -166,6 +170,39 @@ function chooseVerifierFields(o: ContractFromGymOptions, sameEnvironment: boolea
     exit: ExitCode.usage,
     hint: 'Add `verifier_fields: [responses_create_params.input, <field>, ...]` to the --verifier file (the top-level row keys the resources server reads in /verify).',
   })
+}
+
+/** The seed of Relax's own multienv-math-workplace mix: a mix made with no --mix-seed shuffles as it does. */
+export const DEFAULT_MIX_SEED = 20260829
+
+/** A further environment's dataset for a mix: its own agent's train split (any split with --smoke). */
+function chooseMixDataset(o: ContractFromGymOptions, e: AdditionalEnvironment): GymDataset {
+  const agent = chooseAgent(o.graph, e.agent.name)
+  const train = agent.datasets.find((d) => d.type === 'train') ?? (o.smoke ? agent.datasets[0] : undefined)
+  if (train) return train
+  throw new GymError(`agent ${agent.id} declares no train dataset, so ${e.environment} has no rows of its own for the mix`, {
+    code: 'E_USAGE',
+    exit: ExitCode.usage,
+    hint: `Give every environment's rows at once with --data <tasks.jsonl> (rows carrying top-level environment and config, e.g. several \`tasks export\` outputs stamped and concatenated)${agent.datasets.length > 0 ? `, or pass --smoke to mix its ${agent.datasets.map((d) => d.type).join('/')} split for a smoke run` : ''}.`,
+    location: {field: '--data'},
+  })
+}
+
+/** Each environment's own dataset, in the order of the recipe's environments, with the caps and seed asked for. */
+function mixOf(o: ContractFromGymOptions, members: Array<{environment: string; gateway_config: string; dataset: GymDataset}>): {source: Extract<DataSource, {type: 'mix'}>; split: Split} {
+  const names = members.map((m) => m.environment)
+  for (const name of Object.keys(o.mixCaps ?? {})) {
+    if (!names.includes(name)) throw usageError(`--mix-cap names ${name}, which is not an environment of this recipe`, `Cap one of: ${names.join(', ')}.`, {field: '--mix-cap'})
+  }
+  const parts: MixPart[] = members.map((m) => {
+    const source = sourceOf(m.dataset)
+    return {environment: m.environment, gateway_config: m.gateway_config, dataset: m.dataset.name, split: splitOf(m.dataset), source, cap: o.mixCaps?.[m.environment] ?? 0}
+  })
+  const notTrain = parts.filter((p) => p.split !== 'train')
+  if (notTrain.length > 0 && !o.smoke) {
+    throw usageError(`the ${notTrain.map((p) => `${p.environment} dataset ${p.dataset} is a ${p.split} split`).join(', and the ')}, not training data`, 'Use train datasets, or pass --smoke to accept them for a smoke run that every report will flag.')
+  }
+  return {source: {type: 'mix', seed: o.mixSeed ?? DEFAULT_MIX_SEED, parts}, split: notTrain.length > 0 ? notTrain[0].split : 'train'}
 }
 
 /** Relax spells Gateway config names with hyphens: workplace-assistant-v1, r2e-gym-v1. */
@@ -223,8 +260,11 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   const more = o.additionalEnvironments ?? []
   if (more.length > 0) {
     assertDistinct([{environment, gateway_config: sameEnvironment ? base.gym.gateway_config : gatewayConfigName(environment), agent: {name: agent.id, type: agent.implementation, max_steps: agent.maxSteps}}, ...more])
-    // Rows route by their own environment/config stamps: a recipe cannot download and mix several datasets yet.
-    if (!o.dataFile) throw usageError(`${1 + more.length} environments: give the rows to train on with --data`, 'Pass a Gym task JSONL whose rows carry top-level environment and config (each row\'s Gateway registration), e.g. several `tasks export` outputs stamped and concatenated.', {field: '--data'})
+  }
+  const gatewayConfig = sameEnvironment ? base.gym.gateway_config : gatewayConfigName(environment)
+  const mix = more.length > 0 && !o.dataFile ? mixOf(o, [{environment, gateway_config: gatewayConfig, dataset}, ...more.map((e) => ({environment: e.environment, gateway_config: e.gateway_config, dataset: chooseMixDataset(o, e)}))]) : undefined
+  if (o.mixCaps && Object.keys(o.mixCaps).length > 0 && !mix) {
+    throw usageError('--mix-cap applies to a recipe of several environments that mixes their own datasets', o.dataFile ? 'Rows given with --data are trained on as they are: cap them before.' : 'Name a further environment with --agent.', {field: '--mix-cap'})
   }
   const venvDirs = [
     ...new Set([
@@ -246,7 +286,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
       ...(configRoots.length > 0 ? {config_roots: configRoots} : {}),
       ...(envVars.length > 0 ? {env_vars: envVars.map((v) => ({name: v.name, required: v.fallback === null}))} : {}),
       environment,
-      gateway_config: sameEnvironment ? base.gym.gateway_config : gatewayConfigName(environment),
+      gateway_config: gatewayConfig,
       agent: {name: agent.id, type: agent.implementation, max_steps: agent.maxSteps},
       resources_server: resource ? {name: resource.id, implementation: resource.implementation} : null,
       venv_dirs: venvDirs,
@@ -261,14 +301,14 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
     },
     data: {
       ...base.data,
-      dataset: dataset.name,
-      split,
-      source: o.dataFile ? {type: 'file', path: o.dataFile} : sourceOf(dataset),
-      raw_filename: `${snake(o.id)}_${split}.jsonl`,
+      dataset: mix ? 'mix' : dataset.name,
+      split: mix?.split ?? split,
+      source: mix ? mix.source : o.dataFile ? {type: 'file', path: o.dataFile} : sourceOf(dataset),
+      raw_filename: `${snake(o.id)}_${mix?.split ?? split}.jsonl`,
       verifier_fields: verifierFields.fields,
       tools: o.examples?.hasTools ?? base.data.tools,
       strip_agent_ref: o.examples?.hasAgentRef ?? base.data.strip_agent_ref,
-      smoke: split !== 'train' || (o.dataFile !== undefined && o.smoke),
+      smoke: (mix?.split ?? split) !== 'train' || (o.dataFile !== undefined && o.smoke),
     },
     service: {
       ...base.service,
@@ -307,6 +347,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
     const smokeWhy = gymSplit ? `; SMOKE: it is the Gym checkout's own ${o.dataFileSplit} data (pass --training-data if it really is what you train on)` : o.smoke ? '; SMOKE: marked a smoke run by --smoke' : ''
     notes.push(`trains on ${o.dataFile} (NEMO_GYM_TASK_DATA in env.sh): prepare validates every row and publishes it as the raw file${smokeWhy}`)
   }
+  else if (mix) notes.push(`trains on a mix of ${describeMix(mix.source)}; prepare stamps each row with its environment, drops rows missing a field their grader reads and shuffles with seed ${mix.source.seed}${contract.data.smoke ? '; SMOKE: a part is not a train split, so this recipe must not be used for real training' : ''}`)
   else if (contract.data.smoke) notes.push(`SMOKE: dataset ${dataset.name} is a ${dataset.type} split; this recipe must not be used for real training`)
   notes.push(`verifier fields ${verifierFields.fields.join(', ')} from ${verifierFields.from}`)
   for (const v of graphEnvVars) notes.push(`deployment variable ${v.name}: the Gym config reads it (\${oc.env:${v.name}} at ${v.at})${v.fallback === null ? ', with no fallback' : `, else ${v.fallback}`}; env.sh names it and the start script passes it into the container`)

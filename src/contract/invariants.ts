@@ -1,6 +1,6 @@
 import {checkOwnPorts} from './ports.js'
 import type {RecipeContract} from './types.js'
-import {trainingSchedule} from './types.js'
+import {environmentsOf, trainingSchedule} from './types.js'
 
 export interface Invariant {
   pointer: string
@@ -62,6 +62,23 @@ export function checkContractInvariants(c: RecipeContract): Invariant[] {
   }
   if (c.data.raw_filename.endsWith('_relax.jsonl')) {
     add('/data/raw_filename', `raw_filename "${c.data.raw_filename}" names the converted preview, not the raw Gym data`, 'a raw Gym JSONL name such as <recipe>_train.jsonl', 'The job converts the raw file itself; a converted file loses verifier fields.')
+  }
+  if (c.data.source.type === 'mix') {
+    // Every environment of the recipe takes exactly one part: a part nothing routes to would be dropped by the Gateway, an environment with none never trains.
+    const environments = environmentsOf(c)
+    const routes = new Set(environments.map((e) => `${e.environment}/${e.gateway_config}`))
+    const seen = new Set<string>()
+    c.data.source.parts.forEach((part, i) => {
+      const route = `${part.environment}/${part.gateway_config}`
+      if (!routes.has(route)) add(`/data/source/parts/${i}`, `mix part ${route} is not an environment of this recipe`, `one of ${[...routes].join(', ')}`, 'Each part stamps its rows with an environment/config the Gateway registers; rows of any other are refused.')
+      else if (seen.has(route)) add(`/data/source/parts/${i}`, `mix part ${route} appears twice`, 'one part per environment', 'Give each environment one dataset; raise its cap for more rows.')
+      seen.add(route)
+      if (part.split !== 'train' && !c.data.smoke) add(`/data/source/parts/${i}/split`, `mix part ${part.environment} uses the ${part.split} split`, 'split: train (or data.smoke: true)', 'Training on validation, example, benchmark or test data contaminates evaluation.')
+    })
+    const missing = [...routes].filter((route) => !seen.has(route))
+    if (missing.length > 0) add('/data/source/parts', `the mix gives no rows to ${missing.join(', ')}`, 'a part for every environment of the recipe', 'An environment without rows is registered and started but never trained.')
+  } else if (c.data.source.type !== 'file' && (c.gym.additional_environments?.length ?? 0) > 0) {
+    add('/data/source', `a recipe of ${1 + (c.gym.additional_environments?.length ?? 0)} environments reads one ${c.data.source.type} dataset, whose rows carry no environment of their own`, 'type: mix (one part per environment) or type: file (rows stamped with environment and config)', 'Run `gymrecipe new <id> --update` to record a mix of each environment\'s own dataset.')
   }
   if (!c.data.verifier_fields.includes('responses_create_params.input')) {
     add('/data/verifier_fields', 'verifier_fields must include responses_create_params.input', 'responses_create_params.input among the fields', 'Every Gym row needs its prompt.')

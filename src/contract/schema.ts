@@ -18,6 +18,49 @@ const PORT = {type: 'integer', minimum: 1, maximum: 65535} as const
 const POSITIVE = {type: 'integer', minimum: 1} as const
 const NUMBER = {type: 'number'} as const
 const OPTIONAL_POSITIVE = {anyOf: [{type: 'null'}, POSITIVE]} as const
+
+const GYM_DATA_SOURCES = [
+  {
+    type: 'object',
+    additionalProperties: false,
+    required: ['type', 'repo_id', 'artifact'],
+    properties: {type: {const: 'huggingface'}, repo_id: {type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$'}, artifact: {type: 'string', pattern: RELATIVE_PATH}},
+  },
+  {
+    type: 'object',
+    additionalProperties: false,
+    required: ['type', 'dataset_name', 'version', 'artifact'],
+    properties: {type: {const: 'gitlab'}, dataset_name: {type: 'string', pattern: NAME}, version: {type: 'string', pattern: NAME}, artifact: {type: 'string', pattern: RELATIVE_PATH}},
+  },
+  {
+    type: 'object',
+    additionalProperties: false,
+    required: ['type', 'path'],
+    properties: {type: {const: 'bundled'}, path: {type: 'string', pattern: RELATIVE_PATH}},
+  },
+  {
+    type: 'object',
+    additionalProperties: false,
+    required: ['type', 'benchmark', 'path'],
+    properties: {type: {const: 'benchmark'}, benchmark: {type: 'string', pattern: NAME}, path: {type: 'string', pattern: RELATIVE_PATH}},
+  },
+] as const
+
+/** One environment's share of a mixed dataset; cap 0 keeps every gradable row. */
+const MIX_PART = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['environment', 'gateway_config', 'dataset', 'split', 'source', 'cap'],
+  properties: {
+    environment: {type: 'string', pattern: NAME},
+    gateway_config: {type: 'string', pattern: NAME},
+    dataset: {type: 'string', pattern: NAME},
+    split: {enum: ['train', 'validation', 'example', 'benchmark', 'test']},
+    source: {oneOf: GYM_DATA_SOURCES},
+    cap: {type: 'integer', minimum: 0},
+  },
+} as const
+
 const READINESS = {type: 'array', minItems: 1, uniqueItems: true, items: {enum: ['agent', 'resource']}} as const
 const CLEANUP = {
   anyOf: [
@@ -245,35 +288,18 @@ export const recipeSchema = {
         split: {enum: ['train', 'validation', 'example', 'benchmark', 'test']},
         source: {
           oneOf: [
-            {
-              type: 'object',
-              additionalProperties: false,
-              required: ['type', 'repo_id', 'artifact'],
-              properties: {type: {const: 'huggingface'}, repo_id: {type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$'}, artifact: {type: 'string', pattern: RELATIVE_PATH}},
-            },
-            {
-              type: 'object',
-              additionalProperties: false,
-              required: ['type', 'dataset_name', 'version', 'artifact'],
-              properties: {type: {const: 'gitlab'}, dataset_name: {type: 'string', pattern: NAME}, version: {type: 'string', pattern: NAME}, artifact: {type: 'string', pattern: RELATIVE_PATH}},
-            },
-            {
-              type: 'object',
-              additionalProperties: false,
-              required: ['type', 'path'],
-              properties: {type: {const: 'bundled'}, path: {type: 'string', pattern: RELATIVE_PATH}},
-            },
-            {
-              type: 'object',
-              additionalProperties: false,
-              required: ['type', 'benchmark', 'path'],
-              properties: {type: {const: 'benchmark'}, benchmark: {type: 'string', pattern: NAME}, path: {type: 'string', pattern: RELATIVE_PATH}},
-            },
+            ...GYM_DATA_SOURCES,
             {
               type: 'object',
               additionalProperties: false,
               required: ['type', 'path'],
               properties: {type: {const: 'file'}, path: {type: 'string', pattern: ABSOLUTE_PATH}},
+            },
+            {
+              type: 'object',
+              additionalProperties: false,
+              required: ['type', 'seed', 'parts'],
+              properties: {type: {const: 'mix'}, seed: {type: 'integer', minimum: 0, maximum: 4294967295}, parts: {type: 'array', minItems: 2, items: MIX_PART}},
             },
           ],
         },

@@ -10,13 +10,38 @@ export type Archetype = (typeof ARCHETYPES)[number]
 export const SPLITS = ['train', 'validation', 'example', 'benchmark', 'test'] as const
 export type Split = (typeof SPLITS)[number]
 
-export type DataSource =
+/** Where one Gym dataset comes from inside the image. */
+export type GymDataSource =
   | {type: 'huggingface'; repo_id: string; artifact: string}
   | {type: 'gitlab'; dataset_name: string; version: string; artifact: string}
   | {type: 'bundled'; path: string}
   | {type: 'benchmark'; benchmark: string; path: string}
+
+export type DataSource =
+  | GymDataSource
   /** The user's own Gym task JSONL (e.g. from `tasks export`): its path is env.sh's NEMO_GYM_TASK_DATA default. */
   | {type: 'file'; path: string}
+  /** Several environments' datasets, each stamped with its environment, merged and shuffled into one raw file. */
+  | {type: 'mix'; seed: number; parts: MixPart[]}
+
+/**
+ * One environment's share of a mix: its rows are stamped with environment, config and
+ * data_source, rows missing a field its grader reads are dropped, and the first `cap` rows
+ * that remain (0: all) are kept, in file order, before the whole mix is shuffled.
+ */
+export interface MixPart {
+  environment: string
+  gateway_config: string
+  dataset: string
+  split: Split
+  source: GymDataSource
+  cap: number
+}
+
+/** The parts of a mix in one line: environment, dataset and rows kept. */
+export function describeMix(mix: Extract<DataSource, {type: 'mix'}>): string {
+  return mix.parts.map((p) => `${p.environment} (${p.dataset}, ${p.cap > 0 ? `first ${p.cap} gradable rows` : 'every gradable row'})`).join(' and ')
+}
 
 export interface ScriptedTurn {
   /** A function call the scripted model makes. */

@@ -43,6 +43,10 @@ export interface NewRecipeOptions {
   moreAgents?: string[]
   /** How actor and rollout share the GPUs (kept from recipe.yaml on --update when not given). */
   schedule?: ScheduleMode
+  /** Rows kept per environment of a mix, by environment (kept from recipe.yaml on --update when not given). */
+  mixCaps?: Record<string, number>
+  /** The mix's shuffle seed (kept from recipe.yaml on --update when not given). */
+  mixSeed?: number
   /** Judges and simulators to serve from a model server gymrecipe adds (instead of the policy). */
   secondModels?: SecondModelRequest[]
   /** Trees outside the Gym checkout holding the user's own configs: NAME → directory. */
@@ -268,6 +272,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   const graph = await loadGymGraph(o.gymRoot, gymConfigs, {extraRoots: configRoots})
   const agent = chooseAgent(graph, o.agent ?? recorded?.gym?.agent?.name)
   const recordedFile = recorded?.data?.source?.type === 'file' ? recorded.data.source.path : undefined
+  const recordedMix = recorded?.data?.source?.type === 'mix' ? recorded.data.source : undefined
   const dataFile = o.dataFile !== undefined ? path.resolve(o.dataFile) : o.dataset === undefined ? recordedFile : undefined
   // The rows the recipe trains on tell the verifier fields best: the user's own file first.
   const userRows = dataFile ? await summarizeDataFile(dataFile) : undefined
@@ -307,7 +312,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     configPaths: gymConfigs.map((c) => recordedConfigPath(o.gymRoot, configRoots, c)),
     configRoots,
     agent: agent.id,
-    dataset: dataFile ? undefined : (o.dataset ?? recorded?.data?.dataset),
+    dataset: dataFile ? undefined : (o.dataset ?? (recordedMix ? recordedMix.parts[0]?.dataset : recorded?.data?.dataset)),
     dataFile,
     dataFileSplit: dataFile ? splitOfGymFile(o.gymRoot, graph, agent.id, dataFile) : undefined,
     trainingData: o.trainingData ?? (recorded?.data?.source?.type === 'file' && recorded.data.split === 'train' && !recorded.data.smoke),
@@ -316,6 +321,9 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     modelServers,
     additionalEnvironments,
     schedule: o.schedule ?? recorded?.training?.schedule?.mode,
+    // Caps given again override the recorded ones environment by environment.
+    mixCaps: (recordedMix && o.dataFile === undefined) || o.mixCaps ? {...Object.fromEntries((recordedMix?.parts ?? []).filter((p) => p.cap > 0).map((p) => [p.environment, p.cap])), ...o.mixCaps} : undefined,
+    mixSeed: o.mixSeed ?? recordedMix?.seed,
     policyServes: o.policyServes ?? [...new Set((recorded?.gym?.models ?? []).filter((m) => m.policy && m.enabled).map((m) => m.role))],
     examples,
     verifierOverride,
@@ -362,8 +370,10 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     draft.notes.push(`${relaxRoot} has no scripts/models: it does not look like a Relax checkout, so prepare, start and train will not find the scripts the recipe sources; point --relax-root at your Relax checkout`)
   }
   const source = contract.data.source
-  if ((source.type === 'bundled' || source.type === 'benchmark') && !(await fsp.stat(path.resolve(o.gymRoot, source.path)).catch(() => undefined))) {
-    draft.notes.push(`${source.path} is not in the Gym checkout yet; it is produced by the environment's prepare step (e.g. its prepare.py) and must exist in the image before ${'`'}prepare${'`'} runs`)
+  for (const one of source.type === 'mix' ? source.parts.map((p) => p.source) : [source]) {
+    if ((one.type === 'bundled' || one.type === 'benchmark') && !(await fsp.stat(path.resolve(o.gymRoot, one.path)).catch(() => undefined))) {
+      draft.notes.push(`${one.path} is not in the Gym checkout yet; it is produced by the environment's prepare step (e.g. its prepare.py) and must exist in the image before ${'`'}prepare${'`'} runs`)
+    }
   }
   const deployment = {configRootDirs: Object.fromEntries(configRoots.map((r) => [r.name, r.dir]))}
   let plan: RecipePlan

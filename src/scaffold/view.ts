@@ -1,5 +1,5 @@
 import type {RecipeContract, ScriptedTurn} from '../contract/types.js'
-import {environmentPorts, environmentsOf, modelServerPorts, recipeFileNames, RECIPES_DIR, servicePorts, trainingSchedule} from '../contract/types.js'
+import {describeMix, environmentPorts, environmentsOf, modelServerPorts, recipeFileNames, RECIPES_DIR, servicePorts, trainingSchedule} from '../contract/types.js'
 import {RAY_COMPONENT_PORTS} from '../contract/ports.js'
 import {endpointVariables, modelServerOverrides} from '../contract/gym-config/model-servers.js'
 import {trainingLogName} from '../contract/endpoints.js'
@@ -143,11 +143,12 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     rawFilename: c.data.raw_filename,
     relaxFilename: c.data.raw_filename.replace(/\.jsonl$/, '_relax.jsonl'),
     source: c.data.source,
-    sourceIsHf: c.data.source.type === 'huggingface',
-    sourceIsGitlab: c.data.source.type === 'gitlab',
-    sourceIsBundled: c.data.source.type === 'bundled',
-    sourceIsBenchmark: c.data.source.type === 'benchmark',
     sourceIsFile: c.data.source.type === 'file',
+    sourceIsMix: c.data.source.type === 'mix',
+    sourceIsGym: c.data.source.type !== 'mix' && c.data.source.type !== 'file',
+    // Each part is fetched beside the temporary raw file (removed with it), then stamped, filtered, capped and shuffled into it.
+    mixParts: c.data.source.type === 'mix' ? c.data.source.parts.map((part, i) => ({...part, output: `\${tmp_raw}.part${i}`})) : [],
+    mixJson: c.data.source.type === 'mix' ? JSON.stringify({seed: c.data.source.seed, parts: c.data.source.parts.map((part) => ({environment: part.environment, config: part.gateway_config, cap: part.cap, fields: allEnvironments.find((e) => e.environment === part.environment && e.gateway_config === part.gateway_config)?.verifier_fields ?? []}))}) : '',
     configRoots: (c.gym.config_roots ?? []).map((name) => ({name, dir: deployment.configRootDirs?.[name] ?? ''})),
     envVars: (c.gym.env_vars ?? []).map((v) => ({...v, ocEnv: `\${oc.env:${v.name}}`, secret: isSecretName(v.name)})),
     environments,
@@ -216,6 +217,8 @@ function describeSource(c: RecipeContract): string {
       return `gym eval prepare --benchmark ${s.benchmark} (${s.path})`
     case 'file':
       return 'the task file named by NEMO_GYM_TASK_DATA (your own data)'
+    case 'mix':
+      return `each environment's own dataset, mixed: ${describeMix(s)}, shuffled with seed ${s.seed}`
   }
 }
 

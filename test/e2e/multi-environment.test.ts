@@ -57,9 +57,27 @@ describe('a recipe that trains several environments (--agent repeated)', () => {
     const data = await mixedRows(relax)
     const args = ['new', 'mix', '--gym-root', snapshotRoot, '--gym-config', MATH, '--gym-config', WORKPLACE, '--relax-root', relax, '--port-base', '29300', '--json']
 
-    const noData = await runCli([...args, '--agent', 'math_with_judge_simple_agent', '--agent', 'workplace_assistant_simple_agent', '--dry-run'])
-    expect(noData.exitCode).toBe(2)
-    expect(noData.json.error.message).toBe('2 environments: give the rows to train on with --data')
+    // Without --data each environment brings its own train dataset: a recorded mix.
+    const both = ['--agent', 'math_with_judge_simple_agent', '--agent', 'workplace_assistant_simple_agent']
+    const mixed = await runCli([...args, ...both, '--mix-cap', 'math_with_judge=2400', '--dry-run'])
+    expect(mixed.exitCode, mixed.stderr).toBe(0)
+    expect(mixed.json.contract.data).toMatchObject({dataset: 'mix', split: 'train', smoke: false, raw_filename: 'mix_train.jsonl', source: {type: 'mix', seed: 20260829, parts: [
+      {environment: 'math_with_judge', gateway_config: 'math-with-judge-v1', dataset: 'train', split: 'train', source: {type: 'huggingface', repo_id: 'nvidia/Nemotron-RL-math-OpenMathReasoning', artifact: 'train.jsonl'}, cap: 2400},
+      {environment: 'workplace_assistant', gateway_config: 'workplace-assistant-v1', dataset: 'train', split: 'train', source: {type: 'huggingface', repo_id: 'nvidia/Nemotron-RL-agent-workplace_assistant', artifact: 'train.jsonl'}, cap: 0},
+    ]}})
+    for (const [flags, message] of [
+      [['--mix-cap', 'calendar=5'], '--mix-cap names calendar, which is not an environment of this recipe'],
+      [['--mix-cap', 'math_with_judge'], '--mix-cap "math_with_judge" is not ENVIRONMENT=ROWS'],
+      [['--mix-cap', 'math_with_judge=1', '--mix-cap', 'math_with_judge=2'], '--mix-cap names math_with_judge twice'],
+      [['--mix-seed', '-1'], 'Expected an integer greater than or equal to 0 but received: -1'],
+    ] as const) {
+      const refused = await runCli([...args, ...both, ...flags, '--dry-run'])
+      expect(refused.exitCode, refused.stdout).toBe(2)
+      expect(refused.json.error.message).toContain(message)
+    }
+    const capWithData = await runCli([...args, ...both, '--data', data, '--mix-cap', 'math_with_judge=3', '--dry-run'])
+    expect(capWithData.exitCode).toBe(2)
+    expect(capWithData.json.error.message).toBe('--mix-cap applies to a recipe of several environments that mixes their own datasets')
     const twice = await runCli([...args, '--agent', 'math_with_judge_simple_agent', '--agent', 'math_with_judge_simple_agent', '--data', data, '--dry-run'])
     expect(twice.exitCode).toBe(2)
     expect(twice.json.error.message).toContain('share the environment math_with_judge')
@@ -184,9 +202,17 @@ describe('a recipe that trains several environments (--agent repeated)', () => {
   it('reproduces the Gateway registration and port placement of Relax\'s multienv-math-workplace recipe', async () => {
     const relax = await mkdtemp(path.join(os.tmpdir(), 'gr-multi-proven-'))
     await addModelConfigs(relax)
-    const data = await mixedRows(relax)
-    const made = await runCli(['new', 'multienv-math-workplace', '--gym-root', snapshotRoot, '--gym-config', MATH, '--gym-config', WORKPLACE, '--agent', 'math_with_judge_simple_agent', '--agent', 'workplace_assistant_simple_agent', '--data', data, '--port-base', '29300', '--gcs-port', '6384', '--relax-root', relax, '--json'])
+    const made = await runCli(['new', 'multienv-math-workplace', '--gym-root', snapshotRoot, '--gym-config', MATH, '--gym-config', WORKPLACE, '--agent', 'math_with_judge_simple_agent', '--agent', 'workplace_assistant_simple_agent', '--mix-cap', 'math_with_judge=2400', '--port-base', '29300', '--gcs-port', '6384', '--relax-root', relax, '--json'])
     expect(made.exitCode, made.stderr).toBe(0)
+    // §5 (prepare_multienv.sh): both train splits from the hub, math capped at 2400, workplace
+    // whole, shuffled with random.Random(20260829); every row stamped environment/config/data_source.
+    const prepare = await readFile(path.join(made.json.dir, 'prepare_multienv_math_workplace.sh'), 'utf8')
+    const mix = JSON.parse(/^MIX='(.*)'$/m.exec(prepare)![1])
+    expect(mix).toMatchObject({seed: 20260829, parts: [{environment: 'math_with_judge', config: 'math-with-judge-v1', cap: 2400}, {environment: 'workplace_assistant', config: 'workplace-assistant-v1', cap: 0}]})
+    expect(mix.parts[1].fields).toContain('ground_truth')
+    expect(prepare).toContain("dataset download --repo-id 'nvidia/Nemotron-RL-math-OpenMathReasoning' --artifact 'train.jsonl' --output \"${tmp_raw}.part0\"")
+    expect(prepare).toContain("dataset download --repo-id 'nvidia/Nemotron-RL-agent-workplace_assistant' --artifact 'train.jsonl' --output \"${tmp_raw}.part1\"")
+    for (const stamp of ['row["environment"] = part["environment"]', 'row["config"] = part["config"]', 'row["data_source"] = part["environment"]']) expect(prepare).toContain(stamp)
     // Relax's start_multienv_gym.sh admits 256 per environment with a queue of four times that:
     // limits are recipe.yaml values, changed there and merged into the scripts by --update.
     const yamlPath = path.join(made.json.dir, 'recipe.yaml')
@@ -215,15 +241,11 @@ describe('a recipe that trains several environments (--agent repeated)', () => {
     expect(run).toMatch(/--agent-env\s+"?NEMO_GYM_URL=\$\{GATEWAY_URL\}"?\s+"?NEMO_GYM_MODEL=model/)
   })
 
-  it.skipIf(Boolean(unavailable))('climbs static → trial on the fixture stack with two environments in one container', async () => {
+  it.skipIf(Boolean(unavailable))('climbs static → trial on the fixture stack with two environments in one container, each bringing its own dataset', async () => {
     await ensureBaseImage()
     const tmp = await mkdtemp(path.join(os.tmpdir(), 'gr-multi-ladder-'))
     const checkout = await makeRelaxCheckout(path.join(tmp, 'relax'), {hostGym: false, snapshotDir: snapshotRoot})
     const id = `mx-${Date.now().toString(36)}`
-    const rows = await mixedRows(tmp, (row) => row, [
-      ['resources_servers/workplace_assistant/data/example.jsonl', 'workplace_assistant', 'workplace-assistant-v1'],
-      ['environments/calendar/data/example.jsonl', 'calendar', 'calendar-v1'],
-    ])
     // Emulated Ray (for the network rung's probe job) and a Relax host that answers the Agentic API 401.
     const ray = await startFakeRay({nodes: [{node_id: randomNodeId(), node_ip: HOST, is_head: true}], stopGraceS: 1})
     const relax = http.createServer((req, res) => {
@@ -251,13 +273,15 @@ describe('a recipe that trains several environments (--agent repeated)', () => {
     try {
       const block = await freePortBlock(100, 27000, 4000)
       const made = await cli(['new', id, '--from', 'workplace-assistant', '--gym-root', snapshotRoot, '--gym-config', WORKPLACE, '--gym-config', CALENDAR,
-        '--agent', 'workplace_assistant_simple_agent', '--agent', 'calendar_simple_agent', '--data', rows, '--port-base', String(block), '--gcs-port', String(block + 18), '--json'])
+        '--agent', 'workplace_assistant_simple_agent', '--agent', 'calendar_simple_agent', '--mix-cap', 'calendar=10', '--port-base', String(block), '--gcs-port', String(block + 18), '--json'])
       expect(made.exitCode, made.stderr).toBe(0)
       expect(made.json.contract.gym.additional_environments.map((e: {environment: string; gateway_config: string}) => [e.environment, e.gateway_config])).toEqual([['calendar', 'calendar-v1']])
 
       const prepared = await cli(['prepare', id, '--json'])
       expect(prepared.exitCode, JSON.stringify(prepared.json?.ladder ?? prepared.json, null, 1)?.slice(0, 3000) + prepared.stderr.slice(-2000)).toBe(0)
-      expect(prepared.stdout + prepared.stderr).toContain('workplace_assistant/workplace-assistant-v1 5, calendar/calendar-v1 5')
+      // Each environment's own train split from the (fixture) hub, 64 rows each: calendar capped at 10.
+      expect(prepared.stdout + prepared.stderr).toContain('mixed 74 row(s): workplace_assistant 64, calendar 10; shuffled with seed 20260829')
+      expect(prepared.stdout + prepared.stderr).toContain('validated 74 row(s) (workplace_assistant/workplace-assistant-v1 64, calendar/calendar-v1 10)')
 
       const started = await cli(['start', id, '--json'])
       expect(started.exitCode, JSON.stringify(started.json, null, 1)?.slice(0, 4000) + started.stderr.slice(-3000)).toBe(0)
@@ -268,7 +292,7 @@ describe('a recipe that trains several environments (--agent repeated)', () => {
       expect(trial.exitCode, JSON.stringify(trial.json?.rungs?.map((r: any) => [r.rung, r.status, r.checks.filter((c: any) => c.status !== 'pass').map((c: any) => `${c.id}: ${c.message}`)]), null, 1)).toBe(0)
       expect(trial.json.rungs.map((r: {rung: string; status: string}) => [r.rung, r.status])).toEqual([['static', 'pass'], ['data', 'pass'], ['service', 'pass'], ['network', 'pass'], ['trial', 'pass']])
       const perEnvironment = trial.json.rungs.find((r: {rung: string}) => r.rung === 'data').checks.find((c: {id: string}) => c.id === 'data.environments')
-      expect(perEnvironment.evidence.rows_per_environment).toEqual({workplace_assistant: 5, calendar: 5})
+      expect(perEnvironment.evidence.rows_per_environment).toEqual({workplace_assistant: 64, calendar: 10})
       // Each environment's verifier against its own resources server: workplace (primary), then calendar.
       const serviceChecks = trial.json.rungs.find((r: {rung: string}) => r.rung === 'service').checks
       expect(serviceChecks.find((c: {id: string}) => c.id === 'service.verifier')).toMatchObject({status: 'pass'})

@@ -178,3 +178,59 @@ describe('rendering', () => {
     expect(parse(stringify(contract))).toEqual(contract)
   })
 })
+
+describe('a mix of several environments\' datasets', () => {
+  /** The workplace built-in with calendar as a second environment, trained on a mix of both train splits. */
+  async function mixed(): Promise<any> {
+    const c: any = structuredClone(await loadBuiltin('workplace-assistant'))
+    const calendar: any = await loadBuiltin('calendar')
+    c.gym.additional_environments = [{
+      environment: 'calendar', gateway_config: 'calendar-v1', agent: calendar.gym.agent, resources_server: calendar.gym.resources_server,
+      max_concurrency: 8, queue_capacity: 32, max_deadline_s: 1800, readiness: ['agent', 'resource'], cleanup: null, verifier_fields: calendar.data.verifier_fields,
+    }]
+    c.data.source = {type: 'mix', seed: 20260829, parts: [
+      {environment: 'workplace_assistant', gateway_config: 'workplace-assistant-v1', dataset: 'train', split: 'train', source: c.data.source, cap: 0},
+      {environment: 'calendar', gateway_config: 'calendar-v1', dataset: 'train', split: 'train', source: calendar.data.source, cap: 10},
+    ]}
+    return c
+  }
+  const problemsOf = (c: unknown) => contractProblems(c, 'recipe.yaml').map((p) => p.message)
+
+  it('is a valid contract when every environment has exactly one part', async () => {
+    expect(problemsOf(await mixed())).toEqual([])
+  })
+
+  it.each([
+    ['a part for an environment the recipe does not register', (c: any) => (c.data.source.parts[1].gateway_config = 'calendar-v2'), '/data/source/parts/1: mix part calendar/calendar-v2 is not an environment of this recipe'],
+    ['an environment with no part', (c: any) => (c.data.source.parts[1] = {...c.data.source.parts[0]}), '/data/source/parts/1: mix part workplace_assistant/workplace-assistant-v1 appears twice'],
+    ['a part of a validation split outside a smoke run', (c: any) => (c.data.source.parts[1].split = 'validation'), '/data/source/parts/1/split: mix part calendar uses the validation split'],
+  ])('refuses %s', async (_what, edit, problem) => {
+    const c = await mixed()
+    edit(c)
+    expect(problemsOf(c)).toContain(problem)
+  })
+
+  it('names the environment the mix leaves without rows', async () => {
+    const c = await mixed()
+    c.data.source.parts[1] = {...c.data.source.parts[0]}
+    expect(problemsOf(c)).toContain('/data/source/parts: the mix gives no rows to calendar/calendar-v1')
+  })
+
+  it('refuses a negative cap, a one-part mix and a file part in the schema', async () => {
+    for (const [edit, pointer] of [
+      [(c: any) => (c.data.source.parts[0].cap = -1), '/data/source'],
+      [(c: any) => c.data.source.parts.pop(), '/data/source'],
+      [(c: any) => (c.data.source.parts[0].source = {type: 'file', path: '/tmp/rows.jsonl'}), '/data/source'],
+    ] as const) {
+      const c = await mixed()
+      edit(c)
+      expect(contractProblems(c, 'recipe.yaml').map((p) => p.pointer).some((p) => p?.startsWith(pointer))).toBe(true)
+    }
+  })
+
+  it('refuses several environments reading one Gym dataset whose rows name no environment', async () => {
+    const c = await mixed()
+    c.data.source = c.data.source.parts[0].source
+    expect(problemsOf(c)).toContain('/data/source: a recipe of 2 environments reads one huggingface dataset, whose rows carry no environment of their own')
+  })
+})
