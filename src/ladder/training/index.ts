@@ -34,6 +34,8 @@ import {
   workerLogFiles,
 } from './outputs.js'
 import {VERDICT_TEXT, triage} from './triage.js'
+import {promptIndex, recipeEnvironments, signalByEnvironment} from './environments.js'
+import {dataPlan} from '../data/source.js'
 import {messageOf} from '../../errors.js'
 
 
@@ -185,6 +187,46 @@ const groups = needsContract('training.groups', 'Groups of >= 4 samples with rew
   }
   if (problems.length > 0) return [{id, title, status: 'fail', message: problems.join('; '), hint, evidence: ev}]
   return [{id, title, status: 'pass', message: `${stats.length} group(s) of ${sizes.join('/')} samples; ${varied.length} with reward variance (non-zero advantage)`, evidence: ev}]
+})
+
+const ENVIRONMENTS_TITLE = 'Reward variance in every environment'
+
+/** Several environments: each must show reward variance of its own, never averaged into the others'. */
+const environmentSignal = needsContract('training.environments', ENVIRONMENTS_TITLE, async (ctx) => {
+  const run = await facts(ctx)
+  const id = 'training.environments'
+  const title = ENVIRONMENTS_TITLE
+  const environments = recipeEnvironments(ctx.target.contract!)
+  run.dumps ??= await readRolloutDumps(run.saveDir)
+  if (run.dumps.samples.length === 0) return [skip(id, title, 'no rollout samples to attribute')]
+  const plan = await dataPlan(ctx)
+  if (!plan.readable || !plan.file) return [skip(id, title, `the raw data (NEMO_GYM_SOURCE_DATA${plan.file ? ` ${plan.file}` : ''}) is not readable here, and only its rows tell which environment a dumped prompt belongs to`)]
+  const index = await promptIndex(plan.file, new Set(environments))
+  const signal = signalByEnvironment(run.dumps.samples, index, environments)
+  const perEnvironment = Object.fromEntries(signal.environments.map((e) => [e.environment, {samples: e.samples, groups: e.groups, groups_with_variance: e.groupsWithVariance, mean_reward: e.meanReward, rewards: e.rewards}]))
+  const ev = {per_environment: perEnvironment, unattributed: signal.unattributed, raw_data: plan.file}
+  const attributed = run.dumps.samples.length - signal.unattributed
+  if (attributed === 0) {
+    return [{id, title, status: 'skip', message: `not checked: none of the ${run.dumps.samples.length} dumped prompt(s) matches the last user turn of a row of ${plan.file}`, hint: 'Was the run trained on this raw file? The prompts are matched by their last user turn (ChatML-rendered or a message list).', evidence: ev}]
+  }
+  const problems: string[] = []
+  let hint: string | undefined
+  for (const e of signal.environments) {
+    if (e.samples === 0) {
+      problems.push(`${e.environment} has no sample among the ${attributed} attributed: it never trained in this run`)
+      hint ??= 'Check the mix (data.environments on the data rung) and that its rows reach the Gateway under their own environment/config.'
+      continue
+    }
+    if (e.groupsWithVariance > 0) continue
+    const triaged = triage(signal.samplesOf.get(e.environment) ?? [], [], undefined)
+    const constant = e.rewards.length === 1 ? `every reward ${e.rewards[0]}` : 'no group with reward variance'
+    problems.push(`${e.environment} never varies: ${constant} in its ${e.groups} group(s) of ${e.samples} sample(s), zero advantage; ${triaged.text.replace(/^triage: /, `triage of ${e.environment}: `)}`)
+    hint ??= `Run verify_<recipe>.py --environment <name> and the trial of that environment; rewards that never move in one environment are hidden by the others' in the run-wide mean.`
+  }
+  const summary = signal.environments.map((e) => `${e.environment} ${e.samples} sample(s), ${e.groupsWithVariance}/${e.groups} group(s) varied${e.meanReward === null ? '' : `, mean reward ${Number(e.meanReward.toFixed(3))}`}`).join('; ')
+  const unattributed = signal.unattributed > 0 ? ` (${signal.unattributed} sample(s) not attributed)` : ''
+  if (problems.length > 0) return [{id, title, status: 'fail', message: `${problems.join('; ')} — per environment: ${summary}${unattributed}`, hint, evidence: ev}]
+  return [{id, title, status: 'pass', message: `per environment: ${summary}${unattributed}`, evidence: ev}]
 })
 
 /** A log file read into a digest, or undefined when it cannot be read. */
@@ -404,5 +446,5 @@ const jobState = needsContract('training.job-state', 'Ray job state (never proof
 export const trainingRung: RungDefinition = {
   rung: 'training',
   // The optimizer-step check reads the job log first: the other log-based checks reuse it.
-  checks: () => [optimizerStep, rolloutDumps, groups, checkpoint, logsClean, gatewayClean, jobState],
+  checks: (ctx) => [optimizerStep, rolloutDumps, groups, ...((ctx.target.contract?.gym.additional_environments?.length ?? 0) > 0 ? [environmentSignal] : []), checkpoint, logsClean, gatewayClean, jobState],
 }

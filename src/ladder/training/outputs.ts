@@ -22,6 +22,7 @@ export interface DumpSample {
   status: unknown
   agent_turns: unknown
   response: unknown
+  prompt: unknown
 }
 
 export interface DumpProblem {
@@ -72,7 +73,7 @@ export async function readRolloutDumps(saveDir: string): Promise<Dumps> {
       if (missing.length > 0) problems.push({file, line: i + 1, message: `missing ${missing.join(', ')}`})
       samples.push({
         file, line: i + 1, rollout_id: fields.rollout_id, group_index: fields.group_index, sample_index: fields.sample_index,
-        reward: fields.reward, status: fields.status, agent_turns: fields.agent_turns, response: fields.response,
+        reward: fields.reward, status: fields.status, agent_turns: fields.agent_turns, response: fields.response, prompt: fields.prompt,
       })
     }
   }
