@@ -85,7 +85,7 @@ EXIT STATUS
     'gym-root': gymRootFlag,
     'gym-config': Flags.string({summary: 'Gym config path relative to --gym-root; repeat to merge several (with --update: default the recorded ones).', multiple: true}),
     'relax-root': relaxRootFlag,
-    from: Flags.string({summary: 'Start from a built-in recipe (calendar, workplace-assistant, r2e-gym).'}),
+    from: Flags.string({summary: 'Start from a built-in recipe: calendar, workplace-assistant, r2e-gym, or multienv-math-workplace (Relax\'s training values for math and workplace in one run).'}),
     archetype: Flags.string({summary: 'Recipe archetype (default: that of --from, else simple-agent).', options: [...ARCHETYPES]}),
     agent: Flags.string({summary: 'Agent instance id, required when the config defines several; repeat it to train several environments in one run (the first is the primary).', multiple: true}),
     dataset: Flags.string({summary: 'Dataset name of the agent to train on (default: its train dataset).'}),

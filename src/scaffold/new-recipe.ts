@@ -273,6 +273,8 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   const agent = chooseAgent(graph, o.agent ?? recorded?.gym?.agent?.name)
   const recordedFile = recorded?.data?.source?.type === 'file' ? recorded.data.source.path : undefined
   const recordedMix = recorded?.data?.source?.type === 'mix' ? recorded.data.source : undefined
+  const baseMix = base.data.source.type === 'mix' ? base.data.source : undefined
+  const knownMix = recordedMix ?? baseMix
   const dataFile = o.dataFile !== undefined ? path.resolve(o.dataFile) : o.dataset === undefined ? recordedFile : undefined
   // The rows the recipe trains on tell the verifier fields best: the user's own file first.
   const userRows = dataFile ? await summarizeDataFile(dataFile) : undefined
@@ -291,6 +293,8 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
       return additionalEnvironment(graph, {agent: other.id, examples: await summarizeExamples(o.gymRoot, await exampleRowsFiles(o.gymRoot, graph, other.id)), known, own}, base)
     }),
   )
+  // Caps carried over from a built-in or recipe.yaml only for environments this recipe trains.
+  const graphEnvironments = new Set([resourcesServerOf(graph, agent)?.id ?? agent.id, ...additionalEnvironments.map((e) => e.environment)])
   const secondModelRequests = o.secondModels ?? (recorded?.gym?.model_servers ?? []).map((server) => ({role: server.role, type: server.type}))
   // Every environment's judges and simulators, the further ones' too: each call extends the servers added so far.
   let modelServers: Awaited<ReturnType<typeof secondModelServers>> = []
@@ -321,9 +325,9 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     modelServers,
     additionalEnvironments,
     schedule: o.schedule ?? recorded?.training?.schedule?.mode,
-    // Caps given again override the recorded ones environment by environment.
-    mixCaps: (recordedMix && o.dataFile === undefined) || o.mixCaps ? {...Object.fromEntries((recordedMix?.parts ?? []).filter((p) => p.cap > 0).map((p) => [p.environment, p.cap])), ...o.mixCaps} : undefined,
-    mixSeed: o.mixSeed ?? recordedMix?.seed,
+    // Caps: the base's (a built-in of several environments), then the recorded ones, then those given again, environment by environment.
+    mixCaps: (several && knownMix && o.dataFile === undefined) || o.mixCaps ? {...capsOf(baseMix, graphEnvironments), ...capsOf(recordedMix, graphEnvironments), ...o.mixCaps} : undefined,
+    mixSeed: o.mixSeed ?? recordedMix?.seed ?? baseMix?.seed,
     policyServes: o.policyServes ?? [...new Set((recorded?.gym?.models ?? []).filter((m) => m.policy && m.enabled).map((m) => m.role))],
     examples,
     verifierOverride,
@@ -451,11 +455,18 @@ function valuesNotAllowed(id: string, contract: RecipeContract, problems: Contra
   })
 }
 
+/** The caps a mix records, for the environments named. */
+function capsOf(mix: {parts: Array<{environment: string; cap: number}>} | undefined, environments: Set<string>): Record<string, number> {
+  return Object.fromEntries((mix?.parts ?? []).filter((p) => p.cap > 0 && environments.has(p.environment)).map((p) => [p.environment, p.cap]))
+}
+
 /** The built-in recipe for the same environment implementation as this agent, if one exists. */
 async function builtinFor(graph: GymGraph, agent: GymAgent): Promise<RecipeContract | undefined> {
   const implementation = resourcesServerOf(graph, agent)?.implementation ?? null
   for (const name of await listBuiltins()) {
     const builtin = await loadBuiltin(name)
+    // A built-in of several environments knows the mix, not one environment better than its own built-in.
+    if ((builtin.gym.additional_environments?.length ?? 0) > 0) continue
     if (builtin.gym.agent.type === agent.implementation && (builtin.gym.resources_server?.implementation ?? null) === implementation) return builtin
   }
   return undefined

@@ -14,6 +14,7 @@ import {parse} from 'yaml'
 import {describe, expect, it} from 'vitest'
 
 import {runCli, snapshotRoot} from '../helpers/cli.js'
+import {loadBuiltin} from '../../src/contract/builtin.js'
 import {dockerUnavailableReason, ensureBaseImage, removeByLabel} from '../helpers/docker.js'
 import {addModelConfigs} from '../helpers/recipes.js'
 import {freePortBlock, makeRelaxCheckout} from '../helpers/relax-fixture.js'
@@ -202,8 +203,16 @@ describe('a recipe that trains several environments (--agent repeated)', () => {
   it('reproduces the Gateway registration and port placement of Relax\'s multienv-math-workplace recipe', async () => {
     const relax = await mkdtemp(path.join(os.tmpdir(), 'gr-multi-proven-'))
     await addModelConfigs(relax)
-    const made = await runCli(['new', 'multienv-math-workplace', '--gym-root', snapshotRoot, '--gym-config', MATH, '--gym-config', WORKPLACE, '--agent', 'math_with_judge_simple_agent', '--agent', 'workplace_assistant_simple_agent', '--mix-cap', 'math_with_judge=2400', '--port-base', '29300', '--gcs-port', '6384', '--relax-root', relax, '--json'])
+    // --from the built-in: Relax's training values, admission limits (256 per environment, a queue
+    // of four times that), private Ray and mix; the graph and both environments from the Gym configs.
+    const made = await runCli(['new', 'multienv-math-workplace', '--from', 'multienv-math-workplace', '--gym-root', snapshotRoot, '--gym-config', MATH, '--gym-config', WORKPLACE, '--agent', 'math_with_judge_simple_agent', '--agent', 'workplace_assistant_simple_agent', '--relax-root', relax, '--json'])
     expect(made.exitCode, made.stderr).toBe(0)
+    const builtin = await loadBuiltin('multienv-math-workplace')
+    expect(made.json.contract.training).toEqual(builtin.training)
+    expect(made.json.contract.gateway).toEqual(builtin.gateway)
+    expect(made.json.contract.ray).toEqual(builtin.ray)
+    expect(made.json.contract.data.source).toEqual(builtin.data.source)
+    expect(made.json.contract.gym.additional_environments).toEqual(builtin.gym.additional_environments)
     // §5 (prepare_multienv.sh): both train splits from the hub, math capped at 2400, workplace
     // whole, shuffled with random.Random(20260829); every row stamped environment/config/data_source.
     const prepare = await readFile(path.join(made.json.dir, 'prepare_multienv_math_workplace.sh'), 'utf8')
@@ -213,13 +222,8 @@ describe('a recipe that trains several environments (--agent repeated)', () => {
     expect(prepare).toContain("dataset download --repo-id 'nvidia/Nemotron-RL-math-OpenMathReasoning' --artifact 'train.jsonl' --output \"${tmp_raw}.part0\"")
     expect(prepare).toContain("dataset download --repo-id 'nvidia/Nemotron-RL-agent-workplace_assistant' --artifact 'train.jsonl' --output \"${tmp_raw}.part1\"")
     for (const stamp of ['row["environment"] = part["environment"]', 'row["config"] = part["config"]', 'row["data_source"] = part["environment"]']) expect(prepare).toContain(stamp)
-    // Relax's start_multienv_gym.sh admits 256 per environment with a queue of four times that:
-    // limits are recipe.yaml values, changed there and merged into the scripts by --update.
-    const yamlPath = path.join(made.json.dir, 'recipe.yaml')
-    const edited = (await readFile(yamlPath, 'utf8')).replaceAll('max_concurrency: 8', 'max_concurrency: 256').replaceAll('queue_capacity: 32', 'queue_capacity: 1024')
-    await writeFile(yamlPath, edited)
-    const updated = await runCli(['new', 'multienv-math-workplace', '--gym-root', snapshotRoot, '--relax-root', relax, '--update', '--json'])
-    expect(updated.exitCode, updated.stderr).toBe(0)
+    const staticRung = await runCli(['verify', 'multienv-math-workplace', '--level', 'static', '--relax-root', relax, '--gym-root', snapshotRoot, '--json'])
+    expect(staticRung.exitCode, staticRung.stdout).toBe(0)
 
     const start = await readFile(path.join(made.json.dir, 'start_multienv_math_workplace_gym.sh'), 'utf8')
     // relax-proven-values.md §4.1 (math-with-judge-v1, workplace-assistant-v1 in multienv) and §4.2 (multienv ports).
@@ -235,7 +239,7 @@ describe('a recipe that trains several environments (--agent repeated)', () => {
     expect(placed).toEqual([['math_with_judge_simple_agent', 'agent_port'], ['math_with_judge', 'resource_port'], ['workplace_assistant_simple_agent', 'env2_agent_port'], ['workplace_assistant', 'env2_resource_port']])
     const offsets = Object.fromEntries([...start.matchAll(/local (\w+_port)=\$\(\(gateway_port \+ (\d)\)\)/g)].map((m) => [m[1], 29300 + Number(m[2])]))
     expect(offsets).toEqual({agent_port: 29301, resource_port: 29302, env2_agent_port: 29303, env2_resource_port: 29304, head_port: 29305})
-    expect(start).toContain('--port=6384')
+    expect(start).toContain('--port=6384 --num-cpus=16')
     const run = await readFile(path.join(made.json.dir, 'run-qwen3-4B-8xgpu-nemo-gym-multienv-math-workplace.sh'), 'utf8')
     // §2.7: the multienv script sets no NEMO_GYM_ENVIRONMENT / NEMO_GYM_CONFIG; the client routes by row metadata.
     expect(run).toMatch(/--agent-env\s+"?NEMO_GYM_URL=\$\{GATEWAY_URL\}"?\s+"?NEMO_GYM_MODEL=model/)

@@ -28,7 +28,7 @@ function errorOf(fn: () => unknown): any {
 
 describe('built-in contracts', () => {
   it('are valid and reproduce the proven Relax values', async () => {
-    expect(await listBuiltins()).toEqual(['calendar', 'r2e-gym', 'workplace-assistant'])
+    expect(await listBuiltins()).toEqual(['calendar', 'multienv-math-workplace', 'r2e-gym', 'workplace-assistant'])
     const calendar = await loadBuiltin('calendar')
     expect(calendar.service.gateway_port).toBe(29100)
     expect(calendar.ray.gcs_port).toBe(6383)

@@ -16,13 +16,17 @@ import {type ScheduleMode, withSchedule} from '../../src/contract/schedule.js'
 
 type Flags = Record<string, string | true>
 
+interface GatewaySpec {config: string; environment: string; agent_name: string; readiness: Array<'agent' | 'resource'>; cleanup: 'agent' | 'resource' | null; interrupt_policy: string; max_concurrency: number; queue_capacity: number; max_deadline_s: number}
+
 interface Proven {
   /** The built-in rendered (default: the key), and the schedule `new --schedule` gives it. */
   builtin?: string
   schedule?: ScheduleMode
   arrays: Record<'ROLLOUT_ARGS' | 'PERF_ARGS' | 'SGLANG_ARGS' | 'GRPO_ARGS' | 'OPTIMIZER_ARGS' | 'MISC_ARGS' | 'CKPT_ARGS' | 'SCHEDULE_ARGS', Flags>
   agentEnv: Record<string, string>
-  gateway: {config: string; environment: string; agent_name: string; readiness: Array<'agent' | 'resource'>; cleanup: 'agent' | 'resource' | null; interrupt_policy: string; max_concurrency: number; queue_capacity: number; max_deadline_s: number}
+  gateway: GatewaySpec
+  /** Further environments of the run, in registration order: agent and resources server at the next two ports each. */
+  moreGateways?: GatewaySpec[]
   ports: {gateway: number; gcs: number; dashboard: number}
 }
 
@@ -84,6 +88,26 @@ const PROVEN: Record<string, Proven> = {
     agentEnv: {NEMO_GYM_ENVIRONMENT: 'workplace_assistant', NEMO_GYM_CONFIG: 'workplace-assistant-v1', NEMO_GYM_MODEL: 'model', NEMO_GYM_INTERRUPT_POLICY: 'protected', NEMO_GYM_DEADLINE_S: '600', NEMO_GYM_LEASE_S: '60'},
     gateway: {config: 'workplace-assistant-v1', environment: 'workplace_assistant', agent_name: 'workplace_assistant_simple_agent', readiness: ['agent', 'resource'], cleanup: 'resource', interrupt_policy: 'protected', max_concurrency: 8, queue_capacity: 32, max_deadline_s: 1800},
     ports: {gateway: 29000, gcs: 6382, dashboard: 28365},
+  },
+  // me (run-qwen3-4B-8xgpu-nemo-gym-multienv.sh, start_multienv_gym.sh): math_with_judge and workplace in one run.
+  'multienv-math-workplace': {
+    arrays: {
+      // me 85-90: save interval 200 (the order of the flags differs, not their values)
+      CKPT_ARGS: {...CKPT, '--save-interval': '200'},
+      ROLLOUT_ARGS: {...ROLLOUT_COMMON, '--agent-timeout': '1860', '--agentic-reasoning-parser': 'qwen3', '--agentic-tool-call-parser': 'qwen', '--num-rollout': '200', '--rollout-batch-size': '32', '--n-samples-per-prompt': '8', '--rollout-max-prompt-len': '6144', '--rollout-max-response-len': '16384', '--rollout-max-context-len': '24576', '--rollout-temperature': '1.0', '--global-batch-size': '256'},
+      PERF_ARGS: {'--tensor-model-parallel-size': '4', '--sequence-parallel': true, '--pipeline-model-parallel-size': '1', '--context-parallel-size': '1', '--expert-model-parallel-size': '1', '--expert-tensor-parallel-size': '1', '--micro-batch-size': '1', '--use-dynamic-batch-size': true, '--max-tokens-per-gpu': '24576', '--log-probs-max-tokens-per-gpu': '24576', '--log-probs-chunk-size': '1024'},
+      // me 158-169: no cuda-graph flag
+      SGLANG_ARGS: {'--rollout-num-gpus-per-engine': '2', '--sglang-mem-fraction-static': '0.8', '--sglang-router-policy': 'consistent_hashing'},
+      GRPO_ARGS: GRPO,
+      OPTIMIZER_ARGS: OPTIMIZER,
+      MISC_ARGS: MISC,
+      SCHEDULE_ARGS: COLOCATE_8,
+    },
+    // §2.7: no NEMO_GYM_ENVIRONMENT / NEMO_GYM_CONFIG: each row routes by its own metadata.
+    agentEnv: {NEMO_GYM_MODEL: 'model', NEMO_GYM_INTERRUPT_POLICY: 'protected', NEMO_GYM_DEADLINE_S: '1800', NEMO_GYM_LEASE_S: '60'},
+    gateway: {config: 'math-with-judge-v1', environment: 'math_with_judge', agent_name: 'math_with_judge_simple_agent', readiness: ['agent', 'resource'], cleanup: null, interrupt_policy: 'protected', max_concurrency: 256, queue_capacity: 1024, max_deadline_s: 1800},
+    moreGateways: [{config: 'workplace-assistant-v1', environment: 'workplace_assistant', agent_name: 'workplace_assistant_simple_agent', readiness: ['agent', 'resource'], cleanup: 'resource', interrupt_policy: 'protected', max_concurrency: 256, queue_capacity: 1024, max_deadline_s: 1800}],
+    ports: {gateway: 29300, gcs: 6384, dashboard: 30365},
   },
   'r2e-gym': {
     arrays: {
@@ -183,20 +207,21 @@ describe.each(Object.keys(PROVEN))('built-in %s reproduces the proven Relax valu
   it('the Gateway registration, ports and limits', async () => {
     const {contract, start} = await load()
     const registered = gatewayRegistration(start, proven.ports.gateway)
-    const g = proven.gateway
-    expect(Object.keys(registered)).toEqual([g.config])
-    const spec = registered[g.config]
-    const url = {agent: `http://gym-host:${proven.ports.gateway + 1}`, resource: `http://gym-host:${proven.ports.gateway + 2}`}
-    expect(spec).toEqual({
-      environment: g.environment,
-      agent_name: g.agent_name,
-      agent_url: url.agent,
-      readiness_urls: g.readiness.map((r) => url[r]),
-      interrupt_policy: g.interrupt_policy,
-      max_concurrency: g.max_concurrency,
-      queue_capacity: g.queue_capacity,
-      max_deadline_s: g.max_deadline_s,
-      ...(g.cleanup ? {abort_url: `${url[g.cleanup]}/cleanup/{rollout_id}`, force_cleanup_url: `${url[g.cleanup]}/cleanup/{rollout_id}`, cleanup_probe_url: `${url[g.cleanup]}/cleanup/{rollout_id}`} : {}),
+    const specs = [proven.gateway, ...(proven.moreGateways ?? [])]
+    expect(Object.keys(registered)).toEqual(specs.map((g) => g.config))
+    specs.forEach((g, i) => {
+      const url = {agent: `http://gym-host:${proven.ports.gateway + 1 + 2 * i}`, resource: `http://gym-host:${proven.ports.gateway + 2 + 2 * i}`}
+      expect(registered[g.config]).toEqual({
+        environment: g.environment,
+        agent_name: g.agent_name,
+        agent_url: url.agent,
+        readiness_urls: g.readiness.map((r) => url[r]),
+        interrupt_policy: g.interrupt_policy,
+        max_concurrency: g.max_concurrency,
+        queue_capacity: g.queue_capacity,
+        max_deadline_s: g.max_deadline_s,
+        ...(g.cleanup ? {abort_url: `${url[g.cleanup]}/cleanup/{rollout_id}`, force_cleanup_url: `${url[g.cleanup]}/cleanup/{rollout_id}`, cleanup_probe_url: `${url[g.cleanup]}/cleanup/{rollout_id}`} : {}),
+      })
     })
     expect({gateway: contract.service.gateway_port, gcs: contract.ray.gcs_port, dashboard: contract.ray.dashboard_port}).toEqual(proven.ports)
   })
