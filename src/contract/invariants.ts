@@ -116,6 +116,12 @@ export function checkContractInvariants(c: RecipeContract): Invariant[] {
     if (v.correct.length === 0 || v.wrong.length === 0) {
       add('/verifier/correct', 'a direct verifier needs both a known-correct and a known-wrong model output', 'non-empty correct and wrong turn lists', 'A verifier that only sees correct answers cannot prove it rejects wrong ones.')
     }
+    for (const which of ['correct', 'wrong'] as const) {
+      const first = v[which].findIndex((t) => t.tool_output !== undefined)
+      if (first >= 0 && !v[which].slice(0, first).some((t) => t.tool_call)) {
+        add(`/verifier/${which}/${first}`, `a tool_output turn with no tool_call before it`, 'tool_output only after the tool_call it answers', 'A recorded tool result answers the call before it; /verify would see a result of no call.')
+      }
+    }
     if (c.gym.resources_server === null) {
       add('/verifier/kind', 'a direct verifier calls the resources server /verify, but this recipe has none', 'kind: golden', 'Sandbox agents are verified with a golden trial through the Gateway.')
     }

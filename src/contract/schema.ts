@@ -98,6 +98,11 @@ const TURNS = {
     },
   },
 } as const
+/** A verifier's outputs may also carry a tool's result as a rollout recorded it: /verify grades it, nothing runs it. */
+const VERIFIER_TURNS = {
+  ...TURNS,
+  items: {...TURNS.items, properties: {...TURNS.items.properties, tool_output: {type: 'string'}}},
+} as const
 const AGENT = {
   type: 'object',
   additionalProperties: false,
@@ -128,8 +133,8 @@ const VERIFIER = {
     python: {type: 'string', pattern: ABSOLUTE_PATH},
     task: {anyOf: [{type: 'null'}, TASK_REF]},
     payload: {anyOf: [{type: 'null'}, {type: 'object'}]},
-    correct: TURNS,
-    wrong: TURNS,
+    correct: VERIFIER_TURNS,
+    wrong: VERIFIER_TURNS,
     wrong_task: {anyOf: [{type: 'null'}, TASK_REF]},
     success_reward: NUMBER,
     // The grader's exact reward for a wrong answer, where it defines one (calendar and

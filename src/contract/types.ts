@@ -48,6 +48,8 @@ export interface ScriptedTurn {
   tool_call?: {name: string; arguments: Record<string, unknown>}
   /** Final assistant text. */
   text?: string
+  /** A verifier's output only: the result of the tool call before it, as an example rollout recorded it. */
+  tool_output?: string
 }
 
 export interface RecipeContract {

@@ -264,13 +264,15 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   const recordedModel = recorded?.training?.model
   const model = o.model ?? (recordedModel ? {name: recordedModel.name, slug: recordedModel.slug, configScript: recordedModel.config_script} : undefined)
 
-  const archetypeWanted = o.archetype ?? recorded?.archetype
-  const baseName = o.from ?? recorded?.generated?.from ?? ARCHETYPE_BASE[archetypeWanted ?? 'simple-agent']
-  const base = await loadBuiltin(baseName)
-  const archetype = archetypeWanted ?? base.archetype
   const configRoots = chooseConfigRoots(o.configRoots ?? [], recorded?.gym?.config_roots ?? [], o.env ?? {})
   const graph = await loadGymGraph(o.gymRoot, gymConfigs, {extraRoots: configRoots})
   const agent = chooseAgent(graph, o.agent ?? recorded?.gym?.agent?.name)
+  const archetypeWanted = o.archetype ?? recorded?.archetype
+  // Nothing asked for: the built-in of this environment's implementation knows it best (its verifier, trial and values).
+  const sameImplementation = o.from ?? recorded?.generated?.from ?? archetypeWanted ? undefined : await builtinNameFor(graph, agent)
+  const baseName = o.from ?? recorded?.generated?.from ?? sameImplementation ?? ARCHETYPE_BASE[archetypeWanted ?? 'simple-agent']
+  const base = await loadBuiltin(baseName)
+  const archetype = archetypeWanted ?? base.archetype
   const recordedFile = recorded?.data?.source?.type === 'file' ? recorded.data.source.path : undefined
   const recordedMix = recorded?.data?.source?.type === 'mix' ? recorded.data.source : undefined
   const baseMix = base.data.source.type === 'mix' ? base.data.source : undefined
@@ -462,12 +464,17 @@ function capsOf(mix: {parts: Array<{environment: string; cap: number}>} | undefi
 
 /** The built-in recipe for the same environment implementation as this agent, if one exists. */
 async function builtinFor(graph: GymGraph, agent: GymAgent): Promise<RecipeContract | undefined> {
+  const name = await builtinNameFor(graph, agent)
+  return name === undefined ? undefined : loadBuiltin(name)
+}
+
+async function builtinNameFor(graph: GymGraph, agent: GymAgent): Promise<string | undefined> {
   const implementation = resourcesServerOf(graph, agent)?.implementation ?? null
   for (const name of await listBuiltins()) {
     const builtin = await loadBuiltin(name)
     // A built-in of several environments knows the mix, not one environment better than its own built-in.
     if ((builtin.gym.additional_environments?.length ?? 0) > 0) continue
-    if (builtin.gym.agent.type === agent.implementation && (builtin.gym.resources_server?.implementation ?? null) === implementation) return builtin
+    if (builtin.gym.agent.type === agent.implementation && (builtin.gym.resources_server?.implementation ?? null) === implementation) return name
   }
   return undefined
 }

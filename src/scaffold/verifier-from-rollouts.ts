@@ -38,8 +38,10 @@ interface Rollout {
   reward: number
   key: string
   turns: ScriptedTurn[]
-  /** The output feeds tool results back (function_call_output): a direct /verify cannot replay it. */
+  /** The output feeds tool results back (function_call_output): replayed to /verify as recorded, never scripted through the Gateway. */
   usesToolResults: boolean
+  /** A call whose name or arguments cannot be written back as a turn. */
+  unreplayable: boolean
   /** The task as the rollout itself carries it (its fields beyond the prompt), when it does. */
   payload?: Record<string, unknown>
 }
@@ -74,14 +76,24 @@ function keyOf(row: Record<string, unknown>): string | undefined {
   return JSON.stringify(input.map((m) => (m && typeof m === 'object' ? [String((m as {role?: unknown}).role ?? 'user'), textOf((m as {content?: unknown}).content)] : [])))
 }
 
-/** The model's part of a response as scripted turns: function calls and assistant text (reasoning left out). */
-function turnsOf(output: unknown): {turns: ScriptedTurn[]; usesToolResults: boolean} {
+/**
+ * The response as verifier turns: function calls, the tool results the rollout recorded after
+ * them (a /verify call grades them as they were; nothing runs the tools again) and assistant text
+ * (reasoning left out). `unreplayable`: a call whose name or arguments cannot be written back.
+ */
+function turnsOf(output: unknown): {turns: ScriptedTurn[]; usesToolResults: boolean; unreplayable: boolean} {
   const turns: ScriptedTurn[] = []
   let usesToolResults = false
+  let unreplayable = false
   for (const item of Array.isArray(output) ? output : []) {
     if (!item || typeof item !== 'object') continue
     const it = item as Record<string, unknown>
-    if (it.type === 'function_call_output') usesToolResults = true
+    if (it.type === 'function_call_output') {
+      usesToolResults = true
+      // Only after a call written back: a result always answers the call before it.
+      if (turns.some((t) => t.tool_call)) turns.push({tool_output: typeof it.output === 'string' ? it.output : JSON.stringify(it.output ?? null)})
+      else unreplayable = true
+    }
     if (it.type === 'function_call' && typeof it.name === 'string') {
       let args: unknown
       try {
@@ -90,14 +102,14 @@ function turnsOf(output: unknown): {turns: ScriptedTurn[]; usesToolResults: bool
         args = undefined
       }
       if (args && typeof args === 'object' && !Array.isArray(args) && /^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(it.name)) turns.push({tool_call: {name: it.name, arguments: args as Record<string, unknown>}})
-      else usesToolResults = true
+      else unreplayable = true
     }
     if (it.type === 'message' && it.role === 'assistant' && Array.isArray(it.content)) {
       const text = it.content.map((c) => (c && typeof c === 'object' && typeof (c as {text?: unknown}).text === 'string' ? (c as {text: string}).text : '')).join('')
       if (text) turns.push({text})
     }
   }
-  return {turns, usesToolResults}
+  return {turns, usesToolResults, unreplayable}
 }
 
 async function rolloutFiles(gymRoot: string, dirs: string[]): Promise<string[]> {
@@ -145,26 +157,26 @@ export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, age
       const parsed = parse(line)
       const key = parsed && keyOf(parsed)
       if (!parsed || !key || typeof parsed.reward !== 'number' || !Number.isFinite(parsed.reward)) continue
-      const {turns, usesToolResults} = turnsOf((parsed.response as {output?: unknown} | undefined)?.output)
+      const {turns, usesToolResults, unreplayable} = turnsOf((parsed.response as {output?: unknown} | undefined)?.output)
       const {response: _response, reward: _reward, ...task} = parsed
       const payload = Object.keys(task).some((k) => k !== 'responses_create_params') ? task : undefined
-      if (turns.length > 0) rollouts.push({file: path.relative(root, file), line: index + 1, reward: parsed.reward, key, turns, usesToolResults, ...(payload ? {payload} : {})})
+      if (turns.length > 0) rollouts.push({file: path.relative(root, file), line: index + 1, reward: parsed.reward, key, turns, usesToolResults, unreplayable, ...(payload ? {payload} : {})})
     }
   }
   // A rollout replays from its task row, or from the task fields it carries itself.
-  const replayable = rollouts.filter((r) => (tasks.has(r.key) || r.payload !== undefined) && !r.usesToolResults)
+  const replayable = rollouts.filter((r) => (tasks.has(r.key) || r.payload !== undefined) && !r.unreplayable)
   if (replayable.length === 0) {
-    const why = rollouts.length === 0 ? 'none with a reward and a model answer' : rollouts.every((r) => r.usesToolResults) ? 'every one feeds tool results back, which a direct /verify call cannot replay' : 'none answers a task row of its example data or carries its task fields'
+    const why = rollouts.length === 0 ? 'none with a reward and a model answer' : rollouts.every((r) => r.unreplayable) ? 'no call in them that can be written back (a function name or arguments that are not a JSON object)' : 'none answers a task row of its example data or carries its task fields'
     return {none: `its example rollouts (${files.map((f) => path.relative(root, f)).join(', ')}) have ${why}`}
   }
   const top = Math.max(...replayable.map((r) => r.reward))
   // A best answer that earned nothing is no known-correct output: the grader never said yes to it.
   if (top <= 0) {
-    return {none: `none of its replayable example rollouts (${files.map((f) => path.relative(root, f)).join(', ')}) earned a reward above 0 (the best earned ${top}${rollouts.some((r) => r.reward > 0) ? '; those that did feed tool results back, which a direct /verify call cannot replay' : ''})`}
+    return {none: `none of its replayable example rollouts (${files.map((f) => path.relative(root, f)).join(', ')}) earned a reward above 0 (the best earned ${top}${rollouts.some((r) => r.reward > 0) ? '; those that did hold calls that cannot be written back' : ''})`}
   }
   const correct = replayable.find((r) => r.reward === top && tasks.has(r.key)) ?? replayable.find((r) => r.reward === top)!
   // The most clearly wrong answer first: a graded-down near miss proves less about the grader.
-  const lower = rollouts.filter((r) => r.reward < top && !r.usesToolResults).sort((a, b) => a.reward - b.reward)
+  const lower = rollouts.filter((r) => r.reward < top && !r.unreplayable).sort((a, b) => a.reward - b.reward)
   const sameTask = lower.find((r) => r.key === correct.key)
   // Another task's answer is graded on its own row, as the grader scored it: one fit for one row
   // may be right for another (any text, where a message is all a row expects).

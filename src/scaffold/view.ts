@@ -17,8 +17,12 @@ function underscored(id: string): string {
 
 /** Responses output items for scripted turns, as the verifier sends them to /verify. */
 export function turnsToOutputItems(turns: ScriptedTurn[]): Record<string, unknown>[] {
+  let lastCall = -1
   return turns.map((turn, index) => {
+    // A recorded tool result answers the call before it.
+    if (turn.tool_output !== undefined) return {type: 'function_call_output', call_id: `call_${lastCall}`, output: turn.tool_output}
     if (turn.tool_call) {
+      lastCall = index
       return {
         type: 'function_call',
         id: `fc_${index}`,

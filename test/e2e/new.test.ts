@@ -491,6 +491,19 @@ describe('gymrecipe new', () => {
     expect(verified.exitCode, verified.stdout).toBe(0)
   })
 
+  it('with neither --from nor --archetype, starts from the built-in of the same environment implementation', async () => {
+    const relax = await relaxRoot()
+    const r = await runCli(newArgs('tools-auto', relax, WORKPLACE, ['--dry-run']))
+    expect(r.exitCode, r.stderr).toBe(0)
+    expect(r.json.contract.archetype).toBe('stateful-tools')
+    expect(r.json.contract.gateway.cleanup).toEqual({server: 'resource', path: '/cleanup/{rollout_id}'})
+    expect(r.json.notes).toContain('verifier and trial copied from the built-in workplace-assistant (same environment implementation)')
+    // An archetype asked for is kept: its base (calendar) does not know this environment.
+    const asked = await runCli(newArgs('tools-simple', relax, WORKPLACE, ['--archetype', 'simple-agent', '--dry-run']))
+    expect(asked.exitCode).toBe(2)
+    expect(asked.json.error.message).toContain('the built-in calendar verifies a different environment')
+  })
+
   it('registers the built-in Gateway config name of the same environment (workplace-assistant-v1)', async () => {
     const relax = await relaxRoot()
     const r = await runCli(newArgs('my-tools', relax, WORKPLACE, ['--from', 'workplace-assistant', '--dry-run']))

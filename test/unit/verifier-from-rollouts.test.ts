@@ -12,6 +12,7 @@ import {loadBuiltin} from '../../src/contract/builtin.js'
 import {loadGymGraph} from '../../src/contract/gym-config.js'
 import {exampleRowsFiles} from '../../src/contract/gym-config/example-rows.js'
 import {summarizeExamples} from '../../src/scaffold/new-recipe.js'
+import {turnsToOutputItems} from '../../src/scaffold/view.js'
 import {verifierFromRollouts} from '../../src/scaffold/verifier-from-rollouts.js'
 
 const roots: string[] = []
@@ -104,22 +105,35 @@ describe('verifier examples from example rollouts', () => {
     expect(r.from).toMatch(/with the task fields it carries/)
   })
 
-  it('says why when there is nothing to take: no rollouts, no matching task row, only tool-result replays', async () => {
+  it('says why when there is nothing to take: no rollouts, no matching task row, only calls that cannot be written back', async () => {
     const base = await loadBuiltin('calendar')
     const none = await gym([task('one')], undefined)
     expect(await verifierFromRollouts(none.root, none.graph, 'quiz_agent', base)).toEqual({none: expect.stringMatching(/^no example rollouts/)})
     const unmatched = await gym([task('one')], [rollout('something else', 'x', 1)])
     expect(await verifierFromRollouts(unmatched.root, unmatched.graph, 'quiz_agent', base)).toEqual({none: expect.stringMatching(/none answers a task row of its example data or carries its task fields$/)})
-    const tools = await gym([task('one')], [rollout('one', 'x', 1, [{type: 'function_call', name: 'look', arguments: '{}', call_id: 'c'}, {type: 'function_call_output', call_id: 'c', output: 'seen'}])])
-    expect(await verifierFromRollouts(tools.root, tools.graph, 'quiz_agent', base)).toEqual({none: expect.stringMatching(/feeds tool results back/)})
+    const broken = await gym([task('one')], [rollout('one', 'x', 1, [{type: 'function_call', name: 'look', arguments: '{not json', call_id: 'c'}, {type: 'function_call_output', call_id: 'c', output: 'seen'}])])
+    expect(await verifierFromRollouts(broken.root, broken.graph, 'quiz_agent', base)).toEqual({none: expect.stringMatching(/no call in them that can be written back/)})
   })
 
-  it('never takes an answer that earned nothing as the correct one (the rewarded rollout needs tool results)', async () => {
+  it('replays a rollout that fed tool results back to /verify as recorded, with no trial (a replay through the Gateway would need the tools)', async () => {
     const base = await loadBuiltin('calendar')
-    const useTool = [{type: 'function_call', name: 'run', arguments: '{}', call_id: 'c'}, {type: 'function_call_output', call_id: 'c', output: '3'}]
-    const zeros = await gym([task('one'), task('two')], [rollout('one', 'a', 0), rollout('two', 'b', 0), rollout('one', 'right', 1, useTool)])
+    const used = [{type: 'function_call', name: 'look', arguments: '{"q": "x"}', call_id: 'c1'}, {type: 'function_call_output', call_id: 'c1', output: [{type: 'text', text: 'seen'}]}]
+    const tools = await gym([task('one')], [rollout('one', 'right', 1, used), rollout('one', 'wrong', 0, used)])
+    const r = await verifierFromRollouts(tools.root, tools.graph, 'quiz_agent', base)
+    if ('none' in r) throw new Error(r.none)
+    expect(r.override.verifier.correct).toEqual([{tool_call: {name: 'look', arguments: {q: 'x'}}}, {tool_output: '[{"type":"text","text":"seen"}]'}, {text: 'right'}])
+    expect(r.override.verifier.wrong.at(-1)).toEqual({text: 'wrong'})
+    expect(r.override.trial).toBeNull()
+    // Written as the Responses API output the grader scored: the result answers the call before it.
+    expect(turnsToOutputItems(r.override.verifier.correct).map((item) => [item.type, item.call_id ?? null])).toEqual([['function_call', 'call_0'], ['function_call_output', 'call_0'], ['message', null]])
+  })
+
+  it('never takes an answer that earned nothing as the correct one (the rewarded rollout holds a call that cannot be written back)', async () => {
+    const base = await loadBuiltin('calendar')
+    const badCall = [{type: 'function_call', name: 'run', arguments: '[1]', call_id: 'c'}, {type: 'function_call_output', call_id: 'c', output: '3'}]
+    const zeros = await gym([task('one'), task('two')], [rollout('one', 'a', 0), rollout('two', 'b', 0), rollout('one', 'right', 1, badCall)])
     const r = await verifierFromRollouts(zeros.root, zeros.graph, 'quiz_agent', base)
-    expect(r).toEqual({none: expect.stringMatching(/earned a reward above 0 \(the best earned 0; those that did feed tool results back/)})
+    expect(r).toEqual({none: expect.stringMatching(/earned a reward above 0 \(the best earned 0; those that did hold calls that cannot be written back/)})
     const negative = await gym([task('one')], [rollout('one', 'a', -1), rollout('one', 'b', -2)])
     expect(await verifierFromRollouts(negative.root, negative.graph, 'quiz_agent', base)).toEqual({none: expect.stringMatching(/the best earned -1\)$/)})
   })
