@@ -205,3 +205,68 @@ describe('a wrong answer taken from another row', () => {
     }
   })
 })
+
+describe('an output that fed tool results back', () => {
+  it('is replayed as the agent made it: one session seeded with the task row, each call run on the resources server, its live answer as the output, then /verify in that session', async () => {
+    // A stateful grader: a session cookie from /seed_session, a tool that adds to the session's total,
+    // and /verify rewarding a total of 5 reached in that session with the tool's own answers.
+    const seen: Array<{path: string; cookie: string | undefined; body: any}> = []
+    const totals = new Map<string, number>()
+    const server = http.createServer((req, res) => {
+      let text = ''
+      req.on('data', (chunk) => (text += chunk))
+      req.on('end', () => {
+        const body = JSON.parse(text)
+        const cookie = /session=(\w+)/.exec(req.headers.cookie ?? '')?.[1]
+        seen.push({path: req.url!, cookie, body})
+        const reply = (status: number, value: unknown, headers: Record<string, string> = {}) => {
+          res.writeHead(status, {'content-type': 'application/json', ...headers})
+          res.end(JSON.stringify(value))
+        }
+        if (req.url === '/seed_session') {
+          const id = `s${seen.length}`
+          totals.set(id, 0)
+          return reply(200, {}, {'set-cookie': `session=${id}; Path=/`})
+        }
+        if (req.url === '/add') {
+          if (!cookie || !totals.has(cookie)) return reply(400, {detail: 'no session'})
+          totals.set(cookie, totals.get(cookie)! + body.n)
+          return reply(200, {total: totals.get(cookie)})
+        }
+        if (req.url === '/verify') {
+          const outputs = body.response.output.filter((i: any) => i.type === 'function_call_output').map((i: any) => i.output)
+          const live = outputs.every((o: string) => /^\{"total": ?\d+\}$/.test(o))
+          return reply(200, {reward: cookie && totals.get(cookie) === 5 && live ? 1.0 : 0.0})
+        }
+        reply(404, {detail: 'no route'})
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'gr-verifier-'))
+    try {
+      const c = await builtin('calendar')
+      c.verifier.payload = {responses_create_params: {input: [{role: 'user', content: 'make 5'}]}, target: 5}
+      c.verifier.task = null
+      // Recorded results that the live ones replace ("stale" would fail the grader's check).
+      c.verifier.correct = [{tool_call: {name: 'add', arguments: {n: 2}}}, {tool_output: 'stale'}, {tool_call: {name: 'add', arguments: {n: 3}}}, {tool_output: 'stale'}, {text: 'five'}]
+      c.verifier.wrong = [{tool_call: {name: 'add', arguments: {n: 4}}}, {tool_output: 'stale'}, {text: 'four'}]
+      const verify = (await renderRecipe(c)).find((f) => f.role === 'verify')!
+      const script = path.join(dir, verify.name)
+      await writeFile(script, verify.content)
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+      const r = await execa('python3', [script, '--resource-url', url], {reject: false, timeout: 30_000})
+      expect(r.exitCode, r.stderr).toBe(0)
+      expect(r.stdout).toContain('correct_reward=1.0 incorrect_reward=0.0')
+      expect(seen.map((s) => s.path)).toEqual(['/seed_session', '/add', '/add', '/verify', '/seed_session', '/add', '/verify'])
+      // The seed carries the task row; every later call of a run rides on the session it made.
+      expect(seen[0].body).toEqual(c.verifier.payload)
+      expect(seen.slice(1, 4).map((s) => s.cookie)).toEqual(['s1', 's1', 's1'])
+      expect(seen.slice(5, 7).map((s) => s.cookie)).toEqual(['s5', 's5'])
+      expect(seen[3].body.response.output.filter((i: any) => i.type === 'function_call_output').map((i: any) => i.output)).toEqual(['{"total":2}', '{"total":5}'])
+    } finally {
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+      await rm(dir, {recursive: true, force: true})
+    }
+  })
+})
