@@ -139,7 +139,9 @@ export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, age
 
   // Task rows of the environment's own data, by prompt: the row a rollout answered.
   const tasks = new Map<string, TaskRow>()
-  for (const example of await exampleRowsFiles(root, graph, agentId)) {
+  // Rows of the first example file by position: Gym's rollout collection records `_ng_task_index`.
+  const firstRows: TaskRow[] = []
+  for (const [n, example] of (await exampleRowsFiles(root, graph, agentId)).entries()) {
     const file = path.resolve(root, example.path)
     let row = 0
     for (const line of await sampleLines(file)) {
@@ -147,6 +149,7 @@ export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, age
       const parsed = parse(line)
       const key = parsed && keyOf(parsed)
       if (key && !tasks.has(key)) tasks.set(key, {file: path.relative(root, file), row})
+      if (n === 0) firstRows.push({file: path.relative(root, file), row})
       row++
     }
   }
@@ -157,6 +160,9 @@ export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, age
       const parsed = parse(line)
       const key = parsed && keyOf(parsed)
       if (!parsed || !key || typeof parsed.reward !== 'number' || !Number.isFinite(parsed.reward)) continue
+      // A prompt the environment rewrote at seed time (so it matches no row) still names its row by index.
+      const taskIndex = parsed._ng_task_index
+      if (!tasks.has(key) && typeof taskIndex === 'number' && Number.isInteger(taskIndex) && firstRows[taskIndex]) tasks.set(key, firstRows[taskIndex])
       const {turns, usesToolResults, unreplayable} = turnsOf((parsed.response as {output?: unknown} | undefined)?.output)
       const {response: _response, reward: _reward, ...task} = parsed
       const payload = Object.keys(task).some((k) => k !== 'responses_create_params') ? task : undefined

@@ -115,6 +115,19 @@ describe('verifier examples from example rollouts', () => {
     expect(await verifierFromRollouts(broken.root, broken.graph, 'quiz_agent', base)).toEqual({none: expect.stringMatching(/no call in them that can be written back/)})
   })
 
+  it('ties a rollout whose prompt the environment rewrote to its row by _ng_task_index, never to its own verify fields', async () => {
+    const base = await loadBuiltin('calendar')
+    const rewritten = await gym([task('one'), task('two')], [rollout('seeded prompt', 'right', 1, [], {_ng_task_index: 1, matched_tool: 'x'}), rollout('seeded prompt', 'wrong', 0, [], {_ng_task_index: 1, matched_tool: 'y'})])
+    const r = await verifierFromRollouts(rewritten.root, rewritten.graph, 'quiz_agent', base)
+    if ('none' in r) throw new Error(r.none)
+    expect(r.override.verifier).toMatchObject({task: {file: 'resources_servers/quiz/data/example.jsonl', row: 1}, payload: null, correct: [{text: 'right'}], wrong: [{text: 'wrong'}]})
+    // An index past the example rows ties nothing: the rollout's own fields are the payload then.
+    const past = await gym([task('one')], [rollout('seeded prompt', 'right', 1, [], {_ng_task_index: 7, answer: 3})])
+    const p = await verifierFromRollouts(past.root, past.graph, 'quiz_agent', base)
+    if ('none' in p) throw new Error(p.none)
+    expect(p.override.verifier).toMatchObject({task: null, payload: {answer: 3, _ng_task_index: 7}})
+  })
+
   it('replays a rollout that fed tool results back to /verify as recorded, with no trial (a replay through the Gateway would need the tools)', async () => {
     const base = await loadBuiltin('calendar')
     const used = [{type: 'function_call', name: 'look', arguments: '{"q": "x"}', call_id: 'c1'}, {type: 'function_call_output', call_id: 'c1', output: [{type: 'text', text: 'seen'}]}]
