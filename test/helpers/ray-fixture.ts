@@ -161,7 +161,7 @@ export async function startFakeRay(options: FakeRayOptions = {}): Promise<FakeRa
     stateDir,
     callLog,
     cli: real ? 'real' : 'fake',
-    env(basePath = process.env.PATH ?? '/usr/bin:/bin') {
+    env(basePath = process.env.PATH ?? '/usr/bin:/bin'): Record<string, string> {
       if (real) return {PATH: `${REAL_RAY_BIN_DIR}${path.delimiter}${basePath}`, FAKE_RAY_CALL_LOG: callLog, GYMRECIPE_REAL_RAY: real}
       return {PATH: `${FAKE_RAY_BIN_DIR}${path.delimiter}${basePath}`, FAKE_RAY_CALL_LOG: callLog}
     },
