@@ -10,6 +10,7 @@ import {type ProgressHost, type ProgressLine, readProgress, type ScriptOutputSin
 import {removeOpenTemporariesSync} from '../runtime/fs.js'
 import {type InterruptOptions, onInterrupt, removeOnInterrupt} from '../runtime/interrupt.js'
 import {Redactor} from '../redact.js'
+import type {LadderPrinter} from '../ladder/runner.js'
 import {terminalSafe} from '../terminal-text.js'
 import {snakeCaseKeys} from '../json-document.js'
 
@@ -170,6 +171,11 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     return scriptOutputSink(this.progressHost(), label, verbose || json, (which, text) =>
       (which === 'stderr' || json ? process.stderr : process.stdout).write(this.redactor.text(text)),
     )
+  }
+
+  /** Where a climb of the ladder prints: this command's lines and warnings, live only on a terminal. */
+  protected ladderPrinter(): LadderPrinter {
+    return {live: !this.jsonEnabled() && Boolean(process.stdout.isTTY), line: (text) => this.say(text), warn: (text) => this.warnLine(text)}
   }
 
   /** Print a line to stderr for people; silent under --json. */

@@ -72,7 +72,6 @@ EXIT STATUS
   }
 
   public async run(): Promise<PrepareResult> {
-    const json = this.jsonEnabled()
     const output = this.scriptOutput('prepare script', this.flags.verbose)
     const stopping = (signal: NodeJS.Signals) => process.stderr.write(`\n${signal}: stopping the prepare script (Ctrl+C again exits at once)\n`)
     const result = await this.interruptible({notice: stopping}, (signal) =>
@@ -83,7 +82,7 @@ EXIT STATUS
         smoke: this.flags.smoke,
         gymRoot: this.flags['gym-root'],
         env: process.env,
-        render: !json,
+        printer: this.ladderPrinter(),
         stdout: sinkStream(output, 'stdout'),
         stderr: sinkStream(output, 'stderr'),
         note: (line) => this.say(line),
@@ -98,7 +97,7 @@ EXIT STATUS
     if (r.status === 'planned') {
       this.say(`Dry run for ${r.recipe} (${r.dir}); nothing was run.`)
       this.say(`  would run: (cd ${r.cwd} && ${r.command.join(' ')})`)
-      if (r.env_sh_sourced) this.say(`  read ${r.dir}/env.sh by sourcing it with bash (any command in it ran)`)
+      if (r.envShSourced) this.say(`  read ${r.dir}/env.sh by sourcing it with bash (any command in it ran)`)
       this.say(`  it writes: ${r.source ?? 'NEMO_GYM_SOURCE_DATA (not set in env.sh!)'}${r.preview ? ` and the preview ${r.preview}` : ''}`)
       this.say(`  in image:  ${r.image ?? 'NEMO_GYM_IMAGE (not set in env.sh!)'} (built from the checkout if missing)`)
       this.say(`  then:      climb static → ${r.level}${r.smoke ? ' (SMOKE run)' : ''}`)

@@ -62,7 +62,7 @@ EXIT STATUS
         timeoutS: this.flags.timeout,
         gymRoot: this.flags['gym-root'],
         smoke: this.flags.smoke,
-        render: !json,
+        printer: this.ladderPrinter(),
         signal,
         io: {
           scriptOutput: (stream, text) => output.write(stream, text),
@@ -80,13 +80,13 @@ EXIT STATUS
       const plan = report.plan!
       this.say(`Dry run for ${report.recipe} (${report.dir}); nothing was changed.`)
       this.say(`  would run: ${plan.env.NEMO_GYM_START_NO_WAIT ? 'NEMO_GYM_START_NO_WAIT=1 ' : ''}${report.script.command.join(' ')}`)
-      this.say(`  image ${plan.env.NEMO_GYM_IMAGE}, container ${report.container.name} (now: ${report.container.state}), Gateway ${report.gateway_url}`)
+      this.say(`  image ${plan.env.NEMO_GYM_IMAGE}, container ${report.container.name} (now: ${report.container.state}), Gateway ${report.gatewayUrl}`)
       this.say(`  action: ${plan.action}`)
-      if (plan.env_sh_sourced) this.say(`  read ${report.dir}/env.sh by sourcing it with bash (any command in it ran)`)
+      if (plan.envShSourced) this.say(`  read ${report.dir}/env.sh by sourcing it with bash (any command in it ran)`)
       if (plan.ports.length > 0) this.say(`  ports: ${plan.ports.map((p) => `${p.port} ${p.label}`).join(', ')}`)
       this.say(`  then: ${plan.then}`)
       // A dry run exits as the real run would for everything it can know without changing anything.
-      return this.withExitCode(report, plan.would_exit, {code: plan.would_exit === ExitCode.precondition ? 'E_PRECONDITION' : 'E_FAILED', message: `start would not run: ${plan.action}`})
+      return this.withExitCode(report, plan.wouldExit, {code: plan.wouldExit === ExitCode.precondition ? 'E_PRECONDITION' : 'E_FAILED', message: `start would not run: ${plan.action}`})
     }
     if (!report.ladder) return report
     for (const line of summarizeLadder(report.ladder)) this.say(line)

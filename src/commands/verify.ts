@@ -63,7 +63,7 @@ EXIT STATUS
       gymRoot: this.flags['gym-root'],
       smoke: this.flags.smoke,
       env: process.env,
-      render: !this.jsonEnabled(),
+      printer: this.ladderPrinter(),
       callbackHost: this.flags['callback-host'],
       callbackPort: this.flags['callback-port'],
       jobLog: this.flags['job-log'],

@@ -6,13 +6,14 @@
 import {applyDirectives} from './gym-config/directives.js'
 import {gymConfigError} from './gym-config/errors.js'
 import {extractGraph, missingValueProblems} from './gym-config/graph.js'
-import {decideIncludeOrder, type GymBehaviour, INCLUDE_ORDER_WORDS, type IncludeOrder, type IncludeOrderDecision, mergeOrder, readGymBehaviour} from './gym-config/include-order.js'
+import {decideIncludeOrder, INCLUDE_ORDER_WORDS, type IncludeOrder, type IncludeOrderDecision, mergeOrder, readGymBehaviour} from './gym-config/include-order.js'
 import {loadIncludeTree} from './gym-config/includes.js'
 import {resolveInterpolations} from './gym-config/interpolation.js'
 import {mergeAll} from './gym-config/merge.js'
 import {type GymConfigFs, nodeGymConfigFs, resolveGymRoot} from './gym-config/paths.js'
 import {Provenance} from './gym-config/provenance.js'
 import {setKey} from './gym-config/tree.js'
+import type {GymGraph, GymProblem} from './gym-config/types.js'
 import {verbatim} from '../json-document.js'
 
 export {GYM_CONFIG_ERROR} from './gym-config/errors.js'
@@ -21,68 +22,7 @@ export type {GymConfigFs} from './gym-config/paths.js'
 export {redactSecrets} from './gym-config/redact.js'
 export type {GymBehaviour, IncludeOrder, IncludeOrderDecision} from './gym-config/include-order.js'
 
-export type DatasetSource =
-  | {type: 'huggingface'; repoId: string; artifactFpath: string | null; form: 'source' | 'huggingface_identifier'}
-  | {type: 'gitlab'; datasetName: string; version: string; artifactFpath: string | null; form: 'source' | 'gitlab_identifier'}
-
-export interface GymDataset {
-  name: string
-  /** train | validation | example | benchmark (as written) */
-  type: string
-  jsonlFpath: string | null
-  license: string | null
-  numRepeats: number | null
-  /** All forms present, primary first (`source:`; else gitlab before HF when both legacy ids exist). */
-  sources: DatasetSource[]
-  promptConfig: string | null
-  prepareScript: string | null
-}
-
-export type GymServerKind = 'resources_servers' | 'responses_api_agents' | 'responses_api_models'
-
-export interface GymServer {
-  /** Instance id: the top-level key. */
-  id: string
-  kind: GymServerKind
-  /** The implementation key under the server type (e.g. simple_agent, calendar). */
-  implementation: string
-  /** The implementation's fields, merged, directives applied, interpolations resolved where possible. */
-  fields: Record<string, unknown>
-}
-
-export interface GymAgent extends GymServer {
-  kind: 'responses_api_agents'
-  resourcesServer: string | null
-  modelServer: string | null
-  maxSteps: number | null
-  datasets: GymDataset[]
-}
-
-export interface GymProblem {
-  severity: 'error' | 'warning'
-  message: string
-  /** JSON pointer into `merged`. */
-  pointer: string
-  /** Where the value was written (relative to the Gym root), when known. */
-  file?: string
-  line?: number
-}
-
-export interface GymGraph {
-  /** Config files loaded, relative to the Gym root, in merge order. */
-  files: string[]
-  /** The order this checkout merges includes in, and how that was decided. */
-  includeOrder: IncludeOrderDecision
-  /** What this checkout's `gym env start` does beyond the commit Relax pins. */
-  behaviour: GymBehaviour
-  resourcesServers: GymServer[]
-  agents: GymAgent[]
-  models: GymServer[]
-  /** Dangling references, `???` values, malformed dataset entries, ... The graph is still usable. */
-  problems: GymProblem[]
-  /** The fully merged config (for debugging / `--json`). May hold secrets: see redactSecrets. */
-  merged: Record<string, unknown>
-}
+export type {DatasetSource, GymAgent, GymDataset, GymGraph, GymProblem, GymServer, GymServerKind} from './gym-config/types.js'
 
 export interface LoadGymGraphOptions {
   /** Filesystem access; defaults to the real one. */

@@ -9,9 +9,19 @@ import {redactorFor} from '../redact.js'
 import {terminalSafe} from '../terminal-text.js'
 
 
+/**
+ * Where a climb's lines go: the command's printer (redacted, silent under --json) and its
+ * warnings (printed for people, gathered into the --json envelope). Absent: nothing is printed.
+ */
+export interface LadderPrinter {
+  /** Draw each check live in its place (listr2): only on a terminal, never under --json. */
+  live: boolean
+  line(text: string): void
+  warn(text: string): void
+}
+
 export interface RunLadderOptions {
-  /** Render progress for people (listr2); false under --json. */
-  render: boolean
+  printer?: LadderPrinter
   /** Climb from this rung (default: static). Lower rungs are still required: they run first. */
   level: Rung
   /** Check this one rung alone against what is deployed now; the ladder is not climbed. */
@@ -42,8 +52,8 @@ function rungStatus(checks: CheckResult[]): RungReport['status'] {
 }
 
 export interface RunRungOptions {
-  /** Show progress for people: live on a terminal, one plain line per check otherwise; false under --json. */
-  render: boolean
+  /** Where the rung's lines go: live on a terminal, one plain line per check otherwise; absent: silent. */
+  printer?: LadderPrinter
   /** Told each result as its check finishes (e.g. to print it). */
   onCheck?: (result: CheckResult) => void
 }
@@ -53,16 +63,17 @@ export interface RunRungOptions {
  * ladder and `train` both run rungs here.
  */
 export async function runRung(definition: RungDefinition, ctx: CheckContext, options: RunRungOptions): Promise<RungReport> {
-  const report = options.render && process.stdout.isTTY ? await runLive(definition, ctx, options) : await runPlain(definition, ctx, options)
+  const printer = options.printer
+  const report = printer?.live ? await runLive(definition, ctx, printer, options) : await runPlain(definition, ctx, options)
   await recordVerdict(ctx, report).catch((error: unknown) => {
     // The verdict stands; only its later reading (handoff, stale rungs) is lost.
-    process.stderr.write(`warning: the ${report.rung} verdict could not be recorded: ${messageOf(error)}\n`)
+    printer?.warn(`warning: the ${report.rung} verdict could not be recorded: ${messageOf(error)}`)
   })
   return report
 }
 
 async function runPlain(definition: RungDefinition, ctx: CheckContext, options: RunRungOptions): Promise<RungReport> {
-  const say = options.render ? (line: string) => process.stdout.write(`${line}\n`) : undefined
+  const say = options.printer ? (line: string) => options.printer!.line(line) : undefined
   say?.(`${definition.rung} rung`)
   const results: CheckResult[] = []
   for (const check of definition.checks(ctx)) {
@@ -78,7 +89,7 @@ async function runPlain(definition: RungDefinition, ctx: CheckContext, options: 
 }
 
 /** On a terminal: listr2 shows each check running, then its mark and message in its place; the rung's verdict follows. */
-async function runLive(definition: RungDefinition, ctx: CheckContext, options: RunRungOptions): Promise<RungReport> {
+async function runLive(definition: RungDefinition, ctx: CheckContext, printer: LadderPrinter, options: RunRungOptions): Promise<RungReport> {
   const {rung} = definition
   const results: CheckResult[] = []
   const tasks: ListrTask[] = definition.checks(ctx).map((check) => ({
@@ -94,7 +105,7 @@ async function runLive(definition: RungDefinition, ctx: CheckContext, options: R
       else task.title = outcome.map(checkText).join('\n')
     },
   }))
-  process.stdout.write(`${rung} rung\n`)
+  printer.line(`${rung} rung`)
   const listr = new Listr(tasks, {
     renderer: 'default',
     concurrent: false,
@@ -105,7 +116,7 @@ async function runLive(definition: RungDefinition, ctx: CheckContext, options: R
   } as ConstructorParameters<typeof Listr>[1])
   await listr.run().catch(() => undefined)
   const report: RungReport = {rung, status: rungStatus(results), checks: results}
-  process.stdout.write(`${rungLine(rung, report.status)}\n`)
+  printer.line(rungLine(rung, report.status))
   return report
 }
 
@@ -126,7 +137,7 @@ export async function runLadder(definitions: RungDefinition[], ctx: CheckContext
       stopped = true
       continue
     }
-    const report = await runRung(definition, ctx, {render: options.render})
+    const report = await runRung(definition, ctx, {printer: options.printer})
     reports.push(report)
     if (report.status !== 'pass') stopped = true
   }

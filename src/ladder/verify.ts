@@ -1,6 +1,6 @@
 import {assertGymRoot} from '../contract/gym-config/paths.js'
 import {RUNG_DEFINITIONS} from './rungs.js'
-import {runLadder} from './runner.js'
+import {type LadderPrinter, runLadder} from './runner.js'
 import {resolveRecipe} from './target.js'
 import type {LadderOptions, LadderReport, Rung} from './types.js'
 import {Scratch} from './scratch-store.js'
@@ -9,7 +9,8 @@ export interface VerifyOptions extends LadderOptions {
   relaxRoot: string
   recipe: string
   level: Rung
-  render: boolean
+  /** Where the climb's lines go (absent: nothing printed). */
+  printer?: LadderPrinter
   /** Check `level` alone instead of climbing to it. */
   only?: boolean
 }
@@ -18,5 +19,5 @@ export interface VerifyOptions extends LadderOptions {
 export async function verifyRecipe(o: VerifyOptions): Promise<LadderReport> {
   await assertGymRoot(o.gymRoot)
   const target = await resolveRecipe(o.relaxRoot, o.recipe)
-  return runLadder(RUNG_DEFINITIONS, {target, options: o, scratch: new Scratch()}, {render: o.render, level: o.level, only: o.only})
+  return runLadder(RUNG_DEFINITIONS, {target, options: o, scratch: new Scratch()}, {printer: o.printer, level: o.level, only: o.only})
 }

@@ -5,7 +5,7 @@ import type {Writable} from 'node:stream'
 import {ExitCode, GymError, preconditionError} from '../errors.js'
 import {previewPathOf} from '../ladder/data/source.js'
 import {RUNG_DEFINITIONS} from '../ladder/rungs.js'
-import {runLadder} from '../ladder/runner.js'
+import {type LadderPrinter, runLadder} from '../ladder/runner.js'
 import {resolveRecipe} from '../ladder/target.js'
 import type {LadderReport, RecipeTarget, Rung} from '../ladder/types.js'
 import {which} from '../runtime/process.js'
@@ -27,8 +27,8 @@ export interface PrepareOptions {
   smoke: boolean
   gymRoot?: string
   env: NodeJS.ProcessEnv
-  /** Render ladder progress for people. */
-  render: boolean
+  /** Where the ladder's lines go (absent: nothing printed). */
+  printer?: LadderPrinter
   /** Where the script's output goes, live. */
   stdout: Writable
   stderr: Writable
@@ -58,9 +58,9 @@ export interface PrepareResult {
   hint?: string
   ladder?: LadderReport
   /** env.sh was sourced with bash to read its values (its commands ran, even in a dry run). */
-  env_sh_sourced: boolean
+  envShSourced: boolean
   /** The builder the script's docker build uses: BuildKit where docker has buildx, else the legacy one, or the caller's DOCKER_BUILDKIT. */
-  docker_builder: DockerBuilder
+  dockerBuilder: DockerBuilder
 }
 
 export async function prepareRecipe(o: PrepareOptions): Promise<PrepareResult> {
@@ -86,8 +86,8 @@ export async function prepareRecipe(o: PrepareOptions): Promise<PrepareResult> {
     image: scriptEnv.NEMO_GYM_IMAGE || null,
     smoke: o.smoke || (target.contract?.data.smoke ?? false),
     level: PREPARE_LEVEL,
-    env_sh_sourced: hasEnvSh,
-    docker_builder: builder.builder,
+    envShSourced: hasEnvSh,
+    dockerBuilder: builder.builder,
   }
   if (o.dryRun) return result
 
@@ -103,7 +103,7 @@ export async function prepareRecipe(o: PrepareOptions): Promise<PrepareResult> {
   if (exit.exitCode !== 0) return {...result, status: 'script-failed', hint: scriptFailureHint([...stdoutTail, ...stderrTail], target)}
   o.note?.(`✔ ${path.basename(script)} finished in ${(result.script.durationMs / 1000).toFixed(1)}s; climbing static → ${PREPARE_LEVEL}`)
 
-  const ladder = await runLadder(RUNG_DEFINITIONS, {target, options: {env: o.env, smoke: o.smoke, gymRoot: o.gymRoot, signal: o.signal}, scratch: new Scratch()}, {render: o.render, level: PREPARE_LEVEL})
+  const ladder = await runLadder(RUNG_DEFINITIONS, {target, options: {env: o.env, smoke: o.smoke, gymRoot: o.gymRoot, signal: o.signal}, scratch: new Scratch()}, {printer: o.printer, level: PREPARE_LEVEL})
   return {...result, status: ladder.status, smoke: ladder.smoke, ladder}
 }
 

@@ -12,7 +12,7 @@ import path from 'node:path'
 import {ExitCode, GymError, usageError} from '../errors.js'
 import {describeService, type ServiceDescription} from '../ladder/service/describe.js'
 import {RUNG_DEFINITIONS} from '../ladder/rungs.js'
-import {runLadder} from '../ladder/runner.js'
+import {type LadderPrinter, runLadder} from '../ladder/runner.js'
 import {resolveRecipe} from '../ladder/target.js'
 import type {LadderReport, RecipeTarget} from '../ladder/types.js'
 import {type ContainerState, containerLogTail, imageIdOf, inspectContainer, removeContainer} from '../runtime/container.js'
@@ -44,8 +44,8 @@ export interface StartOptions {
   timeoutS?: number
   gymRoot?: string
   smoke: boolean
-  /** listr2 rendering of the ladder. */
-  render: boolean
+  /** Where the ladder's lines go (absent: nothing printed). */
+  printer?: LadderPrinter
   /** Climb static → data → service after the service is ready (default true). */
   climb?: boolean
   /** Ctrl+C: stop what this run started. */
@@ -70,18 +70,18 @@ export interface StartReport {
   recipe: string
   dir: string
   dryRun: boolean
-  script: {path: string; command: string[]; exit_code: number | null}
+  script: {path: string; command: string[]; exitCode: number | null}
   container: ContainerReport
-  gateway_url: string
+  gatewayUrl: string
   /** The builder the script's docker build uses: BuildKit where docker has buildx, else the legacy one, or the caller's DOCKER_BUILDKIT. */
-  docker_builder: DockerBuilder
+  dockerBuilder: DockerBuilder
   readiness: null | {
     ready: boolean
-    timeout_s: number
-    container_started_at: string
-    ready_at: string
+    timeoutS: number
+    containerStartedAt: string
+    readyAt: string
     /** From the container's start to the moment start saw /readyz ready. */
-    elapsed_ms: number
+    elapsedMs: number
     readyz: unknown
   }
   /** Dry run: what would happen. */
@@ -89,9 +89,9 @@ export interface StartReport {
     existing: null | {id: string; owner: string | null; state: string}
     action: string
     /** The exit status the real run would have for what a dry run can know (3: it would refuse). */
-    would_exit: number
+    wouldExit: number
     /** env.sh was sourced with bash to read its values (its commands ran, even in a dry run). */
-    env_sh_sourced: boolean
+    envShSourced: boolean
     ports: Array<{label: string; port: number}>
     env: Record<string, string>
     then: string
@@ -188,16 +188,16 @@ async function dryRunPlan(o: StartOptions, target: RecipeTarget, desc: ServiceDe
     recipe: target.id,
     dir: target.dir,
     dryRun: true,
-    script: {path: scriptPath, command: ['bash', scriptPath], exit_code: null},
+    script: {path: scriptPath, command: ['bash', scriptPath], exitCode: null},
     container: {name: desc.container!, id: existing?.id ?? null, image: existing?.imageRef ?? null, image_id: existing?.imageId ?? null, state: existing ? stateText(existing) : 'absent', replaced: null},
-    gateway_url: gatewayUrl,
-    docker_builder: builder.builder,
+    gatewayUrl: gatewayUrl,
+    dockerBuilder: builder.builder,
     readiness: null,
     plan: {
       existing: existing ? {id: existing.id, owner: existing.owner ?? null, state: stateText(existing)} : null,
       action,
-      would_exit: !docker || (existing && existing.owner !== desc.recipe) ? ExitCode.precondition : ExitCode.ok,
-      env_sh_sourced: await pathExists(path.join(target.dir, 'env.sh')),
+      wouldExit: !docker || (existing && existing.owner !== desc.recipe) ? ExitCode.precondition : ExitCode.ok,
+      envShSourced: await pathExists(path.join(target.dir, 'env.sh')),
       ports: desc.ports,
       env: {...builder.env, [NO_WAIT_ENV]: '1', NEMO_GYM_IMAGE: desc.imageTag ?? '', GYM_HOST: desc.gymHost ?? '', NEMO_GYM_GATEWAY_PORT: String(desc.gatewayPort)},
       then: 'climb the ladder: static → data → service',
@@ -528,16 +528,16 @@ export async function startRecipe(o: StartOptions): Promise<StartReport> {
     recipe: target.id,
     dir: target.dir,
     dryRun: false,
-    script: {path: scriptPath, command: ['bash', scriptPath], exit_code: exit?.exitCode ?? null},
+    script: {path: scriptPath, command: ['bash', scriptPath], exitCode: exit?.exitCode ?? null},
     container: await containerReport(run, tracker.createdId),
-    gateway_url: gatewayUrl,
-    docker_builder: builder.builder,
+    gatewayUrl: gatewayUrl,
+    dockerBuilder: builder.builder,
     readiness: {
       ready: true,
-      timeout_s: timeoutS,
-      container_started_at: new Date(tracker.startedAtMs ?? runStartedMs).toISOString(),
-      ready_at: new Date(outcome.at).toISOString(),
-      elapsed_ms: elapsed,
+      timeoutS: timeoutS,
+      containerStartedAt: new Date(tracker.startedAtMs ?? runStartedMs).toISOString(),
+      readyAt: new Date(outcome.at).toISOString(),
+      elapsedMs: elapsed,
       readyz: verbatim(outcome.answer.json),
     },
     plan: null,
@@ -546,6 +546,6 @@ export async function startRecipe(o: StartOptions): Promise<StartReport> {
   if (o.climb === false) return report
 
   const handoff = builtImageId ? {start: {builtImageId}} : undefined
-  report.ladder = await runLadder(RUNG_DEFINITIONS, {target, options: {gymRoot: o.gymRoot, env: o.env, smoke: o.smoke, signal: o.signal}, scratch: new Scratch(), handoff}, {render: o.render, level: 'service'})
+  report.ladder = await runLadder(RUNG_DEFINITIONS, {target, options: {gymRoot: o.gymRoot, env: o.env, smoke: o.smoke, signal: o.signal}, scratch: new Scratch(), handoff}, {printer: o.printer, level: 'service'})
   return report
 }

@@ -71,7 +71,7 @@ export interface StatusReport {
   gateway: GatewayView
   container: ContainerView
   /** env.sh was sourced with bash to read its values (its commands ran). */
-  env_sh_sourced: boolean
+  envShSourced: boolean
   /** Each rung's last verdict, judged against the inputs of now (stale when they changed). */
   ladder: RungStanding[]
 }
@@ -184,12 +184,12 @@ export async function recipeStatus(options: {relaxRoot: string; recipe: string; 
     }
   }
   const ladder = (await ladderStanding({target, options: {env: options.env, smoke: false}, scratch: new Scratch()})).rungs
-  return {recipe: target.id, dir: target.dir, job, gateway, container, env_sh_sourced: await pathExists(path.join(target.dir, 'env.sh')), ladder}
+  return {recipe: target.id, dir: target.dir, job, gateway, container, envShSourced: await pathExists(path.join(target.dir, 'env.sh')), ladder}
 }
 
 /** Three lines for people. */
 export function statusLines(report: StatusReport): string[] {
-  const lines = [`${report.recipe} (${report.dir})${report.env_sh_sourced ? ', env.sh read by sourcing it with bash' : ''}`]
+  const lines = [`${report.recipe} (${report.dir})${report.envShSourced ? ', env.sh read by sourcing it with bash' : ''}`]
   const job = report.job
   if (!job) {
     lines.push('  job        none recorded (gymrecipe train records its submission)')

@@ -106,7 +106,7 @@ export async function checkDataRung(input: PreflightInput): Promise<PreflightIte
   const report = await runLadder(
     RUNG_DEFINITIONS,
     {target: input.target, options: {env: input.scriptEnv, smoke: input.smoke, gymRoot: input.gymRoot, signal: input.signal}, scratch: new Scratch()},
-    {render: false, level: 'data'},
+    {level: 'data'},
   )
   const problems = report.rungs
     .flatMap((r) => r.checks)

@@ -503,7 +503,8 @@ class TrainRun {
     // env.sh was already sourced over the caller's environment for the script; the rung sees the same.
     const rungOptions = {env: this.scriptEnv, smoke: options.smoke, gymRoot: options.gymRoot, signal: options.interrupt, workerLogs: options.workerLogs}
     report.trainingRung = await runRung(trainingRung, {target, options: rungOptions, scratch: new Scratch(), handoff}, {
-      render: false,
+      // Each check is printed here as it finishes; only a warning of the runner itself goes through.
+      printer: {live: false, line: () => undefined, warn: (text) => this.say(text)},
       onCheck: (check) => {
         for (const line of checkLines(check, '  ')) this.say(line)
       },

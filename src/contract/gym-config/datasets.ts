@@ -1,4 +1,4 @@
-import type {DatasetSource, GymDataset, GymProblem} from '../gym-config.js'
+import type {DatasetSource, GymDataset, GymProblem} from './types.js'
 import type {Origin} from './provenance.js'
 import {hasKey, isMapping, isMissing, type Mapping, type Path, toPointer} from './tree.js'
 

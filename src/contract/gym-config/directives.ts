@@ -1,4 +1,4 @@
-import type {GymProblem} from '../gym-config.js'
+import type {GymProblem} from './types.js'
 import {gymConfigError} from './errors.js'
 import {mergeValues} from './merge.js'
 import type {Move, Origin} from './provenance.js'

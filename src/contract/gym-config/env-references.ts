@@ -2,7 +2,7 @@
  * `${oc.env:NAME}` and `${oc.env:NAME,default}` in a loaded graph: values Gym reads from the
  * environment of `gym env start`, i.e. deployment values the Gym container must be given.
  */
-import type {GymGraph} from '../gym-config.js'
+import type {GymGraph} from './types.js'
 import {forEachLeaf, toDotted} from './tree.js'
 
 export interface EnvReference {

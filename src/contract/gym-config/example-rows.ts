@@ -7,7 +7,7 @@
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 import {isInside} from '../../runtime/fs.js'
-import type {GymGraph} from '../gym-config.js'
+import type {GymGraph} from './types.js'
 import {resourcesServerOf} from './graph.js'
 
 export interface ExampleRowsFile {

@@ -1,4 +1,4 @@
-import type {GymAgent, GymGraph, GymProblem, GymServer, GymServerKind} from '../gym-config.js'
+import type {GymAgent, GymGraph, GymProblem, GymServer, GymServerKind} from './types.js'
 import {readDatasets} from './datasets.js'
 import {gymConfigError} from './errors.js'
 import type {Origin} from './provenance.js'

@@ -1,4 +1,4 @@
-import type {GymProblem} from '../gym-config.js'
+import type {GymProblem} from './types.js'
 import {gymConfigError} from './errors.js'
 import {assertRealPathInside, type GymConfigFs, type GymRoot, locateEntry, type ResolvedEntry} from './paths.js'
 import {toPointer} from './tree.js'

@@ -1,4 +1,4 @@
-import type {GymProblem} from '../gym-config.js'
+import type {GymProblem} from './types.js'
 import {gymConfigError} from './errors.js'
 import type {Origin} from './provenance.js'
 import {deepClone, getAt, hasKey, isMapping, isMissing, type Mapping, type Path, setKey, toPointer} from './tree.js'

@@ -8,7 +8,7 @@
  * the implementation's config), its endpoint read from the container's environment
  * (`${oc.env:<PREFIX>_BASE_URL}` …): deployment values env.sh names, never copied into a file.
  */
-import type {GymServer} from '../gym-config.js'
+import type {GymServer} from './types.js'
 import type {SecondModel} from './second-models.js'
 import type {ModelServerField} from '../types.js'
 

@@ -1,4 +1,4 @@
-import type {DatasetSource, GymAgent, GymDataset, GymGraph, GymProblem, GymServer} from '../gym-config.js'
+import type {DatasetSource, GymAgent, GymDataset, GymGraph, GymProblem, GymServer} from './types.js'
 
 const NONE = '-'
 

@@ -6,7 +6,7 @@
  * `{type: responses_api_models, name: …}` reference other than the agent's own `model_server`,
  * and flat `<role>_base_url` / `<role>_model` values.
  */
-import type {GymAgent, GymGraph, GymServer} from '../gym-config.js'
+import type {GymAgent, GymGraph, GymServer} from './types.js'
 import {resourcesServerOf} from './graph.js'
 
 export type SecondModelRole = 'judge' | 'simulator' | 'model'
