@@ -1,4 +1,4 @@
-import type {RecipeContract, RecipeFileNames} from '../contract/types.js'
+import type {RecipeTarget} from '../recipe/types.js'
 import type {JobDetails} from '../runtime/ray-jobs.js'
 import type {RecipeRunState} from '../runtime/run-state.js'
 import type {LogDigest} from './training/outputs.js'
@@ -10,6 +10,7 @@ export type Rung = (typeof RUNGS)[number]
 export type CheckStatus = 'pass' | 'fail' | 'skip'
 
 /** The result of one check: data only; rendering is separate. */
+
 export interface CheckResult {
   id: string
   rung: Rung
@@ -33,36 +34,6 @@ export function passOrProblems(id: string, title: string, problems: CheckOutcome
   return problems.map((p) => ({id, title, ...p}))
 }
 
-/** Where a recipe lives and what is known about it before any rung runs. */
-export interface RecipeTarget {
-  id: string
-  relaxRoot: string
-  dir: string
-  /** The recorded contract, when recipe.yaml exists (hand-written recipes may have none). */
-  contract: RecipeContract | null
-  /** Paths of the seven files inside dir (resolved from the contract, or discovered). */
-  files: Partial<RecipeFileNames>
-  /** Every script in dir by kind: hand-written recipes may have several of each. */
-  layout: RecipeLayout
-}
-
-/**
- * Relax lays recipes out freely: two training scripts, one without a recipe suffix, an
- * in-container launcher beside a host-side `_remote.sh` or an attaching `_local.sh`, a trial
- * verifier beside the direct one. Every file of a kind is checked.
- */
-export interface RecipeLayout {
-  /** run-*.sh */
-  training: string[]
-  /** start_*.sh and submit_*.sh */
-  launchers: string[]
-  /** prepare_*.sh */
-  prepare: string[]
-  /** verify_*.py */
-  verifiers: string[]
-  /** Every *.sh in the folder. */
-  shell: string[]
-}
 
 export interface LadderOptions {
   /** A pinned Gym checkout to check graph names against (optional). */

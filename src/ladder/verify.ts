@@ -1,7 +1,7 @@
 import {assertGymRoot} from '../contract/gym-config/paths.js'
 import {RUNG_DEFINITIONS} from './rungs.js'
 import {type LadderPrinter, runLadder} from './runner.js'
-import {resolveRecipe} from './target.js'
+import {resolveRecipe} from '../recipe/target.js'
 import type {LadderOptions, LadderReport, Rung} from './types.js'
 import {Scratch} from './scratch-store.js'
 

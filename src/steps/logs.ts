@@ -4,7 +4,7 @@
  */
 import {ExitCode, GymError, usageError} from '../errors.js'
 import {describeService} from '../ladder/service/describe.js'
-import {resolveRecipe} from '../ladder/target.js'
+import {resolveRecipe} from '../recipe/target.js'
 import {containerLogChunks, followContainerLogs, inspectContainer, type LogChunk} from '../runtime/container.js'
 import {dockerTarget, OWNERSHIP_LABEL, requireDocker} from '../runtime/docker.js'
 import {scriptEnvironment} from '../runtime/recipe-env.js'

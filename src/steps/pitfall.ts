@@ -5,7 +5,7 @@
 import path from 'node:path'
 
 import {ExitCode, GymError, usageError} from '../errors.js'
-import {resolveRecipe} from '../ladder/target.js'
+import {resolveRecipe} from '../recipe/target.js'
 import {REDACTED, Redactor} from '../redact.js'
 import {editText} from '../runtime/editor.js'
 import {readTextIfExists, writeFileAtomic} from '../runtime/fs.js'

@@ -18,9 +18,10 @@ import {randomBytes} from 'node:crypto'
 import path from 'node:path'
 
 import {codeOf, ExitCode, GymError, messageOf} from '../errors.js'
-import {resolveRecipe} from '../ladder/target.js'
+import {resolveRecipe} from '../recipe/target.js'
 import {newestTrainingLog, trainingRung} from '../ladder/training/index.js'
-import type {RecipeTarget, RungReport} from '../ladder/types.js'
+import type {RungReport} from '../ladder/types.js'
+import type {RecipeTarget} from '../recipe/types.js'
 import {
   followJob,
   type FollowResult,

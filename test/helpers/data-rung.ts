@@ -5,7 +5,7 @@ import {parse as parseYaml, stringify as stringifyYaml} from 'yaml'
 
 import {dataRung} from '../../src/ladder/data/index.js'
 import {runLadder} from '../../src/ladder/runner.js'
-import {resolveRecipe} from '../../src/ladder/target.js'
+import {resolveRecipe} from '../../src/recipe/target.js'
 import type {CheckResult, LadderReport} from '../../src/ladder/types.js'
 import {repoRoot, snapshotRoot} from './cli.js'
 import {generatedRecipe} from './recipes.js'

@@ -5,7 +5,7 @@
  */
 import {runRung} from '../../src/ladder/runner.js'
 import type {CheckContext, CheckResult, RungDefinition} from '../../src/ladder/types.js'
-import {resolveRecipe} from '../../src/ladder/target.js'
+import {resolveRecipe} from '../../src/recipe/target.js'
 import {type GymLayout, freePortBlock} from './relax-fixture.js'
 import {Scratch} from '../../src/ladder/scratch-store.js'
 

@@ -16,7 +16,7 @@ import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
 
 import {networkRung} from '../../src/ladder/network/index.js'
 import {allowlistCovers, noProxyCovers, parseStrictCidr} from '../../src/ladder/network/allowlist.js'
-import {resolveRecipe} from '../../src/ladder/target.js'
+import {resolveRecipe} from '../../src/recipe/target.js'
 import type {CheckResult, RungReport} from '../../src/ladder/types.js'
 import {runRung} from '../../src/ladder/runner.js'
 import {BASE_IMAGE, dockerOk, dockerUnavailableReason, removeByLabel, uniqueTestLabel} from '../helpers/docker.js'

@@ -11,7 +11,7 @@ import os from 'node:os'
 import path from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {resolveRecipe} from '../../src/ladder/target.js'
+import {resolveRecipe} from '../../src/recipe/target.js'
 import {serviceRung} from '../../src/ladder/service/index.js'
 import type {CheckResult} from '../../src/ladder/types.js'
 import {runCli, snapshotRoot} from '../helpers/cli.js'

@@ -4,7 +4,7 @@ import {describe, expect, it} from 'vitest'
 
 import {describeService, serviceUrls} from '../../src/ladder/service/describe.js'
 import {parseVerifierOutput, serverErrorTraceback, tracebacksIn} from '../../src/ladder/service/checks.js'
-import {resolveRecipe} from '../../src/ladder/target.js'
+import {resolveRecipe} from '../../src/recipe/target.js'
 import {demuxLogBuffer} from '../../src/runtime/container.js'
 import {generatedRecipe} from '../helpers/recipes.js'
 

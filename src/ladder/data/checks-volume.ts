@@ -1,5 +1,5 @@
 import {recipeFiles} from '../static/recipe-files.js'
-import {flagValues} from '../static/shell.js'
+import {flagValues} from '../../recipe/shell.js'
 import type {Check, CheckContext} from '../types.js'
 import {dataScan, sourceUnusable} from './scan.js'
 

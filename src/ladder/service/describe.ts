@@ -9,7 +9,7 @@ import path from 'node:path'
 
 import {RAY_COMPONENT_PORTS} from '../../contract/ports.js'
 import {defaultErrorProbe, type ErrorProbe, errorProbeOf, RECIPES_DIR, serviceBlockPorts, servicePorts} from '../../contract/types.js'
-import type {RecipeTarget} from '../types.js'
+import type {RecipeTarget} from '../../recipe/types.js'
 
 export interface ServicePort {
   label: string

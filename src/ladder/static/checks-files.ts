@@ -4,8 +4,9 @@ import {configRootName} from '../../contract/gym-config/paths.js'
 import {messageOf} from '../../errors.js'
 import {scriptEnv} from '../scratch.js'
 import type {Check, CheckContext, CheckOutcome} from '../types.js'
-import {launcherRole, type LoadedFile, recipeFiles, type Role, ROLE_TITLES} from './recipe-files.js'
-import {keyValueWord, rawLineOf} from './shell.js'
+import {recipeFiles} from './recipe-files.js'
+import {launcherRole, type LoadedFile, type Role, ROLE_TITLES} from '../../recipe/files.js'
+import {keyValueWord, rawLineOf} from '../../recipe/shell.js'
 
 
 export const filesPresent: Check = {

@@ -5,8 +5,9 @@ import path from 'node:path'
 import {ENV_SH_RULE, envShProblems} from '../../env-sh.js'
 import {run} from '../../runtime/process.js'
 import {type Check, type CheckOutcome, type NamedResult, passOrProblems} from '../types.js'
-import {launcherRole, type LoadedFile, recipeFiles} from './recipe-files.js'
-import {arrays, assignments, type LogicalLine, type Resolved, resolveWord} from './shell.js'
+import {recipeFiles} from './recipe-files.js'
+import {launcherRole, type LoadedFile} from '../../recipe/files.js'
+import {arrays, assignments, type LogicalLine, type Resolved, resolveWord} from '../../recipe/shell.js'
 
 
 // ------------------------------------------------------------------ env.sh

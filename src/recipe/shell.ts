@@ -1,8 +1,8 @@
 /** Small, conservative readers for bash scripts: enough to check recipe rules, not a shell parser. */
 
-import {type LogicalLine, stripComment} from '../../shell-lines.js'
+import {type LogicalLine, stripComment} from '../shell-lines.js'
 
-export {type LogicalLine, logicalLines, stripComment} from '../../shell-lines.js'
+export {type LogicalLine, logicalLines, stripComment} from '../shell-lines.js'
 
 export interface Found {
   line: number
