@@ -36,6 +36,8 @@ function layerRules() {
         patterns.push({regex: `^(\\.\\./)+(${forbidden.join('|')})/`, message: `src/${folder} may not import from src/${forbidden.join(', src/')} (layers: ${layers.map((l) => l.join('+')).join(' → ')}); move the shared code down instead.`})
       }
       if (folder !== 'runtime') patterns.push({group: outsideWorld, allowTypeImports: true, message: 'Processes, Docker and HTTP are reached through src/runtime.'})
+      // Above the ladder, only its door: a rung's insides stay its own.
+      if (rank < layers.findIndex((l) => l.includes('ladder'))) patterns.push({regex: '^(\\.\\./)+ladder/(?!index\\.js$)', message: 'Import the ladder through its door, src/ladder/index.ts.'})
       return {files: [`src/${folder}/**/*.ts`], rules: {'@typescript-eslint/no-restricted-imports': ['error', {patterns}]}}
     }),
   )

@@ -10,7 +10,7 @@ import {type ProgressHost, type ProgressLine, readProgress, type ScriptOutputSin
 import {removeOpenTemporariesSync} from '../runtime/fs.js'
 import {type InterruptOptions, onInterrupt, removeOnInterrupt} from '../runtime/interrupt.js'
 import {Redactor} from '../redact.js'
-import type {LadderPrinter} from '../ladder/runner.js'
+import type {LadderPrinter} from '../ladder/index.js'
 import {terminalSafe} from '../terminal-text.js'
 import {snakeCaseKeys} from '../json-document.js'
 

@@ -1,5 +1,4 @@
-import {checkLines} from '../ladder/render.js'
-import type {LadderReport} from '../ladder/types.js'
+import {checkLines, type LadderReport} from '../ladder/index.js'
 
 /** The summary after a climb: each rung's verdict, then what did not pass, where, and what to do. */
 export function summarizeLadder(report: LadderReport): string[] {

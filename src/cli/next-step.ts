@@ -4,7 +4,7 @@
  */
 import path from 'node:path'
 
-import type {LadderReport, Rung} from '../ladder/types.js'
+import type {LadderReport, Rung} from '../ladder/index.js'
 import {shellWord} from '../shell-words.js'
 
 /** What proves the next part of the recipe after each rung has passed. */

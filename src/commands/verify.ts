@@ -5,10 +5,7 @@ import {ladderGymRootFlag, recipeArg, relaxRootFlag, smokeFlag} from '../cli/fla
 import {ladderFailure, summarizeLadder} from '../cli/ladder-output.js'
 import {nextAfterLadder} from '../cli/next-step.js'
 import {ExitCode} from '../errors.js'
-import type {TrainingRungOptions} from '../ladder/training/index.js'
-import type {TrialRungOptions} from '../ladder/trial/context.js'
-import {type LadderReport, type Rung, RUNGS} from '../ladder/types.js'
-import {type VerifyOptions, verifyRecipe} from '../ladder/verify.js'
+import {RUNGS, verifyRecipe, type LadderReport, type Rung, type TrainingRungOptions, type TrialRungOptions, type VerifyOptions} from '../ladder/index.js'
 
 export default class Verify extends BaseCommand<typeof Verify> {
   static override summary = 'Climb the validation ladder of a recipe up to a rung'

@@ -3,7 +3,7 @@ import {RUNG_DEFINITIONS} from './rungs.js'
 import {type LadderPrinter, runLadder} from './runner.js'
 import {resolveRecipe} from '../recipe/target.js'
 import type {LadderOptions, LadderReport, Rung} from './types.js'
-import {Scratch} from './scratch-store.js'
+import {checkContext} from './context.js'
 
 export interface VerifyOptions extends LadderOptions {
   relaxRoot: string
@@ -19,5 +19,5 @@ export interface VerifyOptions extends LadderOptions {
 export async function verifyRecipe(o: VerifyOptions): Promise<LadderReport> {
   await assertGymRoot(o.gymRoot)
   const target = await resolveRecipe(o.relaxRoot, o.recipe)
-  return runLadder(RUNG_DEFINITIONS, {target, options: o, scratch: new Scratch()}, {printer: o.printer, level: o.level, only: o.only})
+  return runLadder(RUNG_DEFINITIONS, checkContext(target, o), {printer: o.printer, level: o.level, only: o.only})
 }

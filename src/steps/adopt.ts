@@ -16,15 +16,10 @@ import {assertGymRoot} from '../contract/gym-config/paths.js'
 import {contractProblems} from '../contract/load.js'
 import {ARCHETYPES, recipeFileNames, type RecipeContract, type RecipeFileNames, type ScriptedTurn, SPLITS} from '../contract/types.js'
 import {ExitCode, GymError, messageOf} from '../errors.js'
-import {Scratch, scriptEnv} from '../ladder/scratch.js'
-import {expectedRawFilename} from '../ladder/static/checks-scripts.js'
-import {configPathsOf, graphOverrides} from '../ladder/static/checks-files.js'
-import {recipeFiles} from '../ladder/static/recipe-files.js'
+import {checkContext, configPathsOf, describeService, expectedRawFilename, graphOverrides, recipeFiles, scriptEnv, type CheckContext} from '../ladder/index.js'
 import {launcherRole, type LoadedFile} from '../recipe/files.js'
 import {arrays, assignments, flagValues, rawLineOf, resolveWord, type Word} from '../recipe/shell.js'
 import {resolveRecipe} from '../recipe/target.js'
-import type {CheckContext} from '../ladder/types.js'
-import {describeService} from '../ladder/service/describe.js'
 import {writeFileAtomic} from '../runtime/fs.js'
 import {objectFields} from '../runtime/http.js'
 import {pythonConstants} from '../runtime/python-constants.js'
@@ -556,7 +551,7 @@ export async function adoptRecipe(o: AdoptOptions): Promise<AdoptResult> {
   if (!o.force && (await fsp.stat(contractPath).catch(() => undefined))) {
     throw new GymError(`${contractPath} already records this recipe's contract`, {code: 'E_ALREADY_RECORDED', exit: ExitCode.precondition, hint: 'Regenerate with `gymrecipe new --update`, or pass --force to read the scripts again and replace recipe.yaml.', location: {file: contractPath}})
   }
-  const ctx: CheckContext = {target, options: {env: o.env, smoke: false}, scratch: new Scratch()}
+  const ctx: CheckContext = checkContext(target, {env: o.env, smoke: false})
   const files = await recipeFiles(ctx)
   const r = new Reading()
   const env = await scriptEnv(ctx).catch((error: unknown) => {

@@ -6,15 +6,10 @@
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
-import {dataPlan} from '../ladder/data/source.js'
-import {ladderStanding, type RungStanding} from '../ladder/state.js'
-import {recipeFiles} from '../ladder/static/recipe-files.js'
+import {checkContext, dataPlan, ladderStanding, recipeFiles, saveDirOf, scriptEnv, type CheckContext, type RungStanding} from '../ladder/index.js'
 import {launcherRole, type LoadedFile} from '../recipe/files.js'
 import {flagValues, type LogicalLine, resolveWord} from '../recipe/shell.js'
-import {Scratch, scriptEnv} from '../ladder/scratch.js'
 import {resolveRecipe} from '../recipe/target.js'
-import {saveDirOf} from '../ladder/training/index.js'
-import type {CheckContext} from '../ladder/types.js'
 import {messageOf} from '../errors.js'
 import {Redactor} from '../redact.js'
 import {readTextIfExists, writeFileAtomic} from '../runtime/fs.js'
@@ -100,7 +95,7 @@ function checkpointDir(run: LoadedFile, env: Record<string, string>, relaxRoot: 
 
 export async function recipeHandoff(o: HandoffOptions): Promise<HandoffReport> {
   const target = await resolveRecipe(o.relaxRoot, o.recipe)
-  const ctx: CheckContext = {target, options: {env: o.env, smoke: false}, scratch: new Scratch()}
+  const ctx: CheckContext = checkContext(target, {env: o.env, smoke: false})
   const files = await recipeFiles(ctx)
   const base = {relaxRoot: target.relaxRoot}
 

@@ -3,7 +3,7 @@
  * for a container that carries the recipe's ownership label.
  */
 import {ExitCode, GymError, usageError} from '../errors.js'
-import {describeService} from '../ladder/service/describe.js'
+import {describeService} from '../ladder/index.js'
 import {resolveRecipe} from '../recipe/target.js'
 import {containerLogChunks, followContainerLogs, inspectContainer, type LogChunk} from '../runtime/container.js'
 import {dockerTarget, OWNERSHIP_LABEL, requireDocker} from '../runtime/docker.js'

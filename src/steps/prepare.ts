@@ -3,17 +3,13 @@ import path from 'node:path'
 import type {Writable} from 'node:stream'
 
 import {ExitCode, GymError, preconditionError} from '../errors.js'
-import {previewPathOf} from '../ladder/data/source.js'
-import {RUNG_DEFINITIONS} from '../ladder/rungs.js'
-import {type LadderPrinter, runLadder} from '../ladder/runner.js'
+import {checkContext, previewPathOf, RUNG_DEFINITIONS, runLadder, type LadderPrinter, type LadderReport, type Rung} from '../ladder/index.js'
 import {resolveRecipe} from '../recipe/target.js'
-import type {LadderReport, Rung} from '../ladder/types.js'
 import type {RecipeTarget} from '../recipe/types.js'
 import {which} from '../runtime/process.js'
 import {scriptEnvironment} from '../runtime/recipe-env.js'
 import {chooseDockerBuilder, type DockerBuilder} from '../runtime/docker-builder.js'
 import {runScript, type ScriptRun} from '../runtime/script.js'
-import {Scratch} from '../ladder/scratch-store.js'
 import {shellWord} from '../shell-words.js'
 import {assertGymRoot} from '../contract/gym-config/paths.js'
 
@@ -104,7 +100,7 @@ export async function prepareRecipe(o: PrepareOptions): Promise<PrepareResult> {
   if (exit.exitCode !== 0) return {...result, status: 'script-failed', hint: scriptFailureHint([...stdoutTail, ...stderrTail], target)}
   o.note?.(`✔ ${path.basename(script)} finished in ${(result.script.durationMs / 1000).toFixed(1)}s; climbing static → ${PREPARE_LEVEL}`)
 
-  const ladder = await runLadder(RUNG_DEFINITIONS, {target, options: {env: o.env, smoke: o.smoke, gymRoot: o.gymRoot, signal: o.signal}, scratch: new Scratch()}, {printer: o.printer, level: PREPARE_LEVEL})
+  const ladder = await runLadder(RUNG_DEFINITIONS, checkContext(target, {env: o.env, smoke: o.smoke, gymRoot: o.gymRoot, signal: o.signal}), {printer: o.printer, level: PREPARE_LEVEL})
   return {...result, status: ladder.status, smoke: ladder.smoke, ladder}
 }
 

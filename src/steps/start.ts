@@ -10,11 +10,8 @@ import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
 import {ExitCode, GymError, usageError} from '../errors.js'
-import {describeService, type ServiceDescription} from '../ladder/service/describe.js'
-import {RUNG_DEFINITIONS} from '../ladder/rungs.js'
-import {type LadderPrinter, runLadder} from '../ladder/runner.js'
+import {checkContext, describeService, RUNG_DEFINITIONS, runLadder, type LadderPrinter, type LadderReport, type ServiceDescription} from '../ladder/index.js'
 import {resolveRecipe} from '../recipe/target.js'
-import type {LadderReport} from '../ladder/types.js'
 import type {RecipeTarget} from '../recipe/types.js'
 import {type ContainerState, containerLogTail, imageIdOf, inspectContainer, removeContainer} from '../runtime/container.js'
 import {type ContainerEvent, type EventWatch, watchContainerEvents} from '../runtime/docker-events.js'
@@ -25,7 +22,6 @@ import {portAcceptsConnections} from '../runtime/net.js'
 import {scriptEnvironment} from '../runtime/recipe-env.js'
 import {type BuilderChoice, chooseDockerBuilder, type DockerBuilder} from '../runtime/docker-builder.js'
 import {runScript, type ScriptRun} from '../runtime/script.js'
-import {Scratch} from '../ladder/scratch-store.js'
 import {assertGymRoot} from '../contract/gym-config/paths.js'
 import {verbatim} from '../json-document.js'
 
@@ -547,6 +543,6 @@ export async function startRecipe(o: StartOptions): Promise<StartReport> {
   if (o.climb === false) return report
 
   const handoff = builtImageId ? {start: {builtImageId}} : undefined
-  report.ladder = await runLadder(RUNG_DEFINITIONS, {target, options: {gymRoot: o.gymRoot, env: o.env, smoke: o.smoke, signal: o.signal}, scratch: new Scratch(), handoff}, {printer: o.printer, level: 'service'})
+  report.ladder = await runLadder(RUNG_DEFINITIONS, checkContext(target, {gymRoot: o.gymRoot, env: o.env, smoke: o.smoke, signal: o.signal}, handoff), {printer: o.printer, level: 'service'})
   return report
 }

@@ -11,8 +11,7 @@ import {gatewayRegisters} from '../runtime/gateway-trials.js'
 import {objectFields, readyz} from '../runtime/http.js'
 import {rayJobsClientFromEnv, redactUrl} from '../runtime/ray-jobs.js'
 import {scriptEnvironment} from '../runtime/recipe-env.js'
-import {Scratch} from '../ladder/scratch.js'
-import {ladderStanding, type RungStanding} from '../ladder/state.js'
+import {checkContext, ladderStanding, type RungStanding} from '../ladder/index.js'
 import {resolveRecipe} from '../recipe/target.js'
 import {trainingGateway} from '../contract/endpoints.js'
 import {readRunState} from '../runtime/run-state.js'
@@ -183,7 +182,7 @@ export async function recipeStatus(options: {relaxRoot: string; recipe: string; 
       }
     }
   }
-  const ladder = (await ladderStanding({target, options: {env: options.env, smoke: false}, scratch: new Scratch()})).rungs
+  const ladder = (await ladderStanding(checkContext(target, {env: options.env, smoke: false}))).rungs
   return {recipe: target.id, dir: target.dir, job, gateway, container, envShSourced: await pathExists(path.join(target.dir, 'env.sh')), ladder}
 }
 

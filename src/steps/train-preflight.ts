@@ -7,8 +7,7 @@ import path from 'node:path'
 
 import {codeOf, ExitCode, hintOf, isGymError, messageOf} from '../errors.js'
 import type {RecipeContract} from '../contract/types.js'
-import {RUNG_DEFINITIONS} from '../ladder/rungs.js'
-import {runLadder} from '../ladder/runner.js'
+import {checkContext, RUNG_DEFINITIONS, runLadder} from '../ladder/index.js'
 import type {RecipeTarget} from '../recipe/types.js'
 import {inspectContainer} from '../runtime/container.js'
 import {dockerTarget, tryDocker} from '../runtime/docker.js'
@@ -17,7 +16,6 @@ import {objectFields, readyz} from '../runtime/http.js'
 import {which} from '../runtime/process.js'
 import {dashboardResolveProblem, rayCredentials, rayJobsClient, redactUrl, resolveJobsEndpoint} from '../runtime/ray-jobs.js'
 import {trainingGateway} from '../contract/endpoints.js'
-import {Scratch} from '../ladder/scratch-store.js'
 
 export type PreflightStatus = 'pass' | 'fail'
 
@@ -105,7 +103,7 @@ export async function checkDataRung(input: PreflightInput): Promise<PreflightIte
   }
   const report = await runLadder(
     RUNG_DEFINITIONS,
-    {target: input.target, options: {env: input.scriptEnv, smoke: input.smoke, gymRoot: input.gymRoot, signal: input.signal}, scratch: new Scratch()},
+    checkContext(input.target, {env: input.scriptEnv, smoke: input.smoke, gymRoot: input.gymRoot, signal: input.signal}),
     {level: 'data'},
   )
   const problems = report.rungs

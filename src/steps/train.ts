@@ -19,8 +19,7 @@ import path from 'node:path'
 
 import {codeOf, ExitCode, GymError, messageOf} from '../errors.js'
 import {resolveRecipe} from '../recipe/target.js'
-import {newestTrainingLog, trainingRung} from '../ladder/training/index.js'
-import type {RungReport} from '../ladder/types.js'
+import {checkContext, checkLines, LogDigest, newestTrainingLog, runRung, trainingRung, type RungReport} from '../ladder/index.js'
 import type {RecipeTarget} from '../recipe/types.js'
 import {
   followJob,
@@ -33,7 +32,6 @@ import {
   type RayJobsClient,
   resolveJobsEndpoint,
 } from '../runtime/ray-jobs.js'
-import {LogDigest} from '../ladder/training/outputs.js'
 import {recordGatewayUse} from '../runtime/gateway-ledger.js'
 import {readyz} from '../runtime/http.js'
 import {scriptEnvironment} from '../runtime/recipe-env.js'
@@ -41,11 +39,8 @@ import {runScript, type ScriptRun} from '../runtime/script.js'
 import type {RecipeContract} from '../contract/types.js'
 import {submissionIdFor, trainingGateway} from '../contract/endpoints.js'
 import {type RecipeRunState, writeRunState} from '../runtime/run-state.js'
-import {checkLines} from '../ladder/render.js'
 import {shellWord} from '../shell-words.js'
-import {runRung} from '../ladder/runner.js'
 import {type PreflightItem, runPreflight} from './train-preflight.js'
-import {Scratch} from '../ladder/scratch-store.js'
 import {assertGymRoot} from '../contract/gym-config/paths.js'
 
 export type TrainOutcome =
@@ -503,7 +498,7 @@ class TrainRun {
     const handoff = {train: {runState: this.state, job: this.job!, jobLog: this.digest}}
     // env.sh was already sourced over the caller's environment for the script; the rung sees the same.
     const rungOptions = {env: this.scriptEnv, smoke: options.smoke, gymRoot: options.gymRoot, signal: options.interrupt, workerLogs: options.workerLogs}
-    report.trainingRung = await runRung(trainingRung, {target, options: rungOptions, scratch: new Scratch(), handoff}, {
+    report.trainingRung = await runRung(trainingRung, checkContext(target, rungOptions, handoff), {
       // Each check is printed here as it finishes; only a warning of the runner itself goes through.
       printer: {live: false, line: () => undefined, warn: (text) => this.say(text)},
       onCheck: (check) => {
