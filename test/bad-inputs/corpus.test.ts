@@ -9,6 +9,7 @@ import {execa} from 'execa'
 import {randomBytes} from 'node:crypto'
 import {appendFile, mkdir, readFile, rm, symlink, writeFile} from 'node:fs/promises'
 import os from 'node:os'
+import {readFileSync} from 'node:fs'
 import path from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
@@ -183,12 +184,13 @@ describe.concurrent('bad-input corpus', () => {
   }, 180_000)
 })
 
-/** The command a case runs (`tasks build`, `verify`), read from its arguments. */
+/** Every command the CLI has (`tasks build`, `verify`), from the manifest the build writes. */
+const COMMANDS: string[] = Object.keys((JSON.parse(readFileSync(path.join(repoRoot, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, unknown>}).commands).map((id) => id.replaceAll(':', ' '))
+
+/** The command a case runs, read from its arguments: the longest command its first words name. */
 function commandOf(c: BadInput): string | undefined {
   const [first, second] = c.args
-  if (['tasks', 'rollouts', 'call'].includes(first)) return `${first} ${second}`
-  if (first === 'pitfall') return `${first} ${second}`
-  return ['new', 'inspect', 'status', 'prepare', 'start', 'train', 'verify', 'logs', 'doctor', 'handoff', 'adopt'].includes(first) ? first : undefined
+  return COMMANDS.find((command) => command === `${first} ${second}`) ?? COMMANDS.find((command) => command === first)
 }
 
 describe('exit statuses', () => {
