@@ -1,6 +1,7 @@
 import {isLosslessNumber} from 'lossless-json'
 
-import {isPlainObject, numberValue} from './json.js'
+import {numberValue} from './json.js'
+import {isJsonObject} from '../json.js'
 import type {EpisodeFields} from './types.js'
 
 export const EMPTY_EPISODE: EpisodeFields = {
@@ -23,7 +24,7 @@ export type EpisodeOutcome = {ok: true; fields: EpisodeFields} | {ok: false; rea
  * Anything else is malformed and the caller keeps the raw response.
  */
 export function episodeOutcome(response: unknown): EpisodeOutcome {
-  if (!isPlainObject(response)) return {ok: false, reason: 'episode response is not a JSON object'}
+  if (!isJsonObject(response)) return {ok: false, reason: 'episode response is not a JSON object'}
   const hasResult = response.result !== undefined && response.result !== null
   const hasFailure = response.failure !== undefined && response.failure !== null
   if (hasResult === hasFailure) {
@@ -31,7 +32,7 @@ export function episodeOutcome(response: unknown): EpisodeOutcome {
   }
   if (hasResult) {
     const result = response.result
-    if (!isPlainObject(result)) return {ok: false, reason: '`result` is not an object'}
+    if (!isJsonObject(result)) return {ok: false, reason: '`result` is not an object'}
     let reward: unknown = null
     if (result.reward !== undefined && result.reward !== null) {
       if (numberValue(result.reward) === undefined) return {ok: false, reason: '`result.reward` is not a finite number'}
@@ -45,7 +46,7 @@ export function episodeOutcome(response: unknown): EpisodeOutcome {
     return {ok: true, fields: {...EMPTY_EPISODE, episode_status: 'completed', reward, mask_sample: mask}}
   }
   const failure = response.failure
-  if (!isPlainObject(failure)) return {ok: false, reason: '`failure` is not an object'}
+  if (!isJsonObject(failure)) return {ok: false, reason: '`failure` is not an object'}
   const reason = failure.failure_reason ?? failure.message
   if (typeof reason !== 'string') return {ok: false, reason: '`failure.failure_reason` (or legacy `failure.message`) is not a string'}
   const kind = failure.failure_kind ?? failure.kind ?? null

@@ -1,4 +1,4 @@
-import {isPlainObject} from './json.js'
+import {isJsonObject} from '../json.js'
 
 export type HarnessOutcome =
   | {kind: 'answer'; answer: string; toolTrace: unknown[]}
@@ -17,14 +17,14 @@ const CLIENT_EXECUTED_CALLS = new Set(['function_call', 'custom_tool_call', 'com
  * loop: a pending call is reported, never executed.
  */
 export function harnessOutcome(response: unknown): HarnessOutcome {
-  if (!isPlainObject(response)) return {kind: 'malformed', reason: 'harness response is not a JSON object'}
+  if (!isJsonObject(response)) return {kind: 'malformed', reason: 'harness response is not a JSON object'}
   const output = response.output
   if (!Array.isArray(output)) return {kind: 'malformed', reason: 'harness response has no `output` array'}
-  const toolTrace = output.filter((item) => isPlainObject(item) && typeof item.type === 'string' && /_call(_output)?$|^mcp_/u.test(item.type))
+  const toolTrace = output.filter((item) => isJsonObject(item) && typeof item.type === 'string' && /_call(_output)?$|^mcp_/u.test(item.type))
   const unfinished = (reason: string): HarnessOutcome => ({kind: 'unfinished', reason, toolTrace})
 
   if (response.incomplete_details !== undefined && response.incomplete_details !== null) {
-    const reason = isPlainObject(response.incomplete_details) ? response.incomplete_details.reason : undefined
+    const reason = isJsonObject(response.incomplete_details) ? response.incomplete_details.reason : undefined
     return unfinished(`response is incomplete${typeof reason === 'string' ? ` (${reason})` : ''}`)
   }
   const status = response.status
@@ -36,7 +36,7 @@ export function harnessOutcome(response: unknown): HarnessOutcome {
 
   if (output.length === 0) return unfinished('response has no output items')
   const last = output[output.length - 1]
-  if (!isPlainObject(last)) return unfinished('last output item is not an object')
+  if (!isJsonObject(last)) return unfinished('last output item is not an object')
   if (last.type !== 'message') return unfinished(`last output item is a ${JSON.stringify(last.type)}, not an assistant message`)
   if (last.role !== 'assistant') return unfinished(`last output message has role ${JSON.stringify(last.role)}, not assistant`)
   if (last.status !== 'completed') return unfinished(`last assistant message status is ${JSON.stringify(last.status ?? null)}, not "completed"`)
@@ -48,7 +48,7 @@ export function harnessOutcome(response: unknown): HarnessOutcome {
     text = last.content
   } else if (Array.isArray(last.content)) {
     for (const part of last.content) {
-      if (!isPlainObject(part)) continue
+      if (!isJsonObject(part)) continue
       if (part.type === 'output_text' && typeof part.text === 'string') text += part.text
       if (part.type === 'refusal') refusal = true
     }
@@ -60,11 +60,11 @@ export function harnessOutcome(response: unknown): HarnessOutcome {
 function pendingCalls(output: unknown[]): string[] {
   const answered = new Set<string>()
   for (const item of output) {
-    if (isPlainObject(item) && typeof item.type === 'string' && item.type.endsWith('_output') && typeof item.call_id === 'string') answered.add(item.call_id)
+    if (isJsonObject(item) && typeof item.type === 'string' && item.type.endsWith('_output') && typeof item.call_id === 'string') answered.add(item.call_id)
   }
   const pending: string[] = []
   for (const item of output) {
-    if (!isPlainObject(item) || typeof item.type !== 'string') continue
+    if (!isJsonObject(item) || typeof item.type !== 'string') continue
     const label = `${item.type}${typeof item.name === 'string' ? ` ${item.name}` : ''}`
     if (CLIENT_EXECUTED_CALLS.has(item.type)) {
       if (typeof item.call_id !== 'string' || !answered.has(item.call_id)) pending.push(label)

@@ -14,7 +14,6 @@ export {ATTEMPTS_DIR, EvidenceDir, JOURNAL_FILE, SUMMARY_FILE} from './evidence.
 export type {RecordedRows} from './evidence.js'
 export {harnessOutcome} from './harness.js'
 export type {HarnessOutcome} from './harness.js'
-export {parseLossless, stringifyLossless} from './json.js'
 export {admit, callRow, CANCEL_REASON, prepareRow, runPreparedRow} from './lifecycle.js'
 export type {AttemptWriter, PreparedRow, RowCallContext, RowInput, RowOutcome} from './lifecycle.js'
 export {Limiter} from './limiter.js'

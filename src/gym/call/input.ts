@@ -2,7 +2,7 @@ import {codeOf, GymError, messageOf, ExitCode} from '../../errors.js'
 import {mayHoldNonFinite, nestsDeeperThan, POLICY_MESSAGES} from '../input-policy.js'
 import {nonFiniteField} from '../json.js'
 import {JsonlPolicyError, LineReader} from '../jsonl-reader.js'
-import {isPlainObject, parseLossless} from './json.js'
+import {isJsonObject, parseJson} from '../json.js'
 import type {CallConfig} from './types.js'
 
 /** An input row's text is an empty object when nothing but whitespace sits between its braces. */
@@ -36,7 +36,7 @@ export function checkRowText(text: string, line: number, file: string, outputCol
   } catch (error) {
     let message = messageOf(error)
     try {
-      parseLossless(text)
+      parseJson(text)
     } catch (lossless) {
       message = messageOf(lossless) ?? message
     }
@@ -47,7 +47,7 @@ export function checkRowText(text: string, line: number, file: string, outputCol
       location: {file, line},
     })
   }
-  if (!isPlainObject(row)) {
+  if (!isJsonObject(row)) {
     throw new GymError(`a row must be a JSON object`, {
       code: 'E_CALL_INPUT_INVALID',
       exit: ExitCode.usage,

@@ -2,9 +2,6 @@ import {isLosslessNumber} from 'lossless-json'
 
 import {parseJson} from '../json.js'
 
-/** The call code's names for the shared lossless JSON helpers of ../json.ts. */
-export {isJsonObject as isPlainObject, parseJson as parseLossless, stringifyJson as stringifyLossless} from '../json.js'
-
 /**
  * Number spellings that JSON.parse would not give back unchanged: 16 or more
  * digits (may exceed 2^53), a fraction or an exponent (`1.0`, `1e5`), `-0`.
@@ -15,7 +12,7 @@ export {isJsonObject as isPlainObject, parseJson as parseLossless, stringifyJson
 const RISKY_NUMBER = /\d{16}|\d[.eE]|-0(?!\d)/u
 
 /**
- * Parse JSON text with the same result as parseLossless: native JSON.parse
+ * Parse JSON text with the same result as parseJson: native JSON.parse
  * when no number in the text could change its spelling (every number is then
  * a plain integer of at most 15 digits, which a JS number keeps exactly), the
  * lossless parser otherwise. Both accept the same grammar and both keep the

@@ -5,7 +5,8 @@ import {onAbort} from './abort.js'
 import {DeadlineQueue} from './deadlines.js'
 import {EMPTY_EPISODE, episodeOutcome} from './episode.js'
 import {harnessOutcome} from './harness.js'
-import {clip, parseFast, stringifyLossless} from './json.js'
+import {clip, parseFast} from './json.js'
+import {stringifyJson} from '../json.js'
 import type {Admission, Limiter} from './limiter.js'
 import {PathError, projectFields, resolvePath} from './paths.js'
 import {buildRowPlan, type RowPlan, type RowPlanResult} from './request.js'
@@ -506,7 +507,7 @@ function buildRecord(ctx: RowCallContext, prepared: PreparedRow, ex: Exchange): 
   let answer: string | null = null
   let toolTrace: unknown[] | undefined
   if (ex.responseOk) {
-    responseJson = scrub(config.response_fields ? stringifyLossless(projectFields(ex.response, config.response_fields)) : ex.rawResponse!)
+    responseJson = scrub(config.response_fields ? stringifyJson(projectFields(ex.response, config.response_fields)) : ex.rawResponse!)
     if (config.kind === 'harness') {
       if (!config.response_fields) responseJson = null
       const outcome = harnessOutcome(ex.response)
@@ -532,8 +533,8 @@ function buildRecord(ctx: RowCallContext, prepared: PreparedRow, ex: Exchange): 
   }
   if (failure) answer = null
 
-  const provenanceText = planned.ok ? planned.plan.provenanceText : stringifyLossless(provenance)
-  const cleanupText = cleanupErrors.length === 0 ? '[]' : stringifyLossless(cleanupErrors)
+  const provenanceText = planned.ok ? planned.plan.provenanceText : stringifyJson(provenance)
+  const cleanupText = cleanupErrors.length === 0 ? '[]' : stringifyJson(cleanupErrors)
   const envelope: CallEnvelope = {
     status: failure ? 'failed' : 'completed',
     row_id: rowId,
@@ -550,12 +551,12 @@ function buildRecord(ctx: RowCallContext, prepared: PreparedRow, ex: Exchange): 
 
   // Attempt artifact: the native request and response, the lifecycle, no initialize bodies, tokens or cookies.
   // Written as text in a fixed field order (the JSON a generic serializer would give, without walking objects).
-  const rowIdText = planned.ok ? planned.plan.rowIdText : stringifyLossless(rowId)
+  const rowIdText = planned.ok ? planned.plan.rowIdText : stringifyJson(rowId)
   let artifactText = `${texts.artifactHead}"${attemptId}","row_id":${rowIdText},"row_line":${input.line},"started_at":"${ex.startedAt}","finished_at":"${isoNow()}","status":"${ex.cancelled ? 'cancelled' : envelope.status}",${
     failure ? `"failure_kind":${q(envelope.failure_kind)},"failure_stage":${q(envelope.failure_stage)},"failure_route":${q(envelope.failure_route)},"failure_reason":${q(envelope.failure_reason)}` : NO_FAILURE
   },"provenance":${provenanceText},"lifecycle":${lifecycleText(ex.lifecycle)},"cleanup_errors":${cleanupText}`
-  if (episode) artifactText += `,"episode":${stringifyLossless(episode)}`
-  if (config.kind === 'harness') artifactText += `,"harness":{"answer":${q(answer)},"tool_trace":${toolTrace ? stringifyLossless(toolTrace) : '[]'}}`
+  if (episode) artifactText += `,"episode":${stringifyJson(episode)}`
+  if (config.kind === 'harness') artifactText += `,"harness":{"answer":${q(answer)},"tool_trace":${toolTrace ? stringifyJson(toolTrace) : '[]'}}`
   artifactText = flattened(scrub(`${artifactText},"request":${ex.requestText},"response":${ex.responseText}}`))
   return {envelope, rowIdText, artifactText, episode, answer, toolTrace, attemptId, cancelled: ex.cancelled, scrub}
 }
@@ -609,10 +610,10 @@ function finishRecord(ctx: RowCallContext, record: RowRecord, ref: string | unde
   let columnsText: string
   let toolTraceJson: string | null = null
   if (config.kind === 'harness') {
-    toolTraceJson = toolTrace && toolTrace.length > 0 ? scrub(stringifyLossless(toolTrace)) : null
+    toolTraceJson = toolTrace && toolTrace.length > 0 ? scrub(stringifyJson(toolTrace)) : null
     columnsText = `{${texts.nameJson}:${q(answer)},${q(config.evidence_column!)}:${envelopeText},"tool_trace_json":${q(toolTraceJson)}}}`
   } else {
-    columnsText = episode ? `{${texts.nameJson}:${envelopeText},${stringifyLossless(episode).slice(1)}}` : `{${texts.nameJson}:${envelopeText}}}`
+    columnsText = episode ? `{${texts.nameJson}:${envelopeText},${stringifyJson(episode).slice(1)}}` : `{${texts.nameJson}:${envelopeText}}}`
   }
   return new FinishedRow(config, envelope, episode, answer, toolTraceJson, flattened(columnsText), attemptId)
 }

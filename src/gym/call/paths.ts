@@ -1,4 +1,4 @@
-import {isPlainObject, parseLossless} from './json.js'
+import {isJsonObject, parseJson} from '../json.js'
 
 /** A row path problem: the path is missing, or an intermediate JSON string does not decode. */
 export class PathError extends Error {
@@ -31,12 +31,12 @@ export function resolveParts(row: unknown, parts: readonly string[], path: strin
   for (let i = 0; i < parts.length; i++) {
     if (i > 0 && typeof current === 'string') {
       try {
-        current = parseLossless(current)
+        current = parseJson(current)
       } catch {
         throw new PathError(`${parts.slice(0, i).join('.')} must contain valid JSON (needed for ${path})`)
       }
     }
-    if (!isPlainObject(current) || !Object.prototype.hasOwnProperty.call(current, parts[i])) {
+    if (!isJsonObject(current) || !Object.prototype.hasOwnProperty.call(current, parts[i])) {
       throw new PathError(`missing source path: ${path}`)
     }
     current = current[parts[i]]

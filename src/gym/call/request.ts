@@ -1,6 +1,6 @@
 import {isLosslessNumber} from 'lossless-json'
 
-import {isPlainObject, parseLossless, stringifyLossless} from './json.js'
+import {isJsonObject, parseJson, stringifyJson} from '../json.js'
 import {PathError, resolveParts} from './paths.js'
 import type {CallConfig} from './types.js'
 import {messageOf} from '../../errors.js'
@@ -63,7 +63,7 @@ function compile(config: CallConfig): CompiledConfig {
     ...(config.request_column ? {requestColumn: compiledPath(config.request_column)} : {}),
     requestColumns: Object.entries(config.request_columns).map(([field, path]) => [field, JSON.stringify(field), compiledPath(path)]),
     requestValues: values,
-    requestValuesText: values.map(([field, value]) => `${JSON.stringify(field)}:${stringifyLossless(value)}`).join(','),
+    requestValuesText: values.map(([field, value]) => `${JSON.stringify(field)}:${stringifyJson(value)}`).join(','),
     initialize: steps(config.session?.initialize),
     cleanup: steps(config.session?.cleanup),
   }
@@ -92,12 +92,12 @@ function objectFrom(row: Record<string, unknown>, {path, parts}: CompiledPath): 
   let value = resolveParts(row, parts, path)
   if (typeof value === 'string') {
     try {
-      value = parseLossless(value)
+      value = parseJson(value)
     } catch {
       throw new PathError(`${path} must contain a JSON object (the string does not decode)`)
     }
   }
-  if (!isPlainObject(value)) throw new PathError(`${path} must contain a JSON object or a JSON string of one`)
+  if (!isJsonObject(value)) throw new PathError(`${path} must contain a JSON object or a JSON string of one`)
   return value
 }
 
@@ -105,7 +105,7 @@ function stepBodies(row: Record<string, unknown>, steps: {route: string; column?
   const out: string[] = []
   for (const step of steps) {
     try {
-      out.push(step.column ? stringifyLossless(objectFrom(row, step.column)) : '{}')
+      out.push(step.column ? stringifyJson(objectFrom(row, step.column)) : '{}')
     } catch (error) {
       return {route: step.route, reason: messageOf(error)}
     }
@@ -147,12 +147,12 @@ export function buildRowPlan(config: CallConfig, row: Record<string, unknown>, l
         if (Object.prototype.hasOwnProperty.call(object, field)) throw new PathError(`request_values.${field} would overwrite the field ${field} of ${config.request_column}`)
         object[field] = value
       }
-      body = stringifyLossless(object)
+      body = stringifyJson(object)
     } else {
       // request_columns then request_values (their fields never overlap), written member by member
       body = '{'
       for (const [, fieldJson, {path, parts}] of compiled.requestColumns) {
-        body += `${body.length > 1 ? ',' : ''}${fieldJson}:${stringifyLossless(resolveParts(row, parts, path))}`
+        body += `${body.length > 1 ? ',' : ''}${fieldJson}:${stringifyJson(resolveParts(row, parts, path))}`
       }
       if (compiled.requestValuesText !== '') body += `${body.length > 1 ? ',' : ''}${compiled.requestValuesText}`
       body += '}'
@@ -164,7 +164,7 @@ export function buildRowPlan(config: CallConfig, row: Record<string, unknown>, l
   if (!Array.isArray(initializeBodies)) return fail(initializeBodies.route, initializeBodies.reason)
   const cleanupBodies = compiled.constantCleanup ?? stepBodies(row, compiled.cleanup)
   if (!Array.isArray(cleanupBodies)) return fail(cleanupBodies.route, cleanupBodies.reason)
-  const rowIdText = typeof rowId === 'string' ? JSON.stringify(rowId) : stringifyLossless(rowId)
-  const provenanceText = provenanceCount === 0 ? '{}' : stringifyLossless(provenance)
+  const rowIdText = typeof rowId === 'string' ? JSON.stringify(rowId) : stringifyJson(rowId)
+  const provenanceText = provenanceCount === 0 ? '{}' : stringifyJson(provenance)
   return {ok: true, plan: {rowId, rowIdText, provenance, provenanceText, body, initializeBodies, cleanupBodies}}
 }

@@ -8,7 +8,8 @@ import {bearerTokens, type MissingToken, readBearerTokens} from './config.js'
 import {EvidenceDir, type JournalHeader, type RecordedRows, SYNC_BYTES} from './evidence.js'
 import {LineReader} from '../jsonl-reader.js'
 import {inputUnreadable, isEmptyObjectText, scanRows} from './input.js'
-import {parseFast, parseLossless, stringifyLossless} from './json.js'
+import {parseFast} from './json.js'
+import {parseJson, stringifyJson} from '../json.js'
 import type {RowCallContext, RowOutcome} from './lifecycle.js'
 import {CallPass, inputChanged, OrderedOutput, outputLine, type RunWindow, runWindow} from './pass.js'
 import {Limiter} from './limiter.js'
@@ -128,7 +129,7 @@ export function configFingerprint(config: CallConfig): string {
   const {max_parallel_requests: _m, timeout: _t, queue_timeout: _q, ...rest} = config
   const session = rest.session ? {...rest.session, cleanup_timeout: undefined} : undefined
   return createHash('sha256')
-    .update(stringifyLossless({...rest, session}))
+    .update(stringifyJson({...rest, session}))
     .digest('hex')
 }
 
@@ -241,7 +242,7 @@ async function previewRequests(options: RunCallOptions): Promise<Pick<CallSummar
   await forEachRow(options.input, (_index, line, raw) => {
     const planned = buildRowPlan(config, parseFast(raw) as Record<string, unknown>, line)
     if (planned.ok) {
-      first ??= {url: config.endpoint + config.route, body: verbatim(parseLossless(planned.plan.body))}
+      first ??= {url: config.endpoint + config.route, body: verbatim(parseJson(planned.plan.body))}
     } else {
       count++
       if (invalid.length < 20) invalid.push({line, row_id: planned.rowId, route: planned.route, reason: planned.reason})
@@ -342,7 +343,7 @@ async function callEveryRow(run: EveryRow): Promise<{interrupted: boolean; unexp
 
   const handle = (index: number, line: number, raw: string, outcome: RowOutcome) => {
     if (outcome.state === 'finished') {
-      const columnsText = outcome.columnsText ?? stringifyLossless(outcome.columns)
+      const columnsText = outcome.columnsText ?? stringifyJson(outcome.columns)
       evidence.recordFinished(index, line, outcome.attemptId, columnsText)
       ordered.put(index, outputLine(raw, columnsText))
       tally.finished(outcome.status, outcome.failureKind, outcome.episodeStatus, outcome.answered)

@@ -1,7 +1,7 @@
 import {describe, expect, it} from 'vitest'
 
 import {parseCallConfig} from '../../../src/gym/call/config.js'
-import {parseLossless} from '../../../src/gym/call/json.js'
+import {parseJson} from '../../../src/gym/json.js'
 import {callRow, type RowCallContext} from '../../../src/gym/call/lifecycle.js'
 import {Limiter} from '../../../src/gym/call/limiter.js'
 import {type HttpRequest, type HttpResponse, type HttpTransport, TransportError} from '../../../src/runtime/call-transport.js'
@@ -63,7 +63,7 @@ describe('row lifecycle (fake transport)', () => {
       if (req.url.endsWith('/execute')) return json({rows: [1]})
       return json({released: true})
     })
-    const outcome = await callRow(context(transport), {index: 0, line: 1, row: parseLossless('{"id": 1, "sql": "select 1"}') as any})
+    const outcome = await callRow(context(transport), {index: 0, line: 1, row: parseJson('{"id": 1, "sql": "select 1"}') as any})
     expect(outcome.state).toBe('finished')
     expect(transport.sent.map((r) => r.url)).toEqual(['http://agent.test/seed', 'http://resource.test/execute', 'http://agent.test/cleanup'])
     const [seed, execute, cleanup] = transport.sent
@@ -87,7 +87,7 @@ describe('row lifecycle (fake transport)', () => {
       if (req.url.endsWith('/execute')) return new TransportError('connection reset by the service', 'ECONNRESET')
       return json({})
     })
-    const outcome = await callRow(context(transport), {index: 0, line: 1, row: parseLossless('{"id": 1, "sql": "select 1"}') as any})
+    const outcome = await callRow(context(transport), {index: 0, line: 1, row: parseJson('{"id": 1, "sql": "select 1"}') as any})
     expect(outcome.failureKind).toBe('transport_failed')
     expect(transport.sent.filter((r) => r.url.endsWith('/execute'))).toHaveLength(1)
     expect(transport.sent.at(-1)!.url).toBe('http://agent.test/cleanup')

@@ -2,10 +2,10 @@ import {describe, expect, it} from 'vitest'
 
 import {episodeOutcome} from '../../../src/gym/call/episode.js'
 import {harnessOutcome} from '../../../src/gym/call/harness.js'
-import {parseLossless, stringifyLossless} from '../../../src/gym/call/json.js'
+import {parseJson, stringifyJson} from '../../../src/gym/json.js'
 import {episodeShape, harnessShape} from '../../fixtures/call/services.js'
 
-const lossless = (v: unknown) => parseLossless(JSON.stringify(v))
+const lossless = (v: unknown) => parseJson(JSON.stringify(v))
 
 describe('harness terminal-message rules', () => {
   it('takes the final assistant text when the last item is a completed assistant message', () => {
@@ -44,7 +44,7 @@ describe('gym-episode outcomes', () => {
     expect(episodeOutcome(lossless(episodeShape('result')))).toMatchObject({ok: true, fields: {episode_status: 'completed', mask_sample: false}})
     const zero = episodeOutcome(lossless(episodeShape('result_zero')))
     expect(zero.ok && zero.fields.episode_status).toBe('completed')
-    expect(zero.ok && stringifyLossless(zero.fields.reward)).toBe('0')
+    expect(zero.ok && stringifyJson(zero.fields.reward)).toBe('0')
     expect(zero.ok && zero.fields.mask_sample).toBe(false)
     const masked = episodeOutcome(lossless(episodeShape('masked')))
     expect(masked.ok && masked.fields).toMatchObject({episode_status: 'completed', mask_sample: true})

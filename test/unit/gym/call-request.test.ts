@@ -1,16 +1,16 @@
 import {describe, expect, it} from 'vitest'
 
 import {parseCallConfig} from '../../../src/gym/call/config.js'
-import {parseLossless, stringifyLossless} from '../../../src/gym/call/json.js'
+import {parseJson, stringifyJson} from '../../../src/gym/json.js'
 import {projectFields, resolvePath} from '../../../src/gym/call/paths.js'
 import {buildRowPlan} from '../../../src/gym/call/request.js'
 
-const row = (text: string) => parseLossless(text) as Record<string, unknown>
+const row = (text: string) => parseJson(text) as Record<string, unknown>
 
 describe('row paths and request assembly', () => {
   it('decodes JSON strings at intermediate segments, not at the end', () => {
     const r = row('{"execution": {"response_json": "{\\"rows\\": [[1, 2]], \\"n\\": 12345678901234567890}"}}')
-    expect(stringifyLossless(resolvePath(r, 'execution.response_json.rows'))).toBe('[[1,2]]')
+    expect(stringifyJson(resolvePath(r, 'execution.response_json.rows'))).toBe('[[1,2]]')
     expect(String(resolvePath(r, 'execution.response_json.n'))).toBe('12345678901234567890')
     expect(typeof resolvePath(r, 'execution.response_json')).toBe('string')
     expect(() => resolvePath(r, 'execution.missing')).toThrow('missing source path: execution.missing')
@@ -20,7 +20,7 @@ describe('row paths and request assembly', () => {
   })
 
   it('projects response_fields by dot path with null for missing paths', () => {
-    const response = parseLossless('{"result": {"usersim_result": {"trajectory_id": "t-9"}, "reward": 1}}')
+    const response = parseJson('{"result": {"usersim_result": {"trajectory_id": "t-9"}, "reward": 1}}')
     expect(projectFields(response, {trajectory_id: 'result.usersim_result.trajectory_id', missing: 'result.nope.x', reward: 'result.reward'})).toMatchObject({
       trajectory_id: 't-9',
       missing: null,
@@ -37,9 +37,9 @@ describe('row paths and request assembly', () => {
     expect(planned.ok).toBe(true)
     if (!planned.ok) return
     expect(planned.plan.body).toBe('{"sql":"select 1","rows":[1],"database":"demo","limit":5}')
-    expect(stringifyLossless(planned.plan.rowId)).toBe('9007199254740993')
+    expect(stringifyJson(planned.plan.rowId)).toBe('9007199254740993')
     // null provenance values are omitted
-    expect(stringifyLossless(planned.plan.provenance)).toBe('{"candidate.id":7}')
+    expect(stringifyJson(planned.plan.provenance)).toBe('{"candidate.id":7}')
   })
 
   it('accepts request_column as an object or a JSON string of one, and refuses overwriting it', () => {
