@@ -4,18 +4,9 @@
  */
 import path from 'node:path'
 
-import type {LadderReport, Rung} from '../ladder/index.js'
+import {type LadderReport, RUNG_DEFINITIONS} from '../ladder/index.js'
 import {shellWord} from '../shell-words.js'
 
-/** What proves the next part of the recipe after each rung has passed. */
-const AFTER: Record<Rung, (recipe: string, root: string) => string | undefined> = {
-  static: (recipe, root) => `gymrecipe prepare ${recipe} --relax-root ${root}`,
-  data: (recipe, root) => `gymrecipe start ${recipe} --relax-root ${root}`,
-  service: (recipe, root) => `gymrecipe verify ${recipe} --level trial --relax-root ${root}`,
-  network: (recipe, root) => `gymrecipe verify ${recipe} --level trial --relax-root ${root}`,
-  trial: (recipe, root) => `gymrecipe train ${recipe} --relax-root ${root} --dry-run`,
-  training: () => undefined,
-}
 
 export function relaxRootWord(relaxRoot: string): string {
   return shellWord(path.resolve(relaxRoot))
@@ -27,6 +18,6 @@ export function nextAfterLadder(report: LadderReport, relaxRoot: string): string
   const recipe = shellWord(report.recipe)
   if (report.status !== 'pass') return `next: fix what is listed above, then re-check with gymrecipe verify ${recipe} --level ${report.level} --relax-root ${root}`
   if (!report.climbed) return `next: climb the whole ladder with gymrecipe verify ${recipe} --level ${report.level} --relax-root ${root}`
-  const next = AFTER[report.level](recipe, root)
+  const next = RUNG_DEFINITIONS.find((d) => d.rung === report.level)?.next?.(recipe, root)
   return next ? `next: ${next}` : undefined
 }

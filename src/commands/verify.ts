@@ -5,12 +5,14 @@ import {ladderGymRootFlag, recipeArg, relaxRootFlag, smokeFlag} from '../cli/fla
 import {ladderFailure, summarizeLadder} from '../cli/ladder-output.js'
 import {nextAfterLadder} from '../cli/next-step.js'
 import {ExitCode} from '../errors.js'
-import {RUNGS, verifyRecipe, type LadderReport, type Rung, type TrainingRungOptions, type TrialRungOptions, type VerifyOptions} from '../ladder/index.js'
+import {RUNG_DEFINITIONS, RUNGS, verifyRecipe, type LadderReport, type Rung, type TrainingRungOptions, type TrialRungOptions, type VerifyOptions} from '../ladder/index.js'
 
 export default class Verify extends BaseCommand<typeof Verify> {
   static override summary = 'Climb the validation ladder of a recipe up to a rung'
-  static override description = `Rungs, in order: static → data → service → network → trial → training. Every rung below
---level runs first and the climb stops at the first rung that does not pass. A check that
+  static override description = `Rungs, in order, and what passing each proves:
+${RUNG_DEFINITIONS.map((d) => `  ${d.rung.padEnd(9)}${d.summary}`).join('\n')}
+
+Every rung below --level runs first and the climb stops at the first rung that does not pass. A check that
 cannot run here is reported as "not checked", never as a pass. /readyz, a SUCCEEDED job or a
 one-sample rollout are never accepted as proof.
 

@@ -12,19 +12,14 @@ import {objectFields, readyz} from '../runtime/http.js'
 import {type FailureRecord, readLadderState, recordRungVerdict, type RungInputs, type RungRecord} from '../runtime/ladder-state.js'
 import {readRunState} from '../runtime/run-state.js'
 import {dataPlan} from './data/source.js'
+import {RUNG_DEFINITIONS} from './rungs.js'
 import {once, ScratchKey} from './scratch.js'
 import {runningService} from './service/context.js'
 import {type CheckContext, type Rung, type RungReport, RUNGS} from './types.js'
 
 /** Which inputs each rung's verdict depends on. */
-const RUNG_INPUTS: Record<Rung, Array<keyof RungInputs>> = {
-  static: ['files'],
-  data: ['files', 'data'],
-  service: ['files', 'imageId', 'serviceEpoch'],
-  network: ['files', 'imageId', 'serviceEpoch'],
-  trial: ['files', 'imageId', 'serviceEpoch'],
-  training: ['files', 'data', 'submissionId'],
-}
+/** What each rung's verdict depends on, as the rung itself declares it. */
+const RUNG_INPUTS = Object.fromEntries(RUNG_DEFINITIONS.map((d) => [d.rung, d.inputs])) as Record<Rung, Array<keyof RungInputs>>
 
 const INPUT_WORDS: Record<keyof RungInputs, string> = {
   files: 'the recipe files',

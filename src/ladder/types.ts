@@ -1,4 +1,5 @@
 import type {RecipeTarget} from '../recipe/types.js'
+import type {RungInputs} from '../runtime/ladder-state.js'
 import type {JobDetails} from '../runtime/ray-jobs.js'
 import type {RecipeRunState} from '../runtime/run-state.js'
 import type {LogDigest} from './training/outputs.js'
@@ -67,8 +68,15 @@ export interface Check {
   run(ctx: CheckContext): Promise<Omit<CheckResult, 'id' | 'rung' | 'title'> | Array<Omit<CheckResult, 'rung'>>>
 }
 
+/** A rung, described by itself: what it checks, what its verdict depends on, what comes after it. */
 export interface RungDefinition {
   rung: Rung
+  /** One line for people: what passing this rung proves. */
+  summary: string
+  /** What its verdict was judged on: a recorded pass whose inputs changed since is stale. */
+  inputs: Array<keyof RungInputs>
+  /** The command that proves the next part of the recipe once this rung has passed (none after the last). */
+  next?: (recipe: string, relaxRoot: string) => string
   checks(ctx: CheckContext): Check[]
 }
 

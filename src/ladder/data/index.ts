@@ -11,5 +11,8 @@ import {enoughRows} from './checks-volume.js'
  */
 export const dataRung: RungDefinition = {
   rung: 'data',
+  summary: 'the raw data on shared storage is training data every row of which the converter keeps and the grader can read',
+  inputs: ['files', 'data'],
+  next: (recipe, relaxRoot) => `gymrecipe start ${recipe} --relax-root ${relaxRoot}`,
   checks: () => [sourcePath, notConverted, splitGuard, jsonRows, verifierFields, environmentRows, rowCount, enoughRows, conversion, sharedStorage],
 }

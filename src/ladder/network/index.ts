@@ -10,5 +10,8 @@ import {callbackAllowlist, callbackBaseUrl, containerReachesRelax, nodesReachGat
  */
 export const networkRung: RungDefinition = {
   rung: 'network',
+  summary: "Relax reaches the Gateway and the Gym container reaches Relax's callback, both ways",
+  inputs: ['files', 'imageId', 'serviceEpoch'],
+  next: (recipe, relaxRoot) => `gymrecipe verify ${recipe} --level trial --relax-root ${relaxRoot}`,
   checks: () => [callbackBaseUrl, callbackAllowlist, noProxyHosts, nodesReachGateway, containerReachesRelax],
 }

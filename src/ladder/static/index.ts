@@ -22,6 +22,9 @@ import {bashSyntax, pyCompile, shellcheck} from './checks-tools.js'
 
 export const staticRung: RungDefinition = {
   rung: 'static',
+  summary: 'the recipe files are complete, consistent with the contract and the Gym config, and every script parses and lints clean',
+  inputs: ['files'],
+  next: (recipe, relaxRoot) => `gymrecipe prepare ${recipe} --relax-root ${relaxRoot}`,
   checks: () => [
     filesPresent,
     graphNames,

@@ -445,6 +445,8 @@ const jobState = needsContract('training.job-state', 'Ray job state (never proof
 
 export const trainingRung: RungDefinition = {
   rung: 'training',
+  summary: 'a real run trained: rollouts with reward variance, a finite optimizer step, a checkpoint, clean logs',
+  inputs: ['files', 'data', 'submissionId'],
   // The optimizer-step check reads the job log first: the other log-based checks reuse it.
   checks: (ctx) => [optimizerStep, rolloutDumps, groups, ...((ctx.target.contract?.gym.additional_environments?.length ?? 0) > 0 ? [environmentSignal] : []), checkpoint, logsClean, gatewayClean, jobState],
 }

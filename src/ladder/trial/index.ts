@@ -310,6 +310,9 @@ const gatewayClean: Check = {
 
 export const trialRung: RungDefinition = {
   rung: 'trial',
+  summary: 'a deterministic trial through the Gateway completes with the expected reward, tool results fed back and cleanup proven',
+  inputs: ['files', 'imageId', 'serviceEpoch'],
+  next: (recipe, relaxRoot) => `gymrecipe train ${recipe} --relax-root ${relaxRoot} --dry-run`,
   checks: (ctx) => {
     const others = (ctx.target.contract?.gym.additional_environments?.length ?? 0) > 0 ? [runOtherEnvironments] : []
     return stateful(ctx) ? [prepare, runMain, ...others, runCleanup, gatewayClean] : [prepare, runMain, ...others, gatewayClean]
