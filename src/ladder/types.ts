@@ -36,7 +36,24 @@ export function passOrProblems(id: string, title: string, problems: CheckOutcome
 }
 
 
-export interface LadderOptions {
+/** Extra options the trial rung reads (the verify command passes them through). */
+export interface TrialRungOptions {
+  /** Host the scripted model listens on and the Gateway calls back (default: GYM_HOST). */
+  callbackHost?: string
+  /** Port of the scripted model (default: any free port). */
+  callbackPort?: number
+}
+
+/** Extra options the training rung reads (the verify and train commands pass them through). */
+export interface TrainingRungOptions {
+  /** Ray worker logs (files or directories) to scan for OOM and tracebacks. */
+  workerLogs?: string[]
+  /** The driver log, when it is not the recorded/discovered one. */
+  jobLog?: string
+}
+
+/** What every climb is given; the rungs that take options of their own read them here, typed. */
+export interface LadderOptions extends TrialRungOptions, TrainingRungOptions {
   /** A pinned Gym checkout to check graph names against (optional). */
   gymRoot?: string
   /** Environment the scripts would see (env.sh values are layered on top by the rungs that need them). */

@@ -21,7 +21,7 @@ import {normalizeDashboardAddress, rayJobsClientFromEnv} from '../../runtime/ray
 import {type RecipeRunState, readRunState} from '../../runtime/run-state.js'
 import {scriptEnv, ScratchKey} from '../scratch.js'
 import {serviceAddress} from '../trial/context.js'
-import type {Check, CheckContext, LadderOptions, NamedResult, RungDefinition} from '../types.js'
+import type {Check, CheckContext, NamedResult, RungDefinition} from '../types.js'
 import {
   type Dumps,
   checkpointState,
@@ -39,14 +39,6 @@ import {dataPlan} from '../data/source.js'
 import {messageOf} from '../../errors.js'
 
 
-/** Extra verify options the training rung reads (the verify and train commands pass them through). */
-export interface TrainingRungOptions {
-  /** Ray worker logs (files or directories) to scan for OOM and tracebacks. */
-  workerLogs?: string[]
-  /** The driver log, when it is not the recorded/discovered one. */
-  jobLog?: string
-}
-
 export const MIN_GROUP_SIZE = 4
 
 interface JobLog {
@@ -62,10 +54,6 @@ interface Facts {
 }
 
 const FACTS = new ScratchKey<Facts>('training.facts')
-
-function trainingOptions(options: LadderOptions): TrainingRungOptions {
-  return options as LadderOptions & TrainingRungOptions
-}
 
 /** `${EXP_DIR}/<model>_mcore_<gpus>xgpu` as the generated training script passes it to --save. */
 export function saveDirOf(contract: RecipeContract, env: Record<string, string | undefined>, relaxRoot: string): {saveDir: string; expDir: string; defaulted: boolean} {
@@ -241,7 +229,7 @@ async function fileLog(file: string): Promise<JobLog | undefined> {
 async function loadJobLog(ctx: CheckContext, run: Facts): Promise<{log?: JobLog; problem?: string; tried: string[]}> {
   const contract = ctx.target.contract!
   const tried: string[] = []
-  const explicit = trainingOptions(ctx.options).jobLog
+  const explicit = ctx.options.jobLog
   if (explicit) {
     tried.push(explicit)
     const log = await fileLog(explicit)
@@ -357,7 +345,7 @@ const logsClean = needsContract('training.logs-clean', 'No OOM or traceback in t
   const findings = run.log ? [...run.log.digest.findings] : []
   const scanned: string[] = run.log ? [run.log.source] : []
   const missing: string[] = []
-  for (const target of trainingOptions(ctx.options).workerLogs ?? []) {
+  for (const target of ctx.options.workerLogs ?? []) {
     let files: string[]
     try {
       files = await workerLogFiles(target)

@@ -6,19 +6,6 @@
 import net from 'node:net'
 
 import {servicePorts, type RecipeContract} from '../../contract/types.js'
-import type {LadderOptions} from '../types.js'
-
-/** Extra verify options the trial rung reads (the verify command passes them through). */
-export interface TrialRungOptions {
-  /** Host the scripted model listens on and the Gateway calls back (default: GYM_HOST). */
-  callbackHost?: string
-  /** Port of the scripted model (default: any free port). */
-  callbackPort?: number
-}
-
-export function trialOptions(options: LadderOptions): TrialRungOptions {
-  return options as LadderOptions & TrialRungOptions
-}
 
 export interface ServiceAddress {
   gymHost: string

@@ -12,7 +12,7 @@ import {gatewayClient} from '../../runtime/gateway-trials.js'
 import {PROTOCOL_PATHS, startScriptedModel} from '../../runtime/scripted-model.js'
 import type {Check, CheckContext, NamedResult, RungDefinition} from '../types.js'
 import {scriptEnv, ScratchKey} from '../scratch.js'
-import {serviceAddress, trialOptions, type ServiceAddress} from './context.js'
+import {serviceAddress, type ServiceAddress} from './context.js'
 import {type AbortRun, type TrialPlan, type TrialRun, runAbortedTrial, runTrial} from './engine.js'
 import {
   evaluateAbort,
@@ -121,7 +121,7 @@ const prepare: Check = {
       message: `${address.gatewayUrl} ready (trials=${body.trials}, active_trials=${body.active_trials}, epoch ${String(body.service_epoch ?? '?').slice(0, 8)})`,
       evidence: {readyz: verbatim(body)},
     })
-    const options = trialOptions(ctx.options)
+    const options = ctx.options
     const callbackHost = options.callbackHost ?? address.gymHost
     const prepared: Prepared = {
       address,
