@@ -39,7 +39,8 @@ describe.skipIf(unavailable !== undefined)('trial rung through the fixture Gym i
     await generatedRecipe('workplace-assistant', recipeId, relaxRoot)
     contract = (await rungContext(relaxRoot, recipeId)).target.contract!
     await buildImage({contextDir: checkout.root, dockerfile: checkout.dockerfile, tag, labels: [label]})
-    layout = await hostLayout(24200)
+    // Away from the fixed port blocks of the start tests (24100–24399), which may run at the same time.
+    layout = await hostLayout(20000)
     const script = inContainerStartScript({
       layout,
       graph: WORKPLACE_GRAPH,
