@@ -13,14 +13,12 @@
  */
 import {execa} from 'execa'
 import {promises as fsp} from 'node:fs'
-import http from 'node:http'
-import type {AddressInfo} from 'node:net'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import {dockerUnavailableReason, ensureBaseImage, removeByLabel} from '../test/helpers/docker.js'
 import {randomNodeId, startFakeRay} from '../test/helpers/ray-fixture.js'
-import {freePortBlock, makeRelaxCheckout} from '../test/helpers/relax-fixture.js'
+import {freePortBlock, makeRelaxCheckout, startAgenticApiStandIn} from '../test/helpers/relax-fixture.js'
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const root = path.resolve(process.env.GYMRECIPE_DEMO_ROOT || '/tmp/gymrecipe-demo')
@@ -82,12 +80,7 @@ async function main(): Promise<void> {
   say('building the emulated stack: the test base image, an emulated Ray, a stand-in Relax Agentic API (127.0.0.1 only)')
   await ensureBaseImage()
   const ray = await startFakeRay({nodes: [{node_id: randomNodeId(), node_ip: HOST, is_head: true}], stopGraceS: 1})
-  const relax = http.createServer((req, res) => {
-    req.resume()
-    res.statusCode = req.url?.startsWith('/agentic_api/') ? 401 : 404
-    res.end('{}')
-  })
-  await new Promise<void>((resolve) => relax.listen(0, HOST, resolve))
+  const relax = await startAgenticApiStandIn()
   const env = {
     ...base,
     ...ray.env(),
@@ -100,7 +93,7 @@ async function main(): Promise<void> {
     MODEL_DIR: models,
     EXP_DIR: path.join(root, 'demo-outputs'),
     RELAX_HOST: HOST,
-    RELAX_PORT: String((relax.address() as AddressInfo).port),
+    RELAX_PORT: String(relax.port),
     DOCKER_CLI_HINTS: 'false',
   }
   try {
@@ -116,7 +109,7 @@ async function main(): Promise<void> {
     say(`every rung passed on the emulated stack; the recipe is in ${root}/examples/nemo_gym_agentic/recipes/${RECIPE}`)
   } finally {
     await ray.stop()
-    await new Promise((resolve) => relax.close(resolve))
+    await relax.close()
     await removeByLabel(`ai.relax.recipe=${RECIPE}`).catch(() => undefined)
   }
 }

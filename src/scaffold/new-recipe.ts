@@ -269,7 +269,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   const agent = chooseAgent(graph, o.agent ?? recorded?.gym?.agent?.name)
   const archetypeWanted = o.archetype ?? recorded?.archetype
   // Nothing asked for: the built-in of this environment's implementation knows it best (its verifier, trial and values).
-  const sameImplementation = o.from ?? recorded?.generated?.from ?? archetypeWanted ? undefined : await builtinNameFor(graph, agent)
+  const sameImplementation = o.from ?? recorded?.generated?.from ?? archetypeWanted ? undefined : (await builtinFor(graph, agent))?.name
   const baseName = o.from ?? recorded?.generated?.from ?? sameImplementation ?? ARCHETYPE_BASE[archetypeWanted ?? 'simple-agent']
   const base = await loadBuiltin(baseName)
   const archetype = archetypeWanted ?? base.archetype
@@ -288,7 +288,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   const moreAgents = (o.moreAgents ?? (recorded?.gym?.additional_environments ?? []).map((e) => e.agent.name)).map((name) => chooseAgent(graph, name))
   const additionalEnvironments = await Promise.all(
     moreAgents.map(async (other) => {
-      const known = await builtinFor(graph, other)
+      const known = (await builtinFor(graph, other))?.contract
       // No built-in knows it: its own example rollouts, graded by its real grader, give its verifier and trial.
       const fromRollouts = known ? undefined : await verifierFromRollouts(o.gymRoot, graph, other.id, base)
       const own = fromRollouts && !('none' in fromRollouts) ? fromRollouts.override : undefined
@@ -463,18 +463,13 @@ function capsOf(mix: {parts: Array<{environment: string; cap: number}>} | undefi
 }
 
 /** The built-in recipe for the same environment implementation as this agent, if one exists. */
-async function builtinFor(graph: GymGraph, agent: GymAgent): Promise<RecipeContract | undefined> {
-  const name = await builtinNameFor(graph, agent)
-  return name === undefined ? undefined : loadBuiltin(name)
-}
-
-async function builtinNameFor(graph: GymGraph, agent: GymAgent): Promise<string | undefined> {
+async function builtinFor(graph: GymGraph, agent: GymAgent): Promise<{name: string; contract: RecipeContract} | undefined> {
   const implementation = resourcesServerOf(graph, agent)?.implementation ?? null
   for (const name of await listBuiltins()) {
-    const builtin = await loadBuiltin(name)
+    const contract = await loadBuiltin(name)
     // A built-in of several environments knows the mix, not one environment better than its own built-in.
-    if ((builtin.gym.additional_environments?.length ?? 0) > 0) continue
-    if (builtin.gym.agent.type === agent.implementation && (builtin.gym.resources_server?.implementation ?? null) === implementation) return name
+    if ((contract.gym.additional_environments?.length ?? 0) > 0) continue
+    if (contract.gym.agent.type === agent.implementation && (contract.gym.resources_server?.implementation ?? null) === implementation) return {name, contract}
   }
   return undefined
 }

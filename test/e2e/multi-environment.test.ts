@@ -5,8 +5,6 @@
  * a data rung that checks each row against its own environment's grader fields.
  */
 import {execFileSync} from 'node:child_process'
-import http from 'node:http'
-import type {AddressInfo} from 'node:net'
 import {cp, mkdir, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
@@ -17,7 +15,7 @@ import {runCli, snapshotRoot} from '../helpers/cli.js'
 import {loadBuiltin} from '../../src/contract/builtin.js'
 import {dockerUnavailableReason, ensureBaseImage, removeByLabel} from '../helpers/docker.js'
 import {addModelConfigs} from '../helpers/recipes.js'
-import {freePortBlock, makeRelaxCheckout} from '../helpers/relax-fixture.js'
+import {freePortBlock, makeRelaxCheckout, startAgenticApiStandIn} from '../helpers/relax-fixture.js'
 import {randomNodeId, startFakeRay} from '../helpers/ray-fixture.js'
 
 const MATH = 'resources_servers/math_with_judge/configs/math_with_judge.yaml'
@@ -252,17 +250,12 @@ describe('a recipe that trains several environments (--agent repeated)', () => {
     const id = `mx-${Date.now().toString(36)}`
     // Emulated Ray (for the network rung's probe job) and a Relax host that answers the Agentic API 401.
     const ray = await startFakeRay({nodes: [{node_id: randomNodeId(), node_ip: HOST, is_head: true}], stopGraceS: 1})
-    const relax = http.createServer((req, res) => {
-      req.resume()
-      res.statusCode = req.url?.startsWith('/agentic_api/') ? 401 : 404
-      res.end('{}')
-    })
-    await new Promise<void>((resolve) => relax.listen(0, HOST, resolve))
+    const relax = await startAgenticApiStandIn()
     const env = {
       ...ray.env(),
       RAY_DASHBOARD_ADDRESS: ray.url,
       RELAX_HOST: HOST,
-      RELAX_PORT: String((relax.address() as AddressInfo).port),
+      RELAX_PORT: String(relax.port),
       GYM_HOST: HOST,
       GYM_BIND_HOST: HOST,
       NEMO_GYM_CALLBACK_ALLOWED_NETWORKS: '127.0.0.0/8',
@@ -311,7 +304,7 @@ describe('a recipe that trains several environments (--agent repeated)', () => {
       expect(trialChecks.find((c: {id: string}) => c.id === 'trial.calendar').message).toMatch(/^status completed; reward 1/)
     } finally {
       await ray.stop()
-      await new Promise((resolve) => relax.close(resolve))
+      await relax.close()
       await removeByLabel(`ai.relax.recipe=${id}`).catch(() => undefined)
       await rm(tmp, {recursive: true, force: true})
     }

@@ -7,8 +7,6 @@
  */
 import {randomBytes} from 'node:crypto'
 import fs from 'node:fs/promises'
-import http from 'node:http'
-import type {AddressInfo} from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
@@ -17,7 +15,7 @@ import {TRAINING_ROWS} from '../helpers/recipes.js'
 import {runCli, snapshotRoot} from '../helpers/cli.js'
 import {dockerUnavailableReason, ensureBaseImage, removeByLabel} from '../helpers/docker.js'
 import {type FakeRay, randomNodeId, startFakeRay} from '../helpers/ray-fixture.js'
-import {freePortBlock, makeRelaxCheckout, type RelaxCheckout} from '../helpers/relax-fixture.js'
+import {freePortBlock, makeRelaxCheckout, startAgenticApiStandIn, type RelaxCheckout} from '../helpers/relax-fixture.js'
 
 const HOST = '127.0.0.1'
 const unavailable = await dockerUnavailableReason()
@@ -31,7 +29,7 @@ describe.skipIf(Boolean(unavailable))('a stateful tool recipe from new to a prov
   let tmp: string
   let checkout: RelaxCheckout
   let ray: FakeRay
-  let relax: http.Server
+  let relax: Awaited<ReturnType<typeof startAgenticApiStandIn>> | undefined
   let id: string
   let env: Record<string, string | undefined>
 
@@ -41,12 +39,7 @@ describe.skipIf(Boolean(unavailable))('a stateful tool recipe from new to a prov
     checkout = await makeRelaxCheckout(path.join(tmp, 'relax'), {hostGym: false, snapshotDir: snapshotRoot})
     id = `wf-${randomBytes(3).toString('hex')}`
     ray = await startFakeRay({nodes: [{node_id: randomNodeId(), node_ip: HOST, is_head: true}], stopGraceS: 1})
-    relax = http.createServer((req, res) => {
-      req.resume()
-      res.statusCode = req.url?.startsWith('/agentic_api/') ? 401 : 404
-      res.end('{}')
-    })
-    await new Promise<void>((resolve) => relax.listen(0, HOST, resolve))
+    relax = await startAgenticApiStandIn()
     await fs.mkdir(path.join(tmp, 'models', 'Qwen3-4B'), {recursive: true})
     await fs.writeFile(path.join(tmp, 'models', 'Qwen3-4B', 'config.json'), '{"architectures": ["Qwen3ForCausalLM"]}\n')
     env = {
@@ -62,7 +55,7 @@ describe.skipIf(Boolean(unavailable))('a stateful tool recipe from new to a prov
       RAY_DASHBOARD_ADDRESS: ray.url,
       GYMRECIPE_GYM_ROOT: snapshotRoot,
       RELAX_HOST: HOST,
-      RELAX_PORT: String((relax.address() as AddressInfo).port),
+      RELAX_PORT: String(relax.port),
       RAY_ADDRESS: undefined,
       RAY_NO_WAIT: undefined,
       DOCKER_CLI_HINTS: 'false',
@@ -71,7 +64,7 @@ describe.skipIf(Boolean(unavailable))('a stateful tool recipe from new to a prov
 
   afterAll(async () => {
     await ray?.stop()
-    await new Promise((resolve) => relax?.close(resolve))
+    await relax?.close()
     if (id) await removeByLabel(`ai.relax.recipe=${id}`).catch(() => undefined)
     if (tmp) await fs.rm(tmp, {recursive: true, force: true})
   })

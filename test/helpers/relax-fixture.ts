@@ -12,7 +12,8 @@
 import {execa, type ResultPromise} from 'execa'
 import {existsSync} from 'node:fs'
 import fs from 'node:fs/promises'
-import net from 'node:net'
+import http from 'node:http'
+import net, {type AddressInfo} from 'node:net'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {repeatedRows} from './recipes.js'
@@ -473,4 +474,21 @@ export async function waitForReadyz(gatewayUrl: string, timeoutMs = 30_000): Pro
     await new Promise((resolve) => setTimeout(resolve, 250))
   }
   throw new Error(`gateway ${gatewayUrl} not ready after ${timeoutMs} ms; last: ${JSON.stringify(last)}`)
+}
+
+/**
+ * A stand-in for the Relax host's Agentic API on 127.0.0.1: /agentic_api/* answers 401 (reachable,
+ * not authorised, as the real one answers a request without its key), anything else 404.
+ */
+export async function startAgenticApiStandIn(): Promise<{port: number; close(): Promise<void>}> {
+  const server = http.createServer((req, res) => {
+    req.resume()
+    res.statusCode = req.url?.startsWith('/agentic_api/') ? 401 : 404
+    res.end('{}')
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  }
 }

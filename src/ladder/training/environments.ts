@@ -6,7 +6,6 @@
  */
 import {isJsonObject, parseJson} from '../../gym/json.js'
 import {readJsonlBatches} from '../../gym/jsonl-files.js'
-import {environmentsOf} from '../../contract/types.js'
 import type {DumpSample} from './outputs.js'
 import {groupStats, rewardNumber} from './outputs.js'
 
@@ -115,9 +114,4 @@ export function signalByEnvironment(samples: DumpSample[], index: Map<string, st
       }
     }),
   }
-}
-
-/** The environments of a recipe as the rows name them. */
-export function recipeEnvironments(contract: Parameters<typeof environmentsOf>[0]): string[] {
-  return environmentsOf(contract).map((e) => e.environment)
 }

@@ -15,7 +15,7 @@ import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
 import {trainingLogName} from '../../contract/endpoints.js'
-import type {RecipeContract} from '../../contract/types.js'
+import {environmentsOf, type RecipeContract} from '../../contract/types.js'
 import {gatewayClient, trialCounts} from '../../runtime/gateway-trials.js'
 import {normalizeDashboardAddress, rayJobsClientFromEnv} from '../../runtime/ray-jobs.js'
 import {type RecipeRunState, readRunState} from '../../runtime/run-state.js'
@@ -34,7 +34,7 @@ import {
   workerLogFiles,
 } from './outputs.js'
 import {VERDICT_TEXT, triage} from './triage.js'
-import {promptIndex, recipeEnvironments, signalByEnvironment} from './environments.js'
+import {promptIndex, signalByEnvironment} from './environments.js'
 import {dataPlan} from '../data/source.js'
 import {messageOf} from '../../errors.js'
 
@@ -184,7 +184,7 @@ const environmentSignal = needsContract('training.environments', ENVIRONMENTS_TI
   const run = await facts(ctx)
   const id = 'training.environments'
   const title = ENVIRONMENTS_TITLE
-  const environments = recipeEnvironments(ctx.target.contract!)
+  const environments = environmentsOf(ctx.target.contract!).map((e) => e.environment)
   run.dumps ??= await readRolloutDumps(run.saveDir)
   if (run.dumps.samples.length === 0) return [skip(id, title, 'no rollout samples to attribute')]
   const plan = await dataPlan(ctx)
