@@ -4,7 +4,7 @@ import {Writable} from 'node:stream'
 import {format} from 'node:util'
 
 import {codeOf, ExitCode, fromSystemError, GymError, isGymError, isSystemError, messageOf, numberField, usageError} from '../errors.js'
-import type {ReadProgress} from '../gym/json.js'
+import type {ReadProgress} from '../json/index.js'
 import {envelope, type EnvelopeError} from './envelope.js'
 import {type ProgressHost, type ProgressLine, readProgress, type ScriptOutputSink, scriptOutputSink, type StepLine, stepLine} from './progress.js'
 import {removeOpenTemporariesSync} from '../runtime/fs.js'

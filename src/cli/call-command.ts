@@ -2,7 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {ExitCode} from '../errors.js'
 import {loadCallConfig} from '../gym/call/config.js'
-import {stringifyJson} from '../gym/json.js'
+import {stringifyJson} from '../json/index.js'
 import {type CallProgress, type CallSummary, runCall} from '../gym/call/run.js'
 import type {CallKind} from '../gym/call/types.js'
 import {onInterrupt} from '../runtime/interrupt.js'

@@ -5,7 +5,7 @@
  */
 import {Writable} from 'node:stream'
 
-import type {ReadProgress} from '../gym/json.js'
+import type {ReadProgress} from '../json/index.js'
 import {LineTail} from '../runtime/line-tail.js'
 
 export interface ProgressHost {

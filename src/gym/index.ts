@@ -3,8 +3,8 @@
  * evidence-keeping calls to Gym services. `import {runCall, exportTasks} from 'gymrecipe/gym'`.
  */
 export * from './call/index.js'
-export {parseJson, stringifyJson} from './json.js'
-export type {JsonObject, JsonValue} from './json.js'
+export {parseJson, stringifyJson} from '../json/index.js'
+export type {JsonObject, JsonValue} from '../json/index.js'
 export {ingestRollouts} from './rollouts/ingest.js'
 export type {IngestOptions, IngestSummary} from './rollouts/ingest.js'
 export {buildScenarios, scenarioFromRow} from './tasks/build.js'

@@ -4,7 +4,7 @@
  */
 import {describe, expect, it} from 'vitest'
 
-import {isJsonObject, stringifyJson} from '../../src/gym/json.js'
+import {isJsonObject, stringifyJson} from '../../src/json/index.js'
 import {convertRow, expectedInConverted, jsonDifferences, parseRow, pythonFloatRepr, pythonStr} from '../../src/ladder/data/convert.js'
 import {runConvertDataset} from '../../src/runtime/convert-dataset.js'
 import {FIXTURE_CONVERTER} from '../helpers/data-rung.js'

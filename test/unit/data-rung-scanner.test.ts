@@ -8,7 +8,7 @@ import os from 'node:os'
 import path from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {skipStringBody} from '../../src/gym/json-bytes.js'
+import {skipStringBody} from '../../src/json/byte-scan.js'
 import {JsonlScanner, type JsonlStats, scanJsonlFile} from '../../src/ladder/data/jsonl-scan.js'
 import {newStringSkipper} from '../../src/ladder/data/string-skip.js'
 import {assembledStringSkipper} from '../helpers/string-skipper.js'

@@ -27,14 +27,16 @@ describe('import layers', () => {
     ['src/gym/call/x.ts', "import http from 'node:http'\nexport const x = http\n", /through src\/runtime/],
     ['src/steps/x.ts', "import {runLadder} from '../ladder/runner.js'\nexport const x = runLadder\n", /through its door, src\/ladder\/index\.ts/],
     ['src/cli/x.ts', "import {dataPlan} from '../ladder/data/source.js'\nexport const x = dataPlan\n", /through its door/],
+    ['src/json/x.ts', "import {exportTasks} from '../gym/tasks/export.js'\nexport const x = exportTasks\n", /src\/json may not import from .*src\/gym/],
   ])('%s: an upward or outside-world import fails', async (file, code, message) => {
     expect(await layerErrors(file, code)).toEqual([expect.stringMatching(message)])
   })
 
   it.each([
     ['src/steps/x.ts', "import {runLadder} from '../ladder/index.js'\nexport const x = runLadder\n"],
-    ['src/ladder/data/x.ts', "import {parseJson} from '../../gym/json.js'\nimport {run} from '../../runtime/process.js'\nexport const x = [parseJson, run]\n"],
+    ['src/ladder/data/x.ts', "import {parseJson} from '../../json/index.js'\nimport {run} from '../../runtime/process.js'\nexport const x = [parseJson, run]\n"],
     ['src/runtime/x.ts', "import {execa} from 'execa'\nexport const x = execa\n"],
+    ['src/json/x.ts', "import {openAtomicTarget} from '../runtime/fs.js'\nexport const x = openAtomicTarget\n"],
     ['src/ladder/x.ts', "import type Docker from 'dockerode'\nexport type X = Docker\n"],
   ])('%s: downward imports and type-only Docker imports pass', async (file, code) => {
     expect(await layerErrors(file, code)).toEqual([])

@@ -1,7 +1,6 @@
 import {isLosslessNumber} from 'lossless-json'
 
-import {numberValue} from './json.js'
-import {isJsonObject} from '../json.js'
+import {isJsonObject, numberValue} from '../../json/index.js'
 import type {EpisodeFields} from './types.js'
 
 export const EMPTY_EPISODE: EpisodeFields = {

@@ -4,7 +4,7 @@ import path from 'node:path'
 import {codeOf, GymError, messageOf, ExitCode} from '../../errors.js'
 import {type DirLock, lockDirectory} from '../../runtime/dir-lock.js'
 import {BackgroundSync, createFolders, writeFileAtomic} from '../../runtime/fs.js'
-import {LineReader} from '../jsonl-reader.js'
+import {LineReader} from '../../json/jsonl-reader.js'
 import type {AttemptWriter} from './lifecycle.js'
 
 export const JOURNAL_FILE = 'journal.jsonl'

@@ -1,4 +1,4 @@
-import {isJsonObject} from '../json.js'
+import {isJsonObject} from '../../json/index.js'
 
 export type HarnessOutcome =
   | {kind: 'answer'; answer: string; toolTrace: unknown[]}

@@ -1,8 +1,8 @@
 import {codeOf, GymError, messageOf, ExitCode} from '../../errors.js'
-import {mayHoldNonFinite, nestsDeeperThan, POLICY_MESSAGES} from '../input-policy.js'
-import {nonFiniteField} from '../json.js'
-import {JsonlPolicyError, LineReader} from '../jsonl-reader.js'
-import {isJsonObject, parseJson} from '../json.js'
+import {mayHoldNonFinite, nestsDeeperThan, POLICY_MESSAGES} from '../../json/input-policy.js'
+import {nonFiniteField} from '../../json/index.js'
+import {JsonlPolicyError, LineReader} from '../../json/jsonl-reader.js'
+import {isJsonObject, parseJson} from '../../json/index.js'
 import type {CallConfig} from './types.js'
 
 /** An input row's text is an empty object when nothing but whitespace sits between its braces. */

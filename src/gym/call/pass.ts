@@ -2,15 +2,15 @@
  * Pass 2 of a call run: rows read again in order and called within a bounded window, their
  * output lines written in input order although rows finish out of order.
  */
+import {parseFast} from '../../json/index.js'
 import type {Writable} from 'node:stream'
 
 import {ExitCode, GymError} from '../../errors.js'
 import type {RecordedRows} from './evidence.js'
 import {inputUnreadable, isEmptyObjectText} from './input.js'
-import {parseFast} from './json.js'
 import {type PreparedRow, prepareRow, type RowCallContext, runPreparedRow, type RowOutcome} from './lifecycle.js'
 import type {Admission} from './limiter.js'
-import {LineReader} from '../jsonl-reader.js'
+import {LineReader} from '../../json/jsonl-reader.js'
 
 /** Output line: the input row's own text extended by the output columns. */
 export function outputLine(raw: string, columnsText: string): string {

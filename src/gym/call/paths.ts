@@ -1,4 +1,4 @@
-import {isJsonObject, parseJson} from '../json.js'
+import {isJsonObject, parseJson} from '../../json/index.js'
 
 /** A row path problem: the path is missing, or an intermediate JSON string does not decode. */
 export class PathError extends Error {

@@ -1,6 +1,6 @@
 import {isLosslessNumber} from 'lossless-json'
 
-import {isJsonObject, parseJson, stringifyJson} from '../json.js'
+import {isJsonObject, parseJson, stringifyJson} from '../../json/index.js'
 import {PathError, resolveParts} from './paths.js'
 import type {CallConfig} from './types.js'
 import {messageOf} from '../../errors.js'

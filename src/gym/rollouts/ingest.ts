@@ -1,5 +1,5 @@
-import {POLICY_MESSAGES} from '../input-policy.js'
-import {assertJsonlFile, FieldError, type JsonlOutput, LineBuilder, locate, nonFiniteField, type ReadProgress, readJsonlBatches, scanObjectByteLine, withJsonlOutput} from '../json.js'
+import {POLICY_MESSAGES} from '../../json/input-policy.js'
+import {assertJsonlFile, FieldError, type JsonlOutput, LineBuilder, locate, nonFiniteField, type ReadProgress, readJsonlBatches, scanObjectByteLine, withJsonlOutput} from '../../json/index.js'
 import {type RolloutStatus, writeNormalized} from './normalize.js'
 import {loadTaskTable, type TaskEntry} from './task-table.js'
 

@@ -1,5 +1,5 @@
-import {type ByteMembers, KeySlots, scanObjectBytes} from '../json-bytes.js'
-import {FieldError, jsonKind, type LineBuilder, trimJsonBytes} from '../json.js'
+import {type ByteMembers, KeySlots, scanObjectBytes} from '../../json/byte-scan.js'
+import {FieldError, jsonKind, type LineBuilder, trimJsonBytes} from '../../json/index.js'
 import {indexKey, type TaskEntry} from './task-table.js'
 
 /**

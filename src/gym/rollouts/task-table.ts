@@ -1,6 +1,6 @@
-import {POLICY_MESSAGES} from '../input-policy.js'
-import {KeySlots, type ScannedBytes} from '../json-bytes.js'
-import {type ByteLine, copyBytes, FieldError, inputError, integerText, jsonKind, locate, nonFiniteField, parseJson, readJsonlBatches, scanObjectByteLine, trimJsonBytes} from '../json.js'
+import {POLICY_MESSAGES} from '../../json/input-policy.js'
+import {KeySlots, type ScannedBytes} from '../../json/byte-scan.js'
+import {type ByteLine, copyBytes, FieldError, inputError, integerText, jsonKind, locate, nonFiniteField, parseJson, readJsonlBatches, scanObjectByteLine, trimJsonBytes} from '../../json/index.js'
 import {canonicalJson} from '../tasks/identity.js'
 
 /**

@@ -1,4 +1,4 @@
-import {POLICY_MESSAGES} from '../input-policy.js'
+import {POLICY_MESSAGES} from '../../json/input-policy.js'
 import {
   FieldError,
   findNonFinite,
@@ -13,7 +13,7 @@ import {
   stringifyJson,
   valueKind,
   withJsonlOutput,
-} from '../json.js'
+} from '../../json/index.js'
 import {defaultScenarioId, isEncodableId} from './identity.js'
 import {decodeJsonText, lookupSourcePath, resolveSourcePath} from './paths.js'
 import {pythonStr, pythonStrip, pythonTruthy} from './python.js'

@@ -1,6 +1,7 @@
-import {POLICY_MESSAGES} from '../input-policy.js'
-import {type ByteMembers, KeySlots, ReusedObjectScan} from '../json-bytes.js'
-import {FieldError, jsonKind, LineBuilder, locate, nonFiniteField, rawString, type ReadProgress, readJsonlBatches, type ScannedObject, scanObjectLine, withJsonlOutput} from '../json.js'
+import {BACKSLASH, COLON, QUOTE} from '../../json/chars.js'
+import {POLICY_MESSAGES} from '../../json/input-policy.js'
+import {type ByteMembers, KeySlots, ReusedObjectScan} from '../../json/byte-scan.js'
+import {FieldError, jsonKind, LineBuilder, locate, nonFiniteField, rawString, type ReadProgress, readJsonlBatches, type ScannedObject, scanObjectLine, withJsonlOutput} from '../../json/index.js'
 import {isEncodableId, taskIndexOf} from './identity.js'
 import {checkGymTask, kindsOfRaw, MANAGED_TASK_FIELDS} from './task.js'
 
@@ -90,9 +91,6 @@ export function exportBundle({members: bundle, hasNonFinite, nested}: ScannedObj
 
 // The byte path: bundles as `tasks build` writes them, exported without decoding them.
 
-const QUOTE = 0x22
-const BACKSLASH = 0x5c
-const COLON = 0x3a
 const OPEN = Buffer.from('{')
 const COLON_PIECE = Buffer.from(':')
 const COMMA_PIECE = Buffer.from(',')

@@ -1,6 +1,6 @@
 import {hash} from 'node:crypto'
 
-import {isLosslessNumber, type JsonObject, type JsonValue} from '../json.js'
+import {isLosslessNumber, type JsonObject, type JsonValue} from '../../json/index.js'
 import {compareCodePoints, pythonNumberRepr} from './python.js'
 
 /**

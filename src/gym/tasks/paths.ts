@@ -1,4 +1,4 @@
-import {FieldError, isJsonObject, type JsonObject, type JsonValue, parseJson} from '../json.js'
+import {FieldError, isJsonObject, type JsonObject, type JsonValue, parseJson} from '../../json/index.js'
 
 /**
  * Source paths of the task spec: `a.b.c` walks a row's objects. A string met

@@ -1,4 +1,4 @@
-import {isFloatLiteral, isLosslessNumber, type JsonValue} from '../json.js'
+import {isFloatLiteral, isLosslessNumber, type JsonValue} from '../../json/index.js'
 
 /**
  * The few Python behaviours the Data Designer Gym plugin's results depend on.

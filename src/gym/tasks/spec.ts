@@ -3,7 +3,7 @@ import {LineCounter} from 'yaml'
 
 import {ExitCode, GymError} from '../../errors.js'
 import {INPUT_LIMITS, readInputText} from '../../runtime/read-input.js'
-import {FieldError, type JsonObject, type JsonValue, LosslessNumber, setMember} from '../json.js'
+import {FieldError, type JsonObject, type JsonValue, LosslessNumber, setMember} from '../../json/index.js'
 import {compareCodePoints, pythonFloatRepr, pythonStrip} from './python.js'
 import {MANAGED_TASK_FIELDS} from './task.js'
 import {ajvCompiler, schemaValidator} from '../../precompiled.js'

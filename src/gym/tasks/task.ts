@@ -1,4 +1,4 @@
-import {FieldError, type JsonKind, type JsonObject, jsonKind, setMember, valueKind} from '../json.js'
+import {FieldError, type JsonKind, type JsonObject, jsonKind, setMember, valueKind} from '../../json/index.js'
 
 /**
  * The Gym task rules shared by build, export and ingest (the plugin's GymTask):

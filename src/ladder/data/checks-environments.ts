@@ -4,8 +4,8 @@
  * row's top-level keys). Every row must name a registered pair and carry the fields of its own
  * environment's grader; an environment left with no rows is a mix that trains it not at all.
  */
-import {isJsonObject, parseJson} from '../../gym/json.js'
-import {readJsonlBatches} from '../../gym/jsonl-files.js'
+import {isJsonObject, parseJson} from '../../json/index.js'
+import {readJsonlBatches} from '../../json/jsonl-files.js'
 import {environmentsOf} from '../../contract/types.js'
 import {type Check, type CheckOutcome, passOrProblems} from '../types.js'
 import {valueAtPath} from './convert.js'

@@ -1,7 +1,7 @@
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
-import {isJsonObject, type JsonObject} from '../../gym/json.js'
+import {isJsonObject, type JsonObject} from '../../json/index.js'
 import {runConvertDataset} from '../../runtime/convert-dataset.js'
 import {type Check, type CheckOutcome, passOrProblems} from '../types.js'
 import {ConversionError, convertRow, expectedInConverted, jsonDifferences, parseRow, type RelaxRow, valueAtPath} from './convert.js'

@@ -1,7 +1,7 @@
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
-import {isJsonObject} from '../../gym/json.js'
+import {isJsonObject} from '../../json/index.js'
 import {parseRow} from './convert.js'
 import {type Check, type CheckOutcome, passOrProblems} from '../types.js'
 import {dataScan} from './scan.js'

@@ -1,4 +1,4 @@
-import {isJsonObject, isLosslessNumber, type JsonObject, type JsonValue, LosslessNumber, parseJson} from '../../gym/json.js'
+import {isJsonObject, isLosslessNumber, type JsonObject, type JsonValue, LosslessNumber, parseJson} from '../../json/index.js'
 
 /**
  * The Relax conversion of a raw Gym row (what

@@ -1,7 +1,8 @@
 import {open} from 'node:fs/promises'
 
-import {MAX_NESTING, maxLineBytes, mayHoldNonFinite, POLICY_MESSAGES} from '../../gym/input-policy.js'
-import {ESCAPABLE, IS_HEX, skipStringBody} from '../../gym/json-bytes.js'
+import {MAX_NESTING, maxLineBytes, mayHoldNonFinite, POLICY_MESSAGES} from '../../json/input-policy.js'
+import {skipStringBody} from '../../json/byte-scan.js'
+import {BACKSLASH, ESCAPABLE, IS_HEX, IS_LINE_SPACE, NEWLINE, QUOTE} from '../../json/chars.js'
 import {FieldTrie} from './fields.js'
 import {builtStringSkipper, newStringSkipper, type StringSkipper} from './string-skip.js'
 import {Utf8Validator} from './utf8.js'
@@ -103,14 +104,6 @@ const N_EXP = 7
 const OBJECT = 1
 const ARRAY = 2
 
-const NEWLINE = 0x0a
-const QUOTE = 0x22
-const BACKSLASH = 0x5c
-
-const IS_SPACE = new Uint8Array(256)
-IS_SPACE[0x20] = 1
-IS_SPACE[0x09] = 1
-IS_SPACE[0x0d] = 1
 
 const LITERALS: Record<number, Uint8Array> = {
   0x74: new TextEncoder().encode('true'),
@@ -382,7 +375,7 @@ export class JsonlScanner {
 
   /** One byte outside a string body; returns the next index. */
   private step(chunk: Uint8Array, i: number, byte: number, mode: number): number {
-    if (IS_SPACE[byte] === 1 && mode !== NUMBER && mode !== LITERAL && mode !== STRING_ESCAPE && mode !== STRING_UNICODE) return i + 1
+    if (IS_LINE_SPACE[byte] === 1 && mode !== NUMBER && mode !== LITERAL && mode !== STRING_ESCAPE && mode !== STRING_UNICODE) return i + 1
     switch (mode) {
       case LINE_START:
         this.startRow(i, byte)

@@ -2,7 +2,7 @@ import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
 import {environmentsOf, type RecipeContract, SPLITS, type Split} from '../../contract/types.js'
-import {maxLineBytes, nestsDeeperThan} from '../../gym/input-policy.js'
+import {maxLineBytes, nestsDeeperThan} from '../../json/input-policy.js'
 import {once, ScratchKey, scriptEnv} from '../scratch.js'
 import type {CheckContext} from '../types.js'
 import {fieldsFromRow} from './fields.js'

@@ -4,8 +4,8 @@
  * it. Relax's rollout dumps carry no environment, so each sample is attributed by its prompt: the
  * last user message of the raw row it came from (Relax renders the row's input as the prompt).
  */
-import {isJsonObject, parseJson} from '../../gym/json.js'
-import {readJsonlBatches} from '../../gym/jsonl-files.js'
+import {isJsonObject, parseJson} from '../../json/index.js'
+import {readJsonlBatches} from '../../json/jsonl-files.js'
 import type {DumpSample} from './outputs.js'
 import {groupStats, rewardNumber} from './outputs.js'
 

@@ -8,9 +8,9 @@ import {isGymError} from '../../../src/errors.js'
 import {parseCallConfig} from '../../../src/gym/call/config.js'
 import {DeadlineQueue} from '../../../src/gym/call/deadlines.js'
 import {scanRows} from '../../../src/gym/call/input.js'
-import {LineReader} from '../../../src/gym/jsonl-reader.js'
-import {parseFast} from '../../../src/gym/call/json.js'
-import {parseJson, stringifyJson} from '../../../src/gym/json.js'
+import {LineReader} from '../../../src/json/jsonl-reader.js'
+import {parseFast} from '../../../src/json/index.js'
+import {parseJson, stringifyJson} from '../../../src/json/index.js'
 
 const config = parseCallConfig('name: execution\nendpoint: http://127.0.0.1:1\nroute: /x\nrequest_values: {a: 1}\n', 'resource')
 

@@ -2,7 +2,7 @@ import {describe, expect, it} from 'vitest'
 
 import {episodeOutcome} from '../../../src/gym/call/episode.js'
 import {harnessOutcome} from '../../../src/gym/call/harness.js'
-import {parseJson, stringifyJson} from '../../../src/gym/json.js'
+import {parseJson, stringifyJson} from '../../../src/json/index.js'
 import {episodeShape, harnessShape} from '../../fixtures/call/services.js'
 
 const lossless = (v: unknown) => parseJson(JSON.stringify(v))

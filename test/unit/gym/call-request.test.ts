@@ -1,7 +1,7 @@
 import {describe, expect, it} from 'vitest'
 
 import {parseCallConfig} from '../../../src/gym/call/config.js'
-import {parseJson, stringifyJson} from '../../../src/gym/json.js'
+import {parseJson, stringifyJson} from '../../../src/json/index.js'
 import {projectFields, resolvePath} from '../../../src/gym/call/paths.js'
 import {buildRowPlan} from '../../../src/gym/call/request.js'
 

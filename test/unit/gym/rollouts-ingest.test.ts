@@ -3,7 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {scanObjectMembers} from '../../../src/gym/json.js'
+import {scanObjectMembers} from '../../../src/json/index.js'
 import {ingestRollouts} from '../../../src/gym/rollouts/ingest.js'
 import {exportBundle} from '../../../src/gym/tasks/export.js'
 

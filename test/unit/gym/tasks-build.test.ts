@@ -3,7 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {FieldError, type JsonObject, parseJson, stringifyJson} from '../../../src/gym/json.js'
+import {FieldError, type JsonObject, parseJson, stringifyJson} from '../../../src/json/index.js'
 import {buildScenarios, scenarioFromRow} from '../../../src/gym/tasks/build.js'
 import {taskIndexOf} from '../../../src/gym/tasks/identity.js'
 import {type TaskSpec, taskSpecFrom} from '../../../src/gym/tasks/spec.js'

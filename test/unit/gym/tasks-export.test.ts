@@ -3,7 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {FieldError, LineBuilder, scanObjectMembers} from '../../../src/gym/json.js'
+import {FieldError, LineBuilder, scanObjectMembers} from '../../../src/json/index.js'
 import {BundleScanner, exportBundle, exportBundleBytes, exportTasks} from '../../../src/gym/tasks/export.js'
 
 function exported(bundleText: string): string {

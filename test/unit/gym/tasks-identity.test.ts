@@ -1,7 +1,7 @@
 import {execFileSync} from 'node:child_process'
 import {describe, expect, it} from 'vitest'
 
-import {type JsonObject, parseJson} from '../../../src/gym/json.js'
+import {type JsonObject, parseJson} from '../../../src/json/index.js'
 import {canonicalJson, defaultScenarioId, isEncodableId, taskIndexOf} from '../../../src/gym/tasks/identity.js'
 import {compareCodePoints, pythonFloatRepr, pythonStrip} from '../../../src/gym/tasks/python.js'
 import {dumpTask} from '../../../src/gym/tasks/task.js'

@@ -3,7 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {FieldError, stringifyJson} from '../../../src/gym/json.js'
+import {FieldError, stringifyJson} from '../../../src/json/index.js'
 import {loadTaskSpec, taskSpecFrom} from '../../../src/gym/tasks/spec.js'
 
 const TASK_COLUMN = {task_column: 'gym_task'}

@@ -10,9 +10,9 @@ import {beforeAll, describe, expect, it} from 'vitest'
 
 import {scanRows} from '../../../src/gym/call/input.js'
 import type {CallConfig} from '../../../src/gym/call/types.js'
-import {MAX_NESTING, maxLineBytes, mayHoldNonFinite, nestsDeeperThan, POLICY_MESSAGES} from '../../../src/gym/input-policy.js'
-import {parseLosslessObjectLine, readJsonlLines, scanObjectLine} from '../../../src/gym/json.js'
-import {JsonlPolicyError, LineReader} from '../../../src/gym/jsonl-reader.js'
+import {MAX_NESTING, maxLineBytes, mayHoldNonFinite, nestsDeeperThan, POLICY_MESSAGES} from '../../../src/json/input-policy.js'
+import {parseLosslessObjectLine, readJsonlLines, scanObjectLine} from '../../../src/json/index.js'
+import {JsonlPolicyError, LineReader} from '../../../src/json/jsonl-reader.js'
 import {JsonlScanner} from '../../../src/ladder/data/jsonl-scan.js'
 
 let dir: string

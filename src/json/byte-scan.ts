@@ -1,33 +1,11 @@
 /**
  * JSON validated as UTF-8 bytes, for the hot paths that would otherwise decode every line only to
  * scan it: no string is built until a member's text is asked for. The byte scanner only accepts or
- * rejects; a rejected line is scanned again as text (./json-members.ts), which words the error, so
+ * rejects; a rejected line is scanned again as text (./text-scan.ts), which words the error, so
  * both paths give one verdict and one message.
  */
+import {BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, DOT, ESCAPABLE, IS_HEX, MINUS, OPEN_BRACE, OPEN_BRACKET, QUOTE, STRING_STOP} from './chars.js'
 import {MAX_NESTING} from './input-policy.js'
-
-const QUOTE = 0x22
-const BACKSLASH = 0x5c
-const COMMA = 0x2c
-const COLON = 0x3a
-const MINUS = 0x2d
-const DOT = 0x2e
-const OPEN_BRACE = 0x7b
-const CLOSE_BRACE = 0x7d
-const OPEN_BRACKET = 0x5b
-const CLOSE_BRACKET = 0x5d
-
-/** 1 for bytes that cannot end a run of plain string content. */
-const STRING_STOP = new Uint8Array(256)
-for (let b = 0; b < 0x20; b++) STRING_STOP[b] = 1
-STRING_STOP[QUOTE] = 1
-STRING_STOP[BACKSLASH] = 1
-
-export const IS_HEX = new Uint8Array(256)
-for (const c of '0123456789abcdefABCDEF') IS_HEX[c.charCodeAt(0)] = 1
-
-export const ESCAPABLE = new Uint8Array(256)
-for (const c of '"\\/bfnrtu') ESCAPABLE[c.charCodeAt(0)] = 1
 
 /**
  * Index of the first byte at or after i that ends plain string content (a quote, a backslash

@@ -5,19 +5,10 @@
  */
 import {isLosslessNumber} from 'lossless-json'
 
+import {BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, DOT, ESCAPABLE, IS_DIGIT, IS_HEX, IS_SPACE, isIn, MINUS, OPEN_BRACE, OPEN_BRACKET, PLUS, QUOTE} from './chars.js'
 import {MAX_NESTING, POLICY_MESSAGES} from './input-policy.js'
-import type {JsonValue} from './json-values.js'
+import type {JsonValue} from './values.js'
 
-const QUOTE = 0x22
-const BACKSLASH = 0x5c
-const COMMA = 0x2c
-const COLON = 0x3a
-const MINUS = 0x2d
-const DOT = 0x2e
-const OPEN_BRACE = 0x7b
-const CLOSE_BRACE = 0x7d
-const OPEN_BRACKET = 0x5b
-const CLOSE_BRACKET = 0x5d
 
 /** What a member value is, read from its first character. */
 export type JsonKind = 'object' | 'array' | 'string' | 'number' | 'boolean' | 'null'
@@ -58,20 +49,22 @@ function syntaxError(what: string, at: number): never {
 }
 
 function skipWhitespace(text: string, i: number): number {
-  let c = text.charCodeAt(i)
-  while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text.charCodeAt(++i)
+  while (isIn(IS_SPACE, text.charCodeAt(i))) i++
   return i
 }
 
 function isDigit(c: number): boolean {
-  return c >= 0x30 && c <= 0x39
+  return isIn(IS_DIGIT, c)
 }
 
 function isHexDigit(c: number): boolean {
-  return isDigit(c) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66)
+  return isIn(IS_HEX, c)
 }
 
-const SIMPLE_ESCAPES = new Set([QUOTE, BACKSLASH, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74])
+/** Escapes complete in two characters: every escapable character but `u`. */
+function isSimpleEscape(c: number): boolean {
+  return c !== 0x75 && isIn(ESCAPABLE, c)
+}
 
 /** Validate the string token opening at i; index just past its closing quote. */
 function scanString(text: string, i: number): number {
@@ -81,7 +74,7 @@ function scanString(text: string, i: number): number {
     if (c === QUOTE) return j + 1
     if (c === BACKSLASH) {
       const escaped = text.charCodeAt(j + 1)
-      if (SIMPLE_ESCAPES.has(escaped)) j += 2
+      if (isSimpleEscape(escaped)) j += 2
       else if (escaped === 0x75 && isHexDigit(text.charCodeAt(j + 2)) && isHexDigit(text.charCodeAt(j + 3)) && isHexDigit(text.charCodeAt(j + 4)) && isHexDigit(text.charCodeAt(j + 5))) j += 6
       else syntaxError('invalid escape in string', j)
     } else if (c < 0x20) {
@@ -120,7 +113,7 @@ function scanNumber(text: string, i: number, found: Findings): number {
   let exponentDigits = 0
   if (e === 0x65 || e === 0x45) {
     const sign = text.charCodeAt(i + 1)
-    const digitsStart = sign === 0x2b || sign === MINUS ? i + 2 : i + 1
+    const digitsStart = sign === PLUS || sign === MINUS ? i + 2 : i + 1
     i = scanDigits(text, digitsStart)
     exponentDigits = i - digitsStart
     float = true

@@ -18,7 +18,7 @@ import {
   scanObjectMembers,
   stringifyJson,
   withJsonlOutput,
-} from '../../../src/gym/json.js'
+} from '../../../src/json/index.js'
 
 async function tempDir(): Promise<string> {
   return mkdtemp(path.join(os.tmpdir(), 'gr-json-'))

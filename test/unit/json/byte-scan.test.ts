@@ -1,8 +1,8 @@
 import {describe, expect, it} from 'vitest'
 
-import {ByteMembers, KeySlots, ReusedObjectScan, ScannedBytes, scanObjectBytes} from '../../../src/gym/json-bytes.js'
-import {MAX_NESTING} from '../../../src/gym/input-policy.js'
-import {scanObjectMembers} from '../../../src/gym/json.js'
+import {ByteMembers, KeySlots, ReusedObjectScan, ScannedBytes, scanObjectBytes} from '../../../src/json/byte-scan.js'
+import {MAX_NESTING} from '../../../src/json/input-policy.js'
+import {scanObjectMembers} from '../../../src/json/index.js'
 
 /** The text scanner's verdict on a line: its members and non-finite flag, or 'rejected'. */
 function byText(text: string): {members: [string, string][]; hasNonFinite: boolean} | 'rejected' {

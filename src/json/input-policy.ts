@@ -12,6 +12,8 @@
  * - A line longer than maxLineBytes() is refused before it is held in memory.
  */
 
+import {BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, OPEN_BRACE, OPEN_BRACKET, QUOTE} from './chars.js'
+
 export const MAX_NESTING = 512
 
 export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -42,8 +44,6 @@ export const POLICY_MESSAGES = {
   lineTooLongHint: `split the row, or raise the limit with ${MAX_LINE_BYTES_VARIABLE}=<bytes>`,
 } as const
 
-const QUOTE = 0x22
-const BACKSLASH = 0x5c
 
 /**
  * Whether JSON text nests deeper than limit. Runs over the text once, skipping strings; text too
@@ -60,9 +60,9 @@ export function nestsDeeperThan(text: string, limit: number = MAX_NESTING): bool
       else if (c === QUOTE) inString = false
     } else if (c === QUOTE) {
       inString = true
-    } else if (c === 0x5b || c === 0x7b) {
+    } else if (c === OPEN_BRACKET || c === OPEN_BRACE) {
       if (++depth > limit) return true
-    } else if (c === 0x5d || c === 0x7d) {
+    } else if (c === CLOSE_BRACKET || c === CLOSE_BRACE) {
       depth--
     }
   }
