@@ -1,23 +1,22 @@
 import type {RungDefinition} from '../types.js'
 import {filesPresent, graphNames} from './checks-files.js'
+import {envDeploymentOnly} from './checks-env.js'
+import {startChecksOwnership, startIsolatesRay} from './checks-launchers.js'
+import {prepareGuardsSourcePath} from './checks-prepare.js'
 import {
   contextBudgets,
   dataLimitIsRowCount,
-  envDeploymentOnly,
   hyperparametersFixed,
   modelConfigExists,
   noDelegation,
   noWaitOnlyWhenAsked,
   noWorkingDir,
-  prepareGuardsSourcePath,
   rawSourceData,
   samplesPerPrompt,
-  startChecksOwnership,
-  startIsolatesRay,
   submitsLast,
   trainingArrays,
   trialTiming,
-} from './checks-scripts.js'
+} from './checks-run.js'
 import {bashSyntax, pyCompile, shellcheck} from './checks-tools.js'
 
 export const staticRung: RungDefinition = {
