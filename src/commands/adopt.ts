@@ -4,7 +4,7 @@ import {BaseCommand} from '../cli/base-command.js'
 import {dryRunFlag, ladderGymRootFlag, recipeArg, relaxRootFlag} from '../cli/flags.js'
 import {relaxRootWord} from '../cli/next-step.js'
 import {ExitCode} from '../errors.js'
-import {adoptRecipe, type AdoptResult, DRAFT_FILE} from '../steps/adopt.js'
+import {adoptRecipe, type AdoptResult, DRAFT_FILE} from '../steps/adopt/index.js'
 
 export default class Adopt extends BaseCommand<typeof Adopt> {
   static override summary = 'Record the contract of a hand-written recipe in recipe.yaml, from what its scripts actually do'
