@@ -5,6 +5,8 @@
  * service or a log may echo them (as written, JSON-escaped, `\u`-escaped, percent-encoded,
  * base64), and credentials written inline (`Authorization: Bearer …`, `TOKEN=…`, `user:pw@host`).
  */
+import {Writable} from 'node:stream'
+import {StringDecoder} from 'node:string_decoder'
 
 export const REDACTED = '<redacted>'
 
@@ -219,4 +221,39 @@ export class Redactor {
     }
     return input
   }
+}
+
+/**
+ * A stream that redacts what passes through it, for output relayed as it arrives (a script, a
+ * container's logs). Text is held until its line ends, so a secret cut in two by a chunk
+ * boundary is still found; a line longer than `maxHeld` is passed on without waiting (redacted
+ * as it is), and what is left is written when the stream ends.
+ */
+export function redactingStream(redactor: Redactor, target: NodeJS.WritableStream, maxHeld = 64 * 1024): Writable {
+  let held = ''
+  const decoder = new StringDecoder('utf8')
+  const pass = (text: string) => {
+    if (text !== '') target.write(redactor.text(text))
+  }
+  return new Writable({
+    decodeStrings: false,
+    write(chunk: Buffer | string, _encoding, done) {
+      held += typeof chunk === 'string' ? chunk : decoder.write(chunk)
+      const end = held.lastIndexOf('\n') + 1
+      if (end > 0) {
+        pass(held.slice(0, end))
+        held = held.slice(end)
+      }
+      if (held.length > maxHeld) {
+        pass(held)
+        held = ''
+      }
+      done()
+    },
+    final(done) {
+      pass(held + decoder.end())
+      held = ''
+      done()
+    },
+  })
 }

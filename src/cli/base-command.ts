@@ -1,6 +1,7 @@
 import {stringify} from 'lossless-json'
 import {Command, Interfaces} from '@oclif/core'
-import {Writable} from 'node:stream'
+import {finished} from 'node:stream/promises'
+import type {Writable} from 'node:stream'
 import {format} from 'node:util'
 
 import {codeOf, ExitCode, fromSystemError, GymError, isGymError, isSystemError, messageOf, numberField, usageError} from '../errors.js'
@@ -9,7 +10,7 @@ import {envelope, type EnvelopeError} from './envelope.js'
 import {type ProgressHost, type ProgressLine, readProgress, type ScriptOutputSink, scriptOutputSink, type StepLine, stepLine} from './progress.js'
 import {removeOpenTemporariesSync} from '../runtime/fs.js'
 import {type InterruptOptions, onInterrupt, removeOnInterrupt} from '../runtime/interrupt.js'
-import {Redactor} from '../redact.js'
+import {Redactor, redactingStream} from '../redact.js'
 import type {LadderPrinter} from '../ladder/index.js'
 import {terminalSafe} from '../terminal-text.js'
 import {snakeCaseKeys} from '../json-document.js'
@@ -110,14 +111,44 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   /** Warning lines of this run: printed to stderr for people, gathered into the envelope under --json. */
   private readonly warnings: string[] = []
 
-  /** A stream that redacts what passes through it, for script and log output streamed as it comes. */
-  protected redacting(target: NodeJS.WritableStream): Writable {
-    return new Writable({
-      write: (chunk: Buffer | string, _encoding, done) => {
-        target.write(this.redactor.text(chunk.toString()))
-        done()
-      },
-    })
+  /** Output relayed from processes and containers, redacted line by line (a secret cut by a chunk boundary is still found). */
+  private relays?: {stdout: Writable; stderr: Writable}
+
+  /** A stream for output relayed as it arrives (a script's, a container's logs), redacted. */
+  protected relayStream(stream: 'stdout' | 'stderr'): Writable {
+    this.relays ??= {stdout: redactingStream(this.redactor, process.stdout), stderr: redactingStream(this.redactor, process.stderr)}
+    return this.relays[stream]
+  }
+
+  /** Relay a piece of a process's or container's output, redacted. */
+  protected relay(stream: 'stdout' | 'stderr', text: string): void {
+    this.relayStream(stream).write(text)
+  }
+
+  /** What relayed output still holds (a last line without its newline) is written before the command ends. */
+  public override async finally(error: Error | undefined): Promise<unknown> {
+    if (this.relays) {
+      const {stdout, stderr} = this.relays
+      this.relays = undefined
+      stdout.end()
+      stderr.end()
+      await Promise.all([finished(stdout), finished(stderr)]).catch(() => undefined)
+    }
+    return super.finally(error)
+  }
+
+  /**
+   * A line of a long step's own log (what it is doing, a container's last lines): for people on
+   * stdout; under --json on stderr beside the document, as the script's output is.
+   */
+  protected logLine(message: string): void {
+    if (this.jsonEnabled()) this.logToStderr(message)
+    else this.say(message)
+  }
+
+  /** What Ctrl+C / SIGTERM prints when it arrives: `<signal>: <what happens now>`, on stderr. */
+  protected stoppingNotice(what: string): (signal: NodeJS.Signals) => void {
+    return (signal) => this.logToStderr(`\n${signal}: ${what}`)
   }
 
   /** Lines for people go to stderr while stdout carries data (`-o -`). */
@@ -168,9 +199,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
    */
   protected scriptOutput(label: string, verbose: boolean): ScriptOutputSink {
     const json = this.jsonEnabled()
-    return scriptOutputSink(this.progressHost(), label, verbose || json, (which, text) =>
-      (which === 'stderr' || json ? process.stderr : process.stdout).write(this.redactor.text(text)),
-    )
+    return scriptOutputSink(this.progressHost(), label, verbose || json, (which, text) => this.relay(which === 'stderr' || json ? 'stderr' : 'stdout', text))
   }
 
   /** Where a climb of the ladder prints: this command's lines and warnings, live only on a terminal. */

@@ -43,8 +43,9 @@ EXIT STATUS
         tail: this.flags.tail,
         follow: this.flags.follow,
         signal,
+        sinks: {stdout: this.relayStream('stdout'), stderr: this.relayStream('stderr')},
       })
-      if (!this.jsonEnabled()) for (const chunk of report.chunks) (chunk.stream === 'stderr' ? process.stderr : process.stdout).write(chunk.text)
+      if (!this.jsonEnabled()) for (const chunk of report.chunks) this.relay(chunk.stream, chunk.text)
       return report
     })
   }

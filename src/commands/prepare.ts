@@ -73,7 +73,7 @@ EXIT STATUS
 
   public async run(): Promise<PrepareResult> {
     const output = this.scriptOutput('prepare script', this.flags.verbose)
-    const stopping = (signal: NodeJS.Signals) => process.stderr.write(`\n${signal}: stopping the prepare script (Ctrl+C again exits at once)\n`)
+    const stopping = this.stoppingNotice('stopping the prepare script (Ctrl+C again exits at once)')
     const result = await this.interruptible({notice: stopping}, (signal) =>
       prepareRecipe({
         relaxRoot: this.flags['relax-root'],

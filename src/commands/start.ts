@@ -49,9 +49,8 @@ EXIT STATUS
   }
 
   public async run(): Promise<StartReport> {
-    const json = this.jsonEnabled()
     const output = this.scriptOutput('start script', this.flags.verbose)
-    const stopping = (signal: NodeJS.Signals) => process.stderr.write(`\n${signal}: stopping what this start began (press Ctrl+C again to exit at once, skipping cleanup)\n`)
+    const stopping = this.stoppingNotice('stopping what this start began (press Ctrl+C again to exit at once, skipping cleanup)')
     let report: StartReport
     try {
       report = await this.interruptible({notice: stopping}, (signal) => startRecipe({
@@ -66,7 +65,7 @@ EXIT STATUS
         signal,
         io: {
           scriptOutput: (stream, text) => output.write(stream, text),
-          note: (line) => (json ? process.stderr.write(`${this.redactor.text(line)}\n`) : this.log(line)),
+          note: (line) => this.logLine(line),
         },
       }))
     } catch (error) {

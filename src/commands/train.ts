@@ -70,7 +70,7 @@ EXIT STATUS
         pollIntervalMs: this.flags['poll-interval'] * 1000,
         say: (line) => this.say(line),
         working: this.stepLine(),
-        passthrough: json ? undefined : (stream, text) => (stream === 'stdout' ? process.stdout : process.stderr).write(this.redactor.text(text)),
+        passthrough: json ? undefined : (stream, text) => this.relay(stream, text),
         confirm: interactive
           ? async (question) => {
               const rl = readline.createInterface({input: process.stdin, output: process.stderr})

@@ -1,6 +1,9 @@
 import {describe, expect, it} from 'vitest'
 
-import {Redactor} from '../../src/redact.js'
+import {Writable} from 'node:stream'
+import {finished} from 'node:stream/promises'
+
+import {Redactor, redactingStream} from '../../src/redact.js'
 
 describe('Redactor', () => {
   const env = {
@@ -93,5 +96,39 @@ describe('redaction is stable', () => {
       const once = r.text(text)
       expect(r.text(once), text).toBe(once)
     }
+  })
+})
+
+describe('redactingStream', () => {
+  const r = new Redactor({HF_TOKEN: 'hf_abcdefghijklmnop'})
+  async function relayed(chunks: Array<string | Buffer>, maxHeld?: number): Promise<{text: string; writes: string[]}> {
+    const writes: string[] = []
+    const target = new Writable({write(chunk, _e, done) { writes.push(chunk.toString()); done() }})
+    const stream = redactingStream(r, target, maxHeld)
+    for (const c of chunks) stream.write(c)
+    stream.end()
+    await finished(stream)
+    return {text: writes.join(''), writes}
+  }
+
+  it('finds a secret cut in two by a chunk boundary', async () => {
+    const {text} = await relayed(['log: token hf_abcdef', 'ghijklmnop used\nnext line\n'])
+    expect(text).toBe('log: token <redacted> used\nnext line\n')
+  })
+
+  it('keeps a character whose UTF-8 bytes are split across chunks', async () => {
+    const bytes = Buffer.from('é hf_abcdefghijklmnop\n')
+    const {text} = await relayed([bytes.subarray(0, 1), bytes.subarray(1)])
+    expect(text).toBe('é <redacted>\n')
+  })
+
+  it('writes complete lines at once and a last line without newline when the stream ends', async () => {
+    const {writes} = await relayed(['one\ntw', 'o hf_abcdefghijklmnop'])
+    expect(writes).toEqual(['one\n', 'two <redacted>'])
+  })
+
+  it('does not hold a line longer than its limit', async () => {
+    const {writes} = await relayed(['x'.repeat(20), 'y\n'], 16)
+    expect(writes).toEqual(['x'.repeat(20), 'y\n'])
   })
 })
