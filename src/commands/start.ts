@@ -5,7 +5,7 @@ import {dryRunFlag, ladderGymRootFlag, recipeArg, relaxRootFlag, smokeFlag} from
 import {ladderFailure, summarizeLadder} from '../cli/ladder-output.js'
 import {nextAfterLadder} from '../cli/next-step.js'
 import {ExitCode} from '../errors.js'
-import {startRecipe, type StartReport} from '../steps/start.js'
+import {startRecipe, type StartReport} from '../steps/start/index.js'
 
 export default class Start extends BaseCommand<typeof Start> {
   static override summary = 'Step 2: start the recipe\'s Gym service (fresh image, owned container), wait until ready, then verify up to the service rung'
