@@ -3,7 +3,7 @@ import readline from 'node:readline/promises'
 
 import {BaseCommand} from '../cli/base-command.js'
 import {dryRunFlag, ladderGymRootFlag, recipeArg, relaxRootFlag, smokeFlag} from '../cli/flags.js'
-import {train, type TrainReport} from '../steps/train.js'
+import {train, type TrainReport} from '../steps/train/index.js'
 
 export default class Train extends BaseCommand<typeof Train> {
   static override summary = 'Step 3: pre-flight, submit the training script, follow the Ray job, then prove the run'

@@ -17,150 +17,24 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import {randomBytes} from 'node:crypto'
 import path from 'node:path'
 
-import {codeOf, ExitCode, GymError, messageOf} from '../errors.js'
-import {resolveRecipe} from '../recipe/target.js'
-import {checkContext, checkLines, LogDigest, newestTrainingLog, runRung, trainingRung, type RungReport} from '../ladder/index.js'
-import type {RecipeTarget} from '../recipe/types.js'
-import {
-  followJob,
-  type FollowResult,
-  isTerminal,
-  type JobDetails,
-  LogTail,
-  rayJobsClientFromEnv,
-  redactUrl,
-  type RayJobsClient,
-  resolveJobsEndpoint,
-} from '../runtime/ray-jobs.js'
-import {recordGatewayUse} from '../runtime/gateway-ledger.js'
-import {readyz} from '../runtime/http.js'
-import {scriptEnvironment} from '../runtime/recipe-env.js'
-import {runScript, type ScriptRun} from '../runtime/script.js'
-import type {RecipeContract} from '../contract/types.js'
-import {submissionIdFor, trainingGateway} from '../contract/endpoints.js'
-import {type RecipeRunState, writeRunState} from '../runtime/run-state.js'
-import {shellWord} from '../shell-words.js'
-import {type PreflightItem, runPreflight} from './train-preflight.js'
-import {assertGymRoot} from '../contract/gym-config/paths.js'
+import {codeOf, ExitCode, messageOf} from '../../errors.js'
+import {resolveRecipe} from '../../recipe/target.js'
+import {checkContext, checkLines, LogDigest, newestTrainingLog, runRung, trainingRung} from '../../ladder/index.js'
+import type {RecipeTarget} from '../../recipe/types.js'
+import {followJob, type FollowResult, isTerminal, type JobDetails, LogTail, rayJobsClientFromEnv, redactUrl, type RayJobsClient, resolveJobsEndpoint} from '../../runtime/ray-jobs.js'
+import {scriptEnvironment} from '../../runtime/recipe-env.js'
+import {runScript, type ScriptRun} from '../../runtime/script.js'
+import type {RecipeContract} from '../../contract/types.js'
+import {submissionIdFor, trainingGateway} from '../../contract/endpoints.js'
+import {type RecipeRunState, writeRunState} from '../../runtime/run-state.js'
+import {shellWord} from '../../shell-words.js'
+import {runPreflight} from './preflight.js'
+import {assertGymRoot} from '../../contract/gym-config/paths.js'
 
-export type TrainOutcome =
-  | 'dry-run'
-  | 'preflight-failed'
-  | 'not-submitted'
-  | 'succeeded'
-  | 'job-failed'
-  | 'job-stopped'
-  | 'follow-lost'
-  | 'training-rung-failed'
-  | 'interrupted'
+import type {TrainOutcome, TrainOptions, TrainReport} from './types.js'
+import {aborted, publicJob, requireContract, submitOnlyEntrypoint, recordTrainingTrials, envWords} from './support.js'
 
-export interface TrainOptions {
-  relaxRoot: string
-  recipe: string
-  /** The caller's environment; the script runs with it (plus the two variables above). */
-  env: NodeJS.ProcessEnv
-  dryRun: boolean
-  /** Non-interactive Ctrl+C/SIGTERM: stop this run's own submission instead of only printing the command. */
-  stopOnInterrupt: boolean
-  smoke: boolean
-  gymRoot?: string
-  /** Ray worker logs (files or directories) the training rung scans for OOM and tracebacks. */
-  workerLogs?: string[]
-  /** Aborted when the user interrupts (Ctrl+C, SIGTERM). */
-  interrupt: AbortSignal
-  /** Ask a yes/no question on a terminal; undefined when nobody can answer. */
-  confirm?: (question: string) => Promise<boolean>
-  /** A line for people. */
-  say: (line: string) => void
-  /** What is under way while nothing else is printed (a spinner on a terminal); cleared before the next line. */
-  working?: {start(text: string): void; stop(): void}
-  /** The script's own output and the job log, as they arrive. */
-  passthrough?: (stream: 'stdout' | 'stderr', text: string) => void
-  pollIntervalMs?: number
-}
-
-export interface TrainCommand {
-  cwd: string
-  argv: string[]
-  /** Variables gymrecipe adds to the caller's environment. */
-  env: Record<string, string>
-  /** The same as one shell line. */
-  shell: string
-}
-
-export interface TrainReport {
-  recipe: string
-  dir: string
-  outcome: TrainOutcome
-  exitCode: number
-  message: string
-  submissionId: string
-  dashboardAddress: string
-  /** Which variable the dashboard address came from. */
-  dashboardSource: string
-  /** True when the script waits for the job (RAY_NO_WAIT is not 1). */
-  waits: boolean
-  command: TrainCommand
-  preflight: PreflightItem[]
-  /** The job as the Ray Jobs API last reported it (runtime_env omitted: it may hold secrets). */
-  job: Omit<JobDetails, 'runtime_env'> | null
-  logFile: string | null
-  logTail: string[]
-  scriptExitCode: number | null
-  trainingRung: RungReport | null
-  /** How to stop the job by hand, when it was left running. */
-  stopCommand: string | null
-}
-
-function aborted(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) resolve()
-    else signal.addEventListener('abort', () => resolve(), {once: true})
-  })
-}
-
-function publicJob(job: JobDetails | undefined): Omit<JobDetails, 'runtime_env'> | null {
-  if (!job) return null
-  const {runtime_env: _runtimeEnv, ...rest} = job
-  return rest
-}
-
-async function requireContract(target: RecipeTarget): Promise<RecipeTarget & {contract: RecipeContract}> {
-  if (!target.contract) {
-    throw new GymError(`${target.dir} has no recipe.yaml`, {
-      code: 'E_CONTRACT_MISSING',
-      exit: ExitCode.usage,
-      hint: 'train needs the recorded contract (model, raw filename, ports); generate the recipe with `gymrecipe new`.',
-    })
-  }
-  return target as RecipeTarget & {contract: RecipeContract}
-}
-
-/**
- * Without RELAX_ENTRYPOINT_MODE the training script sources Relax's scripts/entrypoint/local.sh,
- * which may kill stray python/ray processes and stop other jobs. gymrecipe never stops anything
- * broadly, so it plays the entrypoint's harmless part itself: the mode, the model config dir and a
- * runtime env (the script adds the checkout to PYTHONPATH). Values the caller set are kept.
- */
-export function submitOnlyEntrypoint(relaxRoot: string, scriptEnv: Record<string, string>): Record<string, string> {
-  if (scriptEnv.RELAX_ENTRYPOINT_MODE) return {}
-  // Only what is missing: the script inherits the rest, and a caller's RUNTIME_ENV_JSON may hold
-  // tokens, so it must never be echoed in the printed command or --json.
-  const added: Record<string, string> = {RELAX_ENTRYPOINT_MODE: 'gymrecipe'}
-  if (!scriptEnv.MODEL_CONFIG_DIR) added.MODEL_CONFIG_DIR = path.join(relaxRoot, 'scripts', 'models')
-  if (!scriptEnv.RUNTIME_ENV_JSON) added.RUNTIME_ENV_JSON = '{"env_vars":{}}'
-  return added
-}
-
-/** The Gateway's trials after this job are gymrecipe's own from now on (see the service rung). */
-async function recordTrainingTrials(recipeDir: string, gateway: ReturnType<typeof trainingGateway>, submissionId: string, env: NodeJS.ProcessEnv): Promise<void> {
-  if ('problem' in gateway) return
-  const {answer} = await readyz(gateway.url, 5000)
-  const body = answer?.json as {service_epoch?: unknown; trials?: unknown} | undefined
-  if (typeof body?.service_epoch === 'string' && typeof body.trials === 'number') {
-    await recordGatewayUse(recipeDir, {serviceEpoch: body.service_epoch, trialsAfter: body.trials, by: `training ${submissionId}`}, env)
-  }
-}
+export * from './types.js'
 
 export async function train(options: TrainOptions): Promise<TrainReport> {
   await assertGymRoot(options.gymRoot)
@@ -510,10 +384,4 @@ class TrainRun {
     }
     return new Finished('succeeded', ExitCode.ok, `job ${submissionId} SUCCEEDED and the training rung passed`)
   }
-}
-
-function envWords(env: Record<string, string>): string {
-  return Object.entries(env)
-    .map(([k, v]) => `${k}=${shellWord(v)}`)
-    .join(' ')
 }
