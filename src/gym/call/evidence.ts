@@ -5,7 +5,7 @@ import {codeOf, GymError, messageOf, ExitCode} from '../../errors.js'
 import {type DirLock, lockDirectory} from '../../runtime/dir-lock.js'
 import {BackgroundSync, createFolders, writeFileAtomic} from '../../runtime/fs.js'
 import {LineReader} from '../../json/jsonl-reader.js'
-import type {AttemptWriter} from './lifecycle.js'
+import type {AttemptWriter} from './lifecycle/index.js'
 
 export const JOURNAL_FILE = 'journal.jsonl'
 export const ATTEMPTS_DIR = 'attempts'

@@ -8,7 +8,7 @@ import type {Writable} from 'node:stream'
 import {ExitCode, GymError} from '../../errors.js'
 import type {RecordedRows} from './evidence.js'
 import {inputUnreadable, isEmptyObjectText} from './input.js'
-import {type PreparedRow, prepareRow, type RowCallContext, runPreparedRow, type RowOutcome} from './lifecycle.js'
+import {type PreparedRow, prepareRow, type RowCallContext, runPreparedRow, type RowOutcome} from './lifecycle/index.js'
 import type {Admission} from './limiter.js'
 import {LineReader} from '../../json/jsonl-reader.js'
 

@@ -9,7 +9,7 @@ import {EvidenceDir, type JournalHeader, type RecordedRows, SYNC_BYTES} from './
 import {LineReader} from '../../json/jsonl-reader.js'
 import {inputUnreadable, isEmptyObjectText, scanRows} from './input.js'
 import {parseFast, parseJson, stringifyJson} from '../../json/index.js'
-import type {RowCallContext, RowOutcome} from './lifecycle.js'
+import type {RowCallContext, RowOutcome} from './lifecycle/index.js'
 import {CallPass, inputChanged, OrderedOutput, outputLine, type RunWindow, runWindow} from './pass.js'
 import {Limiter} from './limiter.js'
 import {buildRowPlan} from './request.js'

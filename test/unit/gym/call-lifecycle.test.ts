@@ -2,7 +2,7 @@ import {describe, expect, it} from 'vitest'
 
 import {parseCallConfig} from '../../../src/gym/call/config.js'
 import {parseJson} from '../../../src/json/index.js'
-import {callRow, type RowCallContext} from '../../../src/gym/call/lifecycle.js'
+import {callRow, type RowCallContext} from '../../../src/gym/call/lifecycle/index.js'
 import {Limiter} from '../../../src/gym/call/limiter.js'
 import {type HttpRequest, type HttpResponse, type HttpTransport, TransportError} from '../../../src/runtime/call-transport.js'
 

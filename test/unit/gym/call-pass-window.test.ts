@@ -6,7 +6,7 @@ import {describe, expect, it} from 'vitest'
 
 import {parseCallConfig} from '../../../src/gym/call/config.js'
 import {EvidenceDir, JOURNAL_SCHEMA, type RecordedRows} from '../../../src/gym/call/evidence.js'
-import type {AttemptWriter, RowCallContext, RowOutcome} from '../../../src/gym/call/lifecycle.js'
+import type {AttemptWriter, RowCallContext, RowOutcome} from '../../../src/gym/call/lifecycle/index.js'
 import {Limiter} from '../../../src/gym/call/limiter.js'
 import {CallPass, OrderedOutput, runWindow} from '../../../src/gym/call/pass.js'
 import type {HttpTransport} from '../../../src/runtime/call-transport.js'
