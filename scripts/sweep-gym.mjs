@@ -68,7 +68,7 @@ async function sweep(config, index, relax) {
       r = await cli([...base, '--data', rows])
     }
   }
-  const out = {config, withData, made: r.exit === 0, reason: r.exit === 0 ? null : `${r.doc?.error?.code ?? `exit ${r.exit}`}: ${(r.doc?.error?.message ?? '').split('\n')[0].replaceAll(gym, '<gym>').slice(0, 600)}`}
+  const out = {config, withData, made: r.exit === 0, verifier: r.exit === 0 ? r.doc.result.contract.verifier.kind : null, reason: r.exit === 0 ? null : `${r.doc?.error?.code ?? `exit ${r.exit}`}: ${(r.doc?.error?.message ?? '').split('\n')[0].replaceAll(gym, '<gym>').slice(0, 600)}`}
   if (out.made && values.static) {
     const v = await cli(['verify', id, '--level', 'static', '--relax-root', relax, '--gym-root', gym, '--json'])
     out.static = v.exit === 0 ? 'pass' : (v.doc?.error?.message ?? `exit ${v.exit}`).split('\n')[0].slice(0, 160)
@@ -122,20 +122,22 @@ try {
   if (!values.json) process.stderr.write('\n')
   const byReason = new Map()
   for (const r of results) {
-    const key = r.made ? (r.withData ? 'made, with --data <example rows>' : 'made') : r.reason.split(':')[0]
+    const key = r.made ? `${r.withData ? 'made, with --data <example rows>' : 'made'}${r.verifier === 'pending' ? ', verifier pending' : ''}` : r.reason.split(':')[0]
     byReason.set(key, (byReason.get(key) ?? 0) + 1)
   }
   const made = results.filter((r) => r.made).length
+  const pending = results.filter((r) => r.verifier === 'pending').length
   const staticPassed = results.filter((r) => r.static === 'pass').length
   const dataPassed = results.filter((r) => r.data === 'pass').length
   const dataStandIn = results.filter((r) => r.data === 'pass-stand-in').length
   const withAgent = results.filter((r) => !/^E_NO_AGENT/.test(r.reason ?? '')).length
   if (values.json) {
-    console.log(JSON.stringify({gym_root: gym, configs: all.length, with_agent: withAgent, made, static_passed: values.static ? staticPassed : null, data_passed: values.data ? dataPassed : null, data_passed_on_stand_in_rows: values.data ? dataStandIn : null, by_outcome: Object.fromEntries(byReason), results}, null, 2))
+    console.log(JSON.stringify({gym_root: gym, configs: all.length, with_agent: withAgent, made, verifier_pending: pending, static_passed: values.static ? staticPassed : null, data_passed: values.data ? dataPassed : null, data_passed_on_stand_in_rows: values.data ? dataStandIn : null, by_outcome: Object.fromEntries(byReason), results}, null, 2))
   } else {
     console.log(`${all.length} configs in ${gym}`)
     for (const [key, count] of [...byReason].sort((a, b) => b[1] - a[1])) console.log(`  ${String(count).padStart(4)}  ${key}`)
     console.log(`made: ${made} of ${all.length} (${((100 * made) / all.length).toFixed(1)}%); of the ${withAgent} that define an agent: ${((100 * made) / withAgent).toFixed(1)}%`)
+    console.log(`  of which the verifier is pending (no example known; the service rung and train refuse until given): ${pending}; with examples: ${made - pending} (${((100 * (made - pending)) / withAgent).toFixed(1)}% of those with an agent)`)
     if (values.static) console.log(`static rung passed: ${staticPassed}`)
     if (values.data) {
       console.log(`data rung passed: ${dataPassed}; on example rows standing in for a train split every check but data.enough-rows passed: ${dataStandIn}`)

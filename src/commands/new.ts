@@ -156,6 +156,7 @@ EXIT STATUS
     for (const file of result.files) this.say(`  ${file.action.padEnd(9)} ${file.name}  (${file.reason})`)
     if (result.dryRun && this.flags.diff) for (const file of result.files) if (file.diff) this.say(file.diff)
     for (const note of result.notes) this.say(`note: ${note}`)
+    if (result.verifierPending) this.warnLine(`verifier pending: ${result.verifierPending} Then: gymrecipe new ${result.recipe} --update --verifier <file.yaml>. Until then the service rung and \`gymrecipe train\` refuse; the other steps go on.`)
     const conflicts = result.files.filter((file) => file.action === 'conflict')
     const marked = conflicts.filter((file) => file.reason !== DELETED_AND_CHANGED).map((file) => file.name)
     const deleted = conflicts.filter((file) => file.reason === DELETED_AND_CHANGED).map((file) => file.name)

@@ -125,6 +125,11 @@ export function checkContractInvariants(c: RecipeContract): Invariant[] {
     if (c.gym.resources_server === null) {
       add('/verifier/kind', 'a direct verifier calls the resources server /verify, but this recipe has none', 'kind: golden', 'Sandbox agents are verified with a golden trial through the Gateway.')
     }
+  } else if (v.kind === 'pending') {
+    if (!v.pending) add('/verifier/pending', 'a pending verifier says what is missing', 'pending: <what to write, and how to give it>', 'The service rung and train print it until examples are given.')
+    if (v.correct.length > 0 || v.wrong.length > 0 || c.trial !== null) {
+      add('/verifier/kind', 'a pending verifier has no examples yet, but this one lists some', 'kind: direct (or golden) with its examples, or empty correct/wrong and trial: null', 'Say which it is: examples given, or still to write.')
+    }
   } else if (v.task === null) {
     add('/verifier/task', 'a golden verifier needs the task row it replays', 'task: {file, row}', 'Name a row whose golden patch must earn the success reward.')
   }

@@ -129,7 +129,8 @@ const VERIFIER = {
   additionalProperties: false,
   required: ['kind', 'python', 'task', 'payload', 'correct', 'wrong', 'success_reward'],
   properties: {
-    kind: {enum: ['direct', 'golden']},
+    kind: {enum: ['direct', 'golden', 'pending']},
+    pending: {type: 'string', minLength: 1},
     python: {type: 'string', pattern: ABSOLUTE_PATH},
     task: {anyOf: [{type: 'null'}, TASK_REF]},
     payload: {anyOf: [{type: 'null'}, {type: 'object'}]},

@@ -147,8 +147,14 @@ export interface RecipeContract {
     cleanup: null | {server: 'agent' | 'resource'; path: string}
   }
   verifier: {
-    /** direct: POST /verify with a known-correct and a known-wrong response. golden: one Gateway trial in golden mode (sandbox agents). */
-    kind: 'direct' | 'golden'
+    /**
+     * direct: POST /verify with a known-correct and a known-wrong response. golden: one Gateway
+     * trial in golden mode (sandbox agents). pending: no example is known yet (`pending` says what
+     * to write); the service rung and train's pre-flight fail until one is given.
+     */
+    kind: 'direct' | 'golden' | 'pending'
+    /** A pending verifier: what is missing and how to give it. */
+    pending?: string
     /** Python inside the Gym image that runs verify_<recipe>.py (standard library only). */
     python: string
     /** The task row the verifier uses, read inside the image; or null with an inline payload. */

@@ -74,6 +74,8 @@ export interface NewRecipeResult {
   files: Array<{name: string; action: string; reason: string; diff?: string}>
   written: string[]
   notes: string[]
+  /** What the verifier still needs (no example known yet), or null. */
+  verifierPending: string | null
 }
 
 
@@ -346,12 +348,18 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     if (!(error instanceof GymError) || error.code !== 'E_VERIFIER_REQUIRED') throw error
     const fromRollouts = await verifierFromRollouts(o.gymRoot, graph, agent.id, base)
     if ('none' in fromRollouts) {
-      throw new GymError(`${error.message}, and ${fromRollouts.none}`, {code: error.code, exit: error.exit, hint: error.hint})
+      // The recipe is made all the same (its files and data do not depend on the examples); the
+      // verifier stays pending, and the service rung and train's pre-flight refuse until it is given.
+      const what = /^no known-correct and known-wrong outputs for [^:]+/.exec(error.message)?.[0] ?? 'no known-correct and known-wrong outputs'
+      const pending = `${what}: no built-in knows this environment, and ${fromRollouts.none}. Write a \`verifier:\` block (and a \`trial:\` block for tool or sandbox environments) in the form of recipes/*.yaml; examples/verifiers/math_with_judge.yaml in the gymrecipe repository is a commented one.`
+      draft = contractFromGym({...draftOptions, verifierOverride: {verifier: pendingVerifier(base, pending), trial: null}})
+      draft.notes = draft.notes.filter((n) => !n.startsWith('verifier and trial copied'))
+    } else {
+      draft = contractFromGym({...draftOptions, verifierOverride: fromRollouts.override})
+      draft.notes = draft.notes.filter((n) => !n.startsWith('verifier and trial copied'))
+      draft.notes.push(`verifier examples from ${fromRollouts.from}; the service rung proves them against the running grader`)
+      if (fromRollouts.override.trial === null) draft.notes.push('no trial block: the correct rollout is not a text answer to a row of the example data, so there is nothing to script through the Gateway; add a trial: block with --verifier to climb the trial rung')
     }
-    draft = contractFromGym({...draftOptions, verifierOverride: fromRollouts.override})
-    draft.notes = draft.notes.filter((n) => !n.startsWith('verifier and trial copied'))
-    draft.notes.push(`verifier examples from ${fromRollouts.from}; the service rung proves them against the running grader`)
-    if (fromRollouts.override.trial === null) draft.notes.push('no trial block: the correct rollout is not a text answer to a row of the example data, so there is nothing to script through the Gateway; add a trial: block with --verifier to climb the trial rung')
   }
   draft.notes.push(...unsetValues(graph, draft.contract))
   const fresh: RecipeContract = {...draft.contract, ...(recorded?.files ? {files: recorded.files} : {}), generated: {gymrecipe_version: o.version, from: baseName, files: {}}}
@@ -401,7 +409,13 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     files: plan.files.map((f) => ({name: f.name, action: f.action, reason: f.reason, ...(f.diff ? {diff: f.diff} : {})})),
     written,
     notes: draft.notes,
+    verifierPending: contract.verifier.kind === 'pending' ? (contract.verifier.pending ?? null) : null,
   }
+}
+
+/** A verifier with no example yet: the recipe is still made, and what to write is recorded. */
+function pendingVerifier(base: RecipeContract, pending: string): RecipeContract['verifier'] {
+  return {kind: 'pending', pending, python: base.verifier.python, task: null, payload: null, correct: [], wrong: [], success_reward: 1}
 }
 
 /** What the Gym checkout does that the recipe depends on: its include order, and behaviour newer than Relax's pin. */

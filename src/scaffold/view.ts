@@ -184,6 +184,7 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     verifierTaskPath: c.verifier.task ? `${gymRoot}/${c.verifier.task.file}` : null,
     verifierWrongTask: c.verifier.wrong_task ? {path: `${gymRoot}/${c.verifier.wrong_task.file}`, row: c.verifier.wrong_task.row, sameFile: c.verifier.task?.file === c.verifier.wrong_task.file} : null,
     verifierGolden: c.verifier.kind === 'golden',
+    verifierPending: c.verifier.kind === 'pending' ? (c.verifier.pending ?? 'no example is recorded') : undefined,
     // Further environments' direct verifiers, run by the same script with --environment NAME.
     moreVerifiers: c.verifier.kind === 'golden' ? [] : allEnvironments.slice(1).flatMap((e) => {
       const v = e.verifier

@@ -195,16 +195,27 @@ describe('gymrecipe new', () => {
     expect(smoke.json.notes.join(' ')).toContain('SMOKE')
   })
 
-  it('takes verifier examples from the example rollouts when no built-in knows the environment; asks for them when there are none', async () => {
+  it('takes verifier examples from the example rollouts when no built-in knows the environment; when there are none, makes the recipe with the verifier pending', async () => {
     const relax = await relaxRoot()
     const fromRollouts = await runCli(newArgs('math-rollouts', relax, 'resources_servers/math_with_judge/configs/math_with_judge.yaml', ['--dry-run']))
     expect(fromRollouts.exitCode, fromRollouts.stderr).toBe(0)
     expect(fromRollouts.json.contract.verifier).toMatchObject({kind: 'direct', task: {file: 'resources_servers/math_with_judge/data/example.jsonl'}, payload: null, success_reward: 1})
     expect(fromRollouts.json.notes.join('\n')).toMatch(/verifier examples from the example rollouts: correct resources_servers\/math_with_judge\/data\/example_rollouts\.jsonl:\d+ \(reward 1\)/)
     const r = await runCli(newArgs('multi', relax, 'resources_servers/example_multi_step/configs/example_multi_step.yaml'))
-    expect(r.exitCode).toBe(2)
-    expect(r.json.error.code).toBe('E_VERIFIER_REQUIRED')
-    expect(r.json.error.message).toMatch(/and no example rollouts \(data\/\*rollout\*\.jsonl\)/)
+    expect(r.exitCode, r.stderr).toBe(0)
+    expect(r.json.contract.verifier).toMatchObject({kind: 'pending', correct: [], wrong: [], task: null, payload: null})
+    expect(r.json.contract.verifier.pending).toMatch(/^no known-correct and known-wrong outputs for example_multi_step: no built-in knows this environment, and no example rollouts \(data\/\*rollout\*\.jsonl\)/)
+    expect(r.json.contract.trial).toBeNull()
+    expect(r.json.verifier_pending).toBe(r.json.contract.verifier.pending)
+    expect(r.envelope.warnings.join('\n')).toContain('verifier pending: no known-correct and known-wrong outputs for example_multi_step')
+    expect(r.envelope.warnings.join('\n')).toContain('gymrecipe new multi --update --verifier <file.yaml>')
+    // The files and data do not wait for the examples: the static rung passes; the generated verifier says what is missing and exits 3.
+    const staticRung = await runCli(['verify', 'multi', '--level', 'static', '--relax-root', relax, '--json'])
+    expect(staticRung.exitCode, staticRung.stdout).toBe(0)
+    const pendingRun = await execa('python3', [path.join(r.json.dir, 'verify_multi.py')], {reject: false})
+    expect(pendingRun.exitCode).toBe(3)
+    expect(pendingRun.stderr).toBe(`verifier pending: ${r.json.contract.verifier.pending}`)
+    expect(await readFile(path.join(r.json.dir, 'README.md'), 'utf8')).toContain('> **Verifier pending.**')
     const verifier = path.join(relax, 'math-verifier.yaml')
     await writeFile(verifier, `verifier:
   kind: direct
@@ -218,6 +229,12 @@ describe('gymrecipe new', () => {
   wrong: [{text: "\\\\boxed{9}"}]
   success_reward: 1.0
 `)
+    // Given, the examples replace the pending verifier.
+    const given = await runCli(['new', 'multi', '--gym-root', snapshotRoot, '--relax-root', relax, '--update', '--verifier', verifier, '--json'])
+    expect(given.exitCode, given.stderr).toBe(0)
+    expect(given.json.contract.verifier).toMatchObject({kind: 'direct', correct: [{text: '\\boxed{8}'}], wrong: [{text: '\\boxed{9}'}]})
+    expect(given.json.contract.verifier.pending).toBeUndefined()
+    expect(given.json.verifier_pending).toBeNull()
     const ok = await runCli(newArgs('math', relax, 'resources_servers/math_with_judge/configs/math_with_judge.yaml', ['--verifier', verifier]))
     expect(ok.exitCode).toBe(0)
     expect(ok.json.contract.gym.resources_server).toEqual({name: 'math_with_judge', implementation: 'math_with_judge'})
@@ -498,10 +515,11 @@ describe('gymrecipe new', () => {
     expect(r.json.contract.archetype).toBe('stateful-tools')
     expect(r.json.contract.gateway.cleanup).toEqual({server: 'resource', path: '/cleanup/{rollout_id}'})
     expect(r.json.notes).toContain('verifier and trial copied from the built-in workplace-assistant (same environment implementation)')
-    // An archetype asked for is kept: its base (calendar) does not know this environment.
+    // An archetype asked for is kept: its base (calendar) does not know this environment, so its verifier is pending.
     const asked = await runCli(newArgs('tools-simple', relax, WORKPLACE, ['--archetype', 'simple-agent', '--dry-run']))
-    expect(asked.exitCode).toBe(2)
-    expect(asked.json.error.message).toContain('the built-in calendar verifies a different environment')
+    expect(asked.exitCode, asked.stderr).toBe(0)
+    expect(asked.json.contract.archetype).toBe('simple-agent')
+    expect(asked.json.contract.verifier.kind).toBe('pending')
   })
 
   it('registers the built-in Gateway config name of the same environment (workplace-assistant-v1)', async () => {

@@ -103,6 +103,9 @@ describe('contract errors name the file, line, JSON pointer, expectation and a h
     ['the Ray GCS port inside the service block', (c: any) => (c.ray.gcs_port = 29101), '/ray/gcs_port'],
     ['[gsm8k#9] a callback network that allows every address', (c: any) => (c.service.callback_networks = ['0.0.0.0/0']), '/service/callback_networks/0'],
     ['a direct verifier with both task and payload', (c: any) => (c.verifier.task = {file: 'x.jsonl', row: 0}), '/verifier/task'],
+    ['a pending verifier that says nothing', (c: any) => Object.assign(c.verifier, {kind: 'pending', correct: [], wrong: []}, (c.trial = null)), '/verifier/pending'],
+    ['a pending verifier that lists examples', (c: any) => Object.assign(c.verifier, {kind: 'pending', pending: 'no examples'}, (c.trial = null)), '/verifier/kind'],
+    ['a pending verifier with a trial', (c: any) => Object.assign(c.verifier, {kind: 'pending', pending: 'no examples', correct: [], wrong: []}), '/verifier/kind'],
     ['a hybrid split that is not the job\'s GPUs', (c: any) => (c.training.schedule = {...HYBRID, actor_gpus: 4, rollout_gpus: 2}), '/training/schedule/actor_gpus'],
     ['hybrid with no staleness allowed', (c: any) => (c.training.schedule = {...HYBRID, max_staleness: 0}), '/training/schedule/max_staleness'],
     ['colocated on fewer GPUs than the job', (c: any) => (c.training.schedule = {...HYBRID, mode: 'colocate', actor_gpus: 8, rollout_gpus: 4}), '/training/schedule/actor_gpus'],
@@ -112,6 +115,15 @@ describe('contract errors name the file, line, JSON pointer, expectation and a h
     const value = parse(await calendarText())
     mutate(value)
     expect(contractProblems(value).map((p) => p.pointer)).toContain(pointer)
+  })
+})
+
+describe('a pending verifier', () => {
+  it('is a valid contract when it says what is missing and lists no example and no trial', async () => {
+    const value = parse(await calendarText())
+    Object.assign(value.verifier, {kind: 'pending', pending: 'no known-correct and known-wrong outputs for calendar', task: null, payload: null, correct: [], wrong: []})
+    value.trial = null
+    expect(contractProblems(value)).toEqual([])
   })
 })
 

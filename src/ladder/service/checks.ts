@@ -337,6 +337,11 @@ export const verifierCheck: Check = {
   id: 'service.verifier',
   title: 'the recipe verifier: known-correct earns the success reward, known-wrong does not',
   async run(ctx) {
+    // A pending verifier fails whether or not the service runs: no example exists to run.
+    const pending = (await service(ctx)).verifier
+    if (pending?.kind === 'pending') {
+      return {status: 'fail', message: `no known-correct and known-wrong outputs yet: ${pending.pending ?? 'recipe.yaml records the verifier as pending'}`, hint: `Give them, then: gymrecipe new ${ctx.target.id} --update --verifier <file.yaml>`, file: 'recipe.yaml'}
+    }
     const found = await runningService(ctx)
     if ('problem' in found) return {status: 'fail', ...found.problem}
     const {docker, desc, container, urls} = found.ok

@@ -17,7 +17,9 @@ export interface ServicePort {
 }
 
 export interface VerifierCommand {
-  kind: 'direct' | 'golden'
+  kind: 'direct' | 'golden' | 'pending'
+  /** A pending verifier: what is missing (no example known yet) and how to give it. */
+  pending?: string
   /** Python inside the image. */
   python: string
   /** The verifier's path inside the image. */
@@ -146,6 +148,7 @@ export async function describeService(target: RecipeTarget, env: Record<string, 
       verifier: verifyName
         ? {
             kind,
+            ...(c.verifier.pending ? {pending: c.verifier.pending} : {}),
             python: c.verifier.python,
             script: `${recipeDirInImage}/${verifyName}`,
             successReward: c.verifier.success_reward,

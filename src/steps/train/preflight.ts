@@ -254,9 +254,20 @@ export async function checkTools(input: PreflightInput): Promise<PreflightItem> 
   return pass('tools', title, Object.values(found).join(', '), {found})
 }
 
+/** The verifier has examples: a run on a grader never shown to tell right from wrong proves nothing. */
+async function checkVerifierKnown(input: PreflightInput): Promise<PreflightItem> {
+  const title = 'The verifier has known-correct and known-wrong examples'
+  const v = input.target.contract.verifier
+  if (v.kind === 'pending') {
+    return fail('verifier', title, `verifier pending: ${v.pending ?? 'no example is recorded'}`, `Give the examples (gymrecipe new ${input.target.id} --update --verifier <file.yaml>), then prove them: gymrecipe verify ${input.target.id} --level service`)
+  }
+  return pass('verifier', title, v.kind === 'golden' ? 'a golden trial (recipe.yaml verifier)' : `${v.correct.length} correct and ${v.wrong.length} wrong turn(s) in recipe.yaml`)
+}
+
 /** What each pre-flight check is doing while it runs (the data rung alone can take seconds). */
 const UNDER_WAY = new Map<(input: PreflightInput) => Promise<PreflightItem>, string>([
   [checkTools, 'looking for ray, jq and bash'],
+  [checkVerifierKnown, "reading the verifier's examples"],
   [checkModel, 'checking the model directory'],
   [checkSourceData, 'checking the source data'],
   [checkDataRung, 'climbing the static and data rungs'],
