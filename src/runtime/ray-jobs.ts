@@ -286,73 +286,89 @@ function firstLines(text: string, count = 3): string {
 
 /** A Ray Jobs REST client bound to one dashboard address. */
 export function rayJobsClient(dashboardAddress: string, options: RayJobsClientOptions = {}): RayJobsClient {
-  const base = normalizeDashboardAddress(dashboardAddress)
-  const shown = redactUrl(base)
-  const headers = options.headers ?? {}
-  const timeoutMs = options.timeoutMs ?? 30_000
-  const enc = encodeURIComponent
+  return new DashboardJobsClient(dashboardAddress, options)
+}
 
-  function unreachable(method: string, route: string, error: unknown): GymError {
+const enc = encodeURIComponent
+
+/** The Ray Jobs REST API of one dashboard: every answer checked, every failure worded for the user (credentials never shown). */
+class DashboardJobsClient implements RayJobsClient {
+  private readonly base: string
+  private readonly shown: string
+  private readonly headers: Record<string, string>
+  private readonly timeoutMs: number
+
+  constructor(
+    dashboardAddress: string,
+    private readonly options: RayJobsClientOptions,
+  ) {
+    this.base = normalizeDashboardAddress(dashboardAddress)
+    this.shown = redactUrl(this.base)
+    this.headers = options.headers ?? {}
+    this.timeoutMs = options.timeoutMs ?? 30_000
+  }
+
+  private unreachable(method: string, route: string, error: unknown): GymError {
     if (error instanceof HttpFailure && error.kind === 'redirect') {
-      return new GymError(`Ray dashboard ${shown} answered ${method} ${route} with a redirect to ${redactUrl(error.details.location ?? '?')}, which gymrecipe does not follow`, {
+      return new GymError(`Ray dashboard ${this.shown} answered ${method} ${route} with a redirect to ${redactUrl(error.details.location ?? '?')}, which gymrecipe does not follow`, {
         code: 'E_RAY_REDIRECT',
         exit: ExitCode.precondition,
         hint: 'Point RAY_DASHBOARD_ADDRESS (or RAY_API_SERVER_ADDRESS) at the address the dashboard answers on itself; credentials are only ever sent to the address configured.',
-        details: {dashboard: shown, status: error.details.status ?? null},
+        details: {dashboard: this.shown, status: error.details.status ?? null},
       })
     }
     if (error instanceof HttpFailure && error.kind === 'too-large') {
-      return new GymError(`Ray dashboard ${shown} answered ${method} ${route} with more than gymrecipe reads (${error.reason})`, {
+      return new GymError(`Ray dashboard ${this.shown} answered ${method} ${route} with more than gymrecipe reads (${error.reason})`, {
         code: 'E_RAY_PROTOCOL',
-        details: {dashboard: shown},
+        details: {dashboard: this.shown},
       })
     }
     const reason = error instanceof HttpFailure ? error.reason : messageOf(error)
-    return new GymError(`Ray dashboard ${shown} did not answer ${method} ${route}: ${reason}`, {
+    return new GymError(`Ray dashboard ${this.shown} did not answer ${method} ${route}: ${reason}`, {
       code: 'E_RAY_UNREACHABLE',
       exit: ExitCode.precondition,
       hint: 'Check RAY_DASHBOARD_ADDRESS / RAY_API_SERVER_ADDRESS / RAY_ADDRESS (the Relax cluster dashboard, usually http://<head>:8265) and that this machine can reach it.',
-      details: {dashboard: shown},
+      details: {dashboard: this.shown},
     })
   }
 
-  async function request(method: string, route: string, body?: unknown, maxBodyBytes = MAX_JSON_BYTES): Promise<{status: number; text: string}> {
+  private async request(method: string, route: string, body?: unknown, maxBodyBytes = MAX_JSON_BYTES): Promise<{status: number; text: string}> {
     try {
-      const answer = await boundedRequest(method, `${base}${route}`, {
-        headers,
+      const answer = await boundedRequest(method, `${this.base}${route}`, {
+        headers: this.headers,
         body: body === undefined ? undefined : JSON.stringify(body),
-        timeoutMs,
+        timeoutMs: this.timeoutMs,
         maxBodyBytes,
-        signal: options.signal,
+        signal: this.options.signal,
       })
       return {status: answer.status, text: answer.text}
     } catch (error) {
-      if (options.signal?.aborted) throw options.signal.reason ?? error
-      throw unreachable(method, route, error)
+      if (this.options.signal?.aborted) throw this.options.signal.reason ?? error
+      throw this.unreachable(method, route, error)
     }
   }
 
-  function parseJson<T>(text: string, route: string): T {
+  private parseJson<T>(text: string, route: string): T {
     try {
       return JSON.parse(text) as T
     } catch {
-      throw new GymError(`Ray dashboard ${shown}${route} answered with something that is not JSON: ${text.slice(0, 200)}`, {
+      throw new GymError(`Ray dashboard ${this.shown}${route} answered with something that is not JSON: ${text.slice(0, 200)}`, {
         code: 'E_RAY_PROTOCOL',
-        details: {dashboard: shown},
+        details: {dashboard: this.shown},
       })
     }
   }
 
-  function notFound(id: string, text: string): GymError {
-    return new GymError(`Ray job ${id} does not exist on ${shown}`, {
+  private notFound(id: string, text: string): GymError {
+    return new GymError(`Ray job ${id} does not exist on ${this.shown}`, {
       code: 'E_RAY_JOB_NOT_FOUND',
       hint: firstLines(text) || undefined,
-      details: {dashboard: shown, submissionId: id},
+      details: {dashboard: this.shown, submissionId: id},
     })
   }
 
-  function authHint(status: number): string {
-    const auth = options.auth
+  private authHint(status: number): string {
+    const auth = this.options.auth
     if (auth?.missing) return `${auth.missing}. Put the cluster's token there, as for Ray's own CLI.`
     if (status === 401) {
       return auth?.tokenMode
@@ -362,36 +378,36 @@ export function rayJobsClient(dashboardAddress: string, options: RayJobsClientOp
     return `Sent ${auth?.how ?? 'no credentials'}, and the dashboard refused them: check the token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, ~/.ray/auth_token) or RAY_JOB_HEADERS.`
   }
 
-  function httpError(what: string, status: number, text: string, id?: string): GymError {
+  private httpError(what: string, status: number, text: string, id?: string): GymError {
     if (status === 401 || status === 403) {
-      return new GymError(`Ray dashboard ${shown} refused ${what} (HTTP ${status}${text.trim() ? `: ${firstLines(text, 1)}` : ''})`, {
+      return new GymError(`Ray dashboard ${this.shown} refused ${what} (HTTP ${status}${text.trim() ? `: ${firstLines(text, 1)}` : ''})`, {
         code: 'E_RAY_AUTH',
         exit: ExitCode.precondition,
-        hint: authHint(status),
-        details: {dashboard: shown, status},
+        hint: this.authHint(status),
+        details: {dashboard: this.shown, status},
       })
     }
-    return new GymError(`Ray dashboard ${shown} failed ${what} (HTTP ${status}): ${firstLines(text)}`, {
+    return new GymError(`Ray dashboard ${this.shown} failed ${what} (HTTP ${status}): ${firstLines(text)}`, {
       code: 'E_RAY_HTTP',
-      details: {dashboard: shown, status, ...(id ? {submissionId: id} : {})},
+      details: {dashboard: this.shown, status, ...(id ? {submissionId: id} : {})},
     })
   }
 
-  function tail(id: string, tailOptions: TailOptions): Promise<TailResult> {
+  tail(id: string, tailOptions: TailOptions): Promise<TailResult> {
     const route = `/api/jobs/${enc(id)}/logs/tail`
-    const url = `${base.replace(/^http/i, 'ws')}${route}`
+    const url = `${this.base.replace(/^http/i, 'ws')}${route}`
     let skip = tailOptions.skipChars ?? 0
     return new Promise<TailResult>((resolve, reject) => {
       let opened = false
       let settled = false
       const socket = new WebSocket(url, {
-        headers,
+        headers: this.headers,
         perMessageDeflate: false,
         followRedirects: false,
         maxPayload: MAX_TAIL_MESSAGE_BYTES,
-        handshakeTimeout: timeoutMs,
+        handshakeTimeout: this.timeoutMs,
       })
-      const signal = tailOptions.signal ?? options.signal
+      const signal = tailOptions.signal ?? this.options.signal
       const settle = (fn: () => void) => {
         if (settled) return
         settled = true
@@ -419,9 +435,9 @@ export function rayJobsClient(dashboardAddress: string, options: RayJobsClientOp
           socket.terminate()
           const text = Buffer.concat(chunks).toString('utf8')
           settle(() => {
-            if (status >= 300 && status < 400) reject(unreachable('GET', route, new HttpFailure('redirect', 'redirect', '', {status, location: String(response.headers.location ?? '?')})))
-            else if (status === 404 && /does not exist/.test(text)) reject(notFound(id, text))
-            else reject(httpError(`GET ${route}`, status, text, id))
+            if (status >= 300 && status < 400) reject(this.unreachable('GET', route, new HttpFailure('redirect', 'redirect', '', {status, location: String(response.headers.location ?? '?')})))
+            else if (status === 404 && /does not exist/.test(text)) reject(this.notFound(id, text))
+            else reject(this.httpError(`GET ${route}`, status, text, id))
           })
         })
       })
@@ -445,100 +461,103 @@ export function rayJobsClient(dashboardAddress: string, options: RayJobsClientOp
         if (opened) {
           settle(() => resolve({complete: false, reason: `the log stream failed: ${messageOf(error)}`}))
         } else {
-          settle(() => reject(unreachable('GET', route, new HttpFailure(messageOf(error), 'transport', ''))))
+          settle(() => reject(this.unreachable('GET', route, new HttpFailure(messageOf(error), 'transport', ''))))
         }
       })
     })
   }
 
-  return {
-    async version() {
-      const {status, text} = await request('GET', '/api/version')
-      if (status === 404) {
-        throw new GymError(`${shown} has no /api/version: not a Ray dashboard, or Ray older than 1.9`, {
-          code: 'E_RAY_PROTOCOL',
-          exit: ExitCode.precondition,
-          hint: 'Point RAY_DASHBOARD_ADDRESS at the Relax cluster dashboard (http://<head>:8265).',
-          details: {dashboard: shown},
-        })
-      }
-      if (status !== 200) throw httpError('GET /api/version', status, text)
-      const parsed = parseJson<unknown>(text, '/api/version')
-      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed) || typeof (parsed as Record<string, unknown>).ray_version !== 'string') {
-        throw new GymError(`${shown} answered /api/version without a ray_version: not a Ray dashboard`, {
-          code: 'E_RAY_PROTOCOL',
-          exit: ExitCode.precondition,
-          hint: 'Point RAY_DASHBOARD_ADDRESS at the Relax cluster dashboard (http://<head>:8265).',
-          details: {dashboard: shown},
-        })
-      }
-      return parsed as Record<string, unknown>
-    },
-
-    async submit(req) {
-      // Omit unset fields: older servers reject unknown non-null keys.
-      const body: Record<string, unknown> = {entrypoint: req.entrypoint}
-      if (req.submission_id !== undefined) body.submission_id = req.submission_id
-      if (req.runtime_env !== undefined) body.runtime_env = req.runtime_env
-      if (req.metadata !== undefined) body.metadata = req.metadata
-      const {status, text} = await request('POST', '/api/jobs/', body)
-      if (status === 200) {
-        const parsed = parseJson<{submission_id?: string; job_id?: string}>(text, '/api/jobs/')
-        const id = parsed.submission_id ?? parsed.job_id
-        if (!id) throw new GymError(`Ray accepted the job but returned no submission_id: ${text.slice(0, 200)}`, {code: 'E_RAY_PROTOCOL'})
-        return id
-      }
-      if ((status === 500 || status === 400) && text.includes('Please use a different submission_id')) {
-        throw new GymError(`Ray refused submission id ${req.submission_id}: a job with this id already exists`, {
-          code: 'E_RAY_DUPLICATE_SUBMISSION',
-          hint: 'Ray never reuses a submission id, even for a finished job; submit with a new unique id.',
-          details: {dashboard: shown, submissionId: req.submission_id ?? null, status},
-        })
-      }
-      throw httpError('the submission', status, text, req.submission_id)
-    },
-
-    async status(id) {
-      const route = `/api/jobs/${enc(id)}`
-      const {status, text} = await request('GET', route)
-      if (status === 404) throw notFound(id, text)
-      if (status !== 200) throw httpError(`GET ${route}`, status, text, id)
-      const parsed = parseJson<unknown>(text, route)
-      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed) || typeof (parsed as Record<string, unknown>).status !== 'string') {
-        throw new GymError(`Ray dashboard ${shown} answered ${route} with something that is not a job (no status): ${text.slice(0, 200)}`, {code: 'E_RAY_PROTOCOL', details: {dashboard: shown}})
-      }
-      return parsed as JobDetails
-    },
-
-    async logs(id) {
-      const route = `/api/jobs/${enc(id)}/logs`
-      const {status, text} = await request('GET', route, undefined, MAX_LOG_BYTES)
-      if (status === 404) throw notFound(id, text)
-      if (status !== 200) throw httpError(`GET ${route}`, status, text, id)
-      const parsed = parseJson<{logs?: unknown}>(text, route)
-      return typeof parsed.logs === 'string' ? parsed.logs : ''
-    },
-
-    tail,
-
-    async stop(id) {
-      const route = `/api/jobs/${enc(id)}/stop`
-      const {status, text} = await request('POST', route)
-      if (status === 404) throw notFound(id, text)
-      if (status !== 200) throw httpError(`POST ${route}`, status, text, id)
-      return parseJson<{stopped?: unknown}>(text, route).stopped === true
-    },
-
-    async list() {
-      const {status, text} = await request('GET', '/api/jobs/')
-      if (status !== 200) throw httpError('GET /api/jobs/', status, text)
-      const parsed = parseJson<unknown>(text, '/api/jobs/')
-      // Current Ray returns a JSON array; very old servers returned {id: details}.
-      if (Array.isArray(parsed)) return parsed as JobDetails[]
-      if (parsed && typeof parsed === 'object') return Object.values(parsed as Record<string, JobDetails>)
-      return []
-    },
+  async version(): Promise<Record<string, unknown>> {
+    const {status, text} = await this.request('GET', '/api/version')
+    if (status === 404) {
+      throw new GymError(`${this.shown} has no /api/version: not a Ray dashboard, or Ray older than 1.9`, {
+        code: 'E_RAY_PROTOCOL',
+        exit: ExitCode.precondition,
+        hint: 'Point RAY_DASHBOARD_ADDRESS at the Relax cluster dashboard (http://<head>:8265).',
+        details: {dashboard: this.shown},
+      })
+    }
+    if (status !== 200) throw this.httpError('GET /api/version', status, text)
+    const parsed = this.parseJson<unknown>(text, '/api/version')
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed) || typeof (parsed as Record<string, unknown>).ray_version !== 'string') {
+      throw new GymError(`${this.shown} answered /api/version without a ray_version: not a Ray dashboard`, {
+        code: 'E_RAY_PROTOCOL',
+        exit: ExitCode.precondition,
+        hint: 'Point RAY_DASHBOARD_ADDRESS at the Relax cluster dashboard (http://<head>:8265).',
+        details: {dashboard: this.shown},
+      })
+    }
+    return parsed as Record<string, unknown>
   }
+
+
+  async submit(req: SubmitRequest): Promise<string> {
+    // Omit unset fields: older servers reject unknown non-null keys.
+    const body: Record<string, unknown> = {entrypoint: req.entrypoint}
+    if (req.submission_id !== undefined) body.submission_id = req.submission_id
+    if (req.runtime_env !== undefined) body.runtime_env = req.runtime_env
+    if (req.metadata !== undefined) body.metadata = req.metadata
+    const {status, text} = await this.request('POST', '/api/jobs/', body)
+    if (status === 200) {
+      const parsed = this.parseJson<{submission_id?: string; job_id?: string}>(text, '/api/jobs/')
+      const id = parsed.submission_id ?? parsed.job_id
+      if (!id) throw new GymError(`Ray accepted the job but returned no submission_id: ${text.slice(0, 200)}`, {code: 'E_RAY_PROTOCOL'})
+      return id
+    }
+    if ((status === 500 || status === 400) && text.includes('Please use a different submission_id')) {
+      throw new GymError(`Ray refused submission id ${req.submission_id}: a job with this id already exists`, {
+        code: 'E_RAY_DUPLICATE_SUBMISSION',
+        hint: 'Ray never reuses a submission id, even for a finished job; submit with a new unique id.',
+        details: {dashboard: this.shown, submissionId: req.submission_id ?? null, status},
+      })
+    }
+    throw this.httpError('the submission', status, text, req.submission_id)
+  }
+
+
+  async status(id: string): Promise<JobDetails> {
+    const route = `/api/jobs/${enc(id)}`
+    const {status, text} = await this.request('GET', route)
+    if (status === 404) throw this.notFound(id, text)
+    if (status !== 200) throw this.httpError(`GET ${route}`, status, text, id)
+    const parsed = this.parseJson<unknown>(text, route)
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed) || typeof (parsed as Record<string, unknown>).status !== 'string') {
+      throw new GymError(`Ray dashboard ${this.shown} answered ${route} with something that is not a job (no status): ${text.slice(0, 200)}`, {code: 'E_RAY_PROTOCOL', details: {dashboard: this.shown}})
+    }
+    return parsed as JobDetails
+  }
+
+
+  async logs(id: string): Promise<string> {
+    const route = `/api/jobs/${enc(id)}/logs`
+    const {status, text} = await this.request('GET', route, undefined, MAX_LOG_BYTES)
+    if (status === 404) throw this.notFound(id, text)
+    if (status !== 200) throw this.httpError(`GET ${route}`, status, text, id)
+    const parsed = this.parseJson<{logs?: unknown}>(text, route)
+    return typeof parsed.logs === 'string' ? parsed.logs : ''
+  }
+
+
+
+  async stop(id: string): Promise<boolean> {
+    const route = `/api/jobs/${enc(id)}/stop`
+    const {status, text} = await this.request('POST', route)
+    if (status === 404) throw this.notFound(id, text)
+    if (status !== 200) throw this.httpError(`POST ${route}`, status, text, id)
+    return this.parseJson<{stopped?: unknown}>(text, route).stopped === true
+  }
+
+
+  async list(): Promise<JobDetails[]> {
+    const {status, text} = await this.request('GET', '/api/jobs/')
+    if (status !== 200) throw this.httpError('GET /api/jobs/', status, text)
+    const parsed = this.parseJson<unknown>(text, '/api/jobs/')
+    // Current Ray returns a JSON array; very old servers returned {id: details}.
+    if (Array.isArray(parsed)) return parsed as JobDetails[]
+    if (parsed && typeof parsed === 'object') return Object.values(parsed as Record<string, JobDetails>)
+    return []
+  }
+
 }
 
 /** A client for the endpoint and credentials an environment names (the one way every step builds it). */
