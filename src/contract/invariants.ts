@@ -2,6 +2,8 @@ import {checkOwnPorts} from './ports.js'
 import type {RecipeContract} from './types.js'
 import {environmentsOf, trainingSchedule} from './types.js'
 
+type Add = (pointer: string, message: string, expected: string, hint: string) => void
+
 export interface Invariant {
   pointer: string
   message: string
@@ -15,8 +17,13 @@ export interface Invariant {
  */
 export function checkContractInvariants(c: RecipeContract): Invariant[] {
   const out: Invariant[] = []
-  const add = (pointer: string, message: string, expected: string, hint: string) => out.push({pointer, message, expected, hint})
+  const add: Add = (pointer, message, expected, hint) => out.push({pointer, message, expected, hint})
+  for (const rules of [serviceAndTiming, trainingBudgets, dataRules, archetypeRules, verifierRules, scheduleRules]) rules(c, add)
+  return out
+}
 
+/** The port layout, the callback allowlist, and the Gateway's timing against Relax's agent timeout. */
+function serviceAndTiming(c: RecipeContract, add: Add): void {
   for (const v of checkOwnPorts(c)) {
     add(v.pointer, v.message, 'ports outside 32768-60999 that do not overlap', 'Let `gymrecipe new` pick a free block, or choose a base such as 29400.')
   }
@@ -35,7 +42,10 @@ export function checkContractInvariants(c: RecipeContract): Invariant[] {
   if (g.lease_s >= g.deadline_s) {
     add('/gateway/lease_s', `lease ${g.lease_s}s is not shorter than the deadline ${g.deadline_s}s`, 'lease_s < deadline_s', 'The lease is renewed every lease/3 seconds; it should be much shorter than the deadline.')
   }
+}
 
+/** Token budgets and batch sizes Relax and GRPO need. */
+function trainingBudgets(c: RecipeContract, add: Add): void {
   const r = c.training.rollout
   if (r.max_prompt_len >= r.max_context_len) {
     add('/training/rollout/max_prompt_len', `prompt budget ${r.max_prompt_len} is not below the context ${r.max_context_len}`, 'max_prompt_len < max_context_len', 'Leave room to generate: keep prompt < context.')
@@ -56,7 +66,10 @@ export function checkContractInvariants(c: RecipeContract): Invariant[] {
   if ((r.batch_size * r.n_samples_per_prompt) % r.global_batch_size !== 0) {
     add('/training/rollout/global_batch_size', `rollout batch ${r.batch_size} x ${r.n_samples_per_prompt} samples is not a multiple of global_batch_size ${r.global_batch_size}`, 'batch_size * n_samples_per_prompt divisible by global_batch_size', 'Relax computes whole optimizer steps per rollout.')
   }
+}
 
+/** The split guard, the raw file, and a mix that gives every environment its rows. */
+function dataRules(c: RecipeContract, add: Add): void {
   if (c.data.split !== 'train' && !c.data.smoke) {
     add('/data/split', `split "${c.data.split}" is not a training split`, 'split: train (or smoke: true for a deliberate smoke run)', 'Training on validation, example, benchmark or test data contaminates evaluation. Set data.smoke: true only for a smoke run.')
   }
@@ -83,7 +96,11 @@ export function checkContractInvariants(c: RecipeContract): Invariant[] {
   if (!c.data.verifier_fields.includes('responses_create_params.input')) {
     add('/data/verifier_fields', 'verifier_fields must include responses_create_params.input', 'responses_create_params.input among the fields', 'Every Gym row needs its prompt.')
   }
+}
 
+/** What the archetype needs of the Gateway and the trial. */
+function archetypeRules(c: RecipeContract, add: Add): void {
+  const g = c.gateway
   if (c.gym.resources_server === null && g.readiness.includes('resource')) {
     add('/gateway/readiness', 'readiness lists "resource" but the recipe has no resources server', 'readiness: [agent]', 'Sandbox agents without a resources server are checked through the agent only.')
   }
@@ -108,6 +125,10 @@ export function checkContractInvariants(c: RecipeContract): Invariant[] {
       add('/trial/deadline_s', `trial deadline ${c.trial.deadline_s}s exceeds max_deadline_s ${g.max_deadline_s}s`, `deadline_s <= ${g.max_deadline_s}`, 'The Gateway would refuse the trial with 400.')
     }
   }
+}
+
+/** A verifier that can prove something: examples that tell right from wrong, or a golden row; a pending one says what is missing. */
+function verifierRules(c: RecipeContract, add: Add): void {
   const v = c.verifier
   if (v.kind === 'direct') {
     if ((v.task === null) === (v.payload === null)) {
@@ -133,7 +154,10 @@ export function checkContractInvariants(c: RecipeContract): Invariant[] {
   } else if (v.task === null) {
     add('/verifier/task', 'a golden verifier needs the task row it replays', 'task: {file, row}', 'Name a row whose golden patch must earn the success reward.')
   }
+}
 
+/** The GPU layout: the schedule's split, parallelism and SGLang engines dividing the GPUs. */
+function scheduleRules(c: RecipeContract, add: Add): void {
   const gpus = c.training.gpus
   const p = c.training.perf
   const schedule = trainingSchedule(c.training)
@@ -153,5 +177,4 @@ export function checkContractInvariants(c: RecipeContract): Invariant[] {
   if (schedule.rollout_gpus % c.training.sglang.num_gpus_per_engine !== 0) {
     add('/training/sglang/num_gpus_per_engine', `${c.training.sglang.num_gpus_per_engine} GPUs per SGLang engine does not divide ${schedule.rollout_gpus} rollout GPUs`, `a divisor of ${schedule.rollout_gpus}`, 'Every rollout engine needs the same number of GPUs.')
   }
-  return out
 }
