@@ -4,6 +4,7 @@
  */
 import path from 'node:path'
 
+import type {RecipeContract} from '../contract/types.js'
 import {inspectContainer} from '../runtime/container.js'
 import {dockerTarget, tryDocker, unsupportedHostMessage} from '../runtime/docker.js'
 import {pathExists} from '../runtime/fs.js'
@@ -80,41 +81,49 @@ export async function recipeStatus(options: {relaxRoot: string; recipe: string; 
   const env = await scriptEnvironment(target.dir, options.env)
   const contract = target.contract
 
-  // ------------------------------------------------------------ job
-  let job: JobStatusView | null = null
-  const state = await readRunState(target.dir, options.env)
-  if (state) {
-    job = {
-      submissionId: state.submissionId,
-      dashboardAddress: redactUrl(state.dashboardAddress),
-      dashboardSource: state.dashboardSource ?? null,
-      submittedAt: state.submittedAt,
-      logFile: state.logFile,
-      smoke: state.smoke,
-      status: null,
-      message: null,
-      errorType: null,
-      driverExitCode: null,
-      startTime: null,
-      endTime: null,
-      problem: null,
-    }
-    try {
-      const details = await rayJobsClientFromEnv(env, {address: state.dashboardAddress, timeoutMs: 10_000}).client.status(state.submissionId)
-      Object.assign(job, {
-        status: details.status,
-        message: details.message,
-        errorType: details.error_type,
-        driverExitCode: details.driver_exit_code,
-        startTime: details.start_time,
-        endTime: details.end_time,
-      })
-    } catch (error) {
-      job.problem = messageOf(error)
-    }
-  }
+  const [job, gateway, container] = await Promise.all([jobView(target.dir, env, options.env), gatewayView(contract, env), containerView(contract, options.env)])
+  const ladder = (await ladderStanding(checkContext(target, {env: options.env, smoke: false}))).rungs
+  return {recipe: target.id, dir: target.dir, job, gateway, container, envShSourced: await pathExists(path.join(target.dir, 'env.sh')), ladder}
+}
 
-  // ------------------------------------------------------------ gateway
+
+/** The last job `train` recorded, as Ray's dashboard sees it now. */
+async function jobView(dir: string, env: Record<string, string>, callerEnv: NodeJS.ProcessEnv): Promise<JobStatusView | null> {
+  const state = await readRunState(dir, callerEnv)
+  if (!state) return null
+  const job: JobStatusView = {
+    submissionId: state.submissionId,
+    dashboardAddress: redactUrl(state.dashboardAddress),
+    dashboardSource: state.dashboardSource ?? null,
+    submittedAt: state.submittedAt,
+    logFile: state.logFile,
+    smoke: state.smoke,
+    status: null,
+    message: null,
+    errorType: null,
+    driverExitCode: null,
+    startTime: null,
+    endTime: null,
+    problem: null,
+  }
+  try {
+    const details = await rayJobsClientFromEnv(env, {address: state.dashboardAddress, timeoutMs: 10_000}).client.status(state.submissionId)
+    Object.assign(job, {
+      status: details.status,
+      message: details.message,
+      errorType: details.error_type,
+      driverExitCode: details.driver_exit_code,
+      startTime: details.start_time,
+      endTime: details.end_time,
+    })
+  } catch (error) {
+    job.problem = messageOf(error)
+  }
+  return job
+}
+
+/** The Gateway the training would reach: its /readyz, and whether it registers this recipe. */
+async function gatewayView(contract: RecipeContract | null, env: Record<string, string>): Promise<GatewayView> {
   const gateway: GatewayView = {
     url: null,
     reachable: false,
@@ -157,13 +166,16 @@ export async function recipeStatus(options: {relaxRoot: string; recipe: string; 
       }
     }
   }
+  return gateway
+}
 
-  // ------------------------------------------------------------ container
+/** The recipe's service container, if Docker is reachable. */
+async function containerView(contract: RecipeContract | null, callerEnv: NodeJS.ProcessEnv): Promise<ContainerView> {
   const container: ContainerView = {name: contract?.service.container ?? null, exists: false, state: null, running: false, label: null, owned: false, image: null, gatewayPort: null, problem: null}
   if (!contract) {
     container.problem = 'recipe.yaml is missing: the container name is unknown'
   } else {
-    const target_ = dockerTarget(options.env)
+    const target_ = dockerTarget(callerEnv)
     const docker = await tryDocker(target_)
     if (!docker) {
       container.problem = target_.unsupportedHost ? unsupportedHostMessage(target_.unsupportedHost) : `Docker is not reachable at ${target_.socketPath}`
@@ -182,8 +194,7 @@ export async function recipeStatus(options: {relaxRoot: string; recipe: string; 
       }
     }
   }
-  const ladder = (await ladderStanding(checkContext(target, {env: options.env, smoke: false}))).rungs
-  return {recipe: target.id, dir: target.dir, job, gateway, container, envShSourced: await pathExists(path.join(target.dir, 'env.sh')), ladder}
+  return container
 }
 
 /** Three lines for people. */
