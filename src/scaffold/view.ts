@@ -56,34 +56,11 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
   const files = recipeFileNames(contract)
   const ports = servicePorts(contract)
   const c = contract
-  const t = c.training
-  const r = t.rollout
-  const p = t.perf
-  const schedule = trainingSchedule(t)
   const gymRoot = '/opt/nemo-gym'
   const resource = c.gym.resources_server
   const allConfigPaths = ['responses_api_models/relax_gateway_model/configs/relax_gateway_model.yaml', ...c.gym.config_paths]
   const rayComponentFlags = RAY_COMPONENT_PORTS.map((flag, i) => ({flag, port: c.ray.component_port_base + i}))
   const num = formatNumber
-
-  const rolloutArgs: string[][] = [
-    ['--prompt-data', '${PROMPT_SET}'],
-    ['--input-key', 'input'],
-    ['--metadata-key', 'metadata'],
-    ['--rollout-shuffle'],
-    ['--use-agentic-rollout'],
-  ]
-  const rollout = {
-    agentTimeout: num(t.agent_timeout_s),
-    numRollout: r.num_rollout,
-    batchSize: r.batch_size,
-    nSamples: r.n_samples_per_prompt,
-    maxPrompt: r.max_prompt_len,
-    maxResponse: r.max_response_len,
-    maxContext: r.max_context_len,
-    temperature: num(r.temperature),
-    globalBatch: r.global_batch_size,
-  }
 
   const allEnvironments = environmentsOf(c)
   const multiEnvironment = allEnvironments.length > 1
@@ -101,21 +78,14 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     maxDeadline: num(e.max_deadline_s),
   }))
 
-  // Several environments: each row names its own (metadata.environment/config), so none is fixed here.
-  const agentEnv = [
-    'NEMO_GYM_URL=${GATEWAY_URL}',
-    ...(multiEnvironment ? [] : [`NEMO_GYM_ENVIRONMENT=${c.gym.environment}`, `NEMO_GYM_CONFIG=${c.gym.gateway_config}`]),
-    'NEMO_GYM_MODEL=model',
-    `NEMO_GYM_INTERRUPT_POLICY=${c.gateway.interrupt_policy}`,
-    `NEMO_GYM_DEADLINE_S=${num(c.gateway.deadline_s)}`,
-    `NEMO_GYM_LEASE_S=${num(c.gateway.lease_s)}`,
-  ]
-
   const cleanupUrl = c.gateway.cleanup
     ? `http://{host}:${c.gateway.cleanup.server === 'agent' ? 'agent' : 'resource'}{cleanup}`
     : null
 
   return {
+    ...dataView(c, allEnvironments),
+    ...trainingView(c, multiEnvironment),
+    ...verifierView(c, allEnvironments, gymRoot),
     c,
     id: c.id,
     idUnderscored: underscored(c.id),
@@ -144,15 +114,6 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     cleanupUrl,
     callbackNetworks: c.service.callback_networks.join(','),
     callbackHosts: c.service.callback_hosts.join(','),
-    rawFilename: c.data.raw_filename,
-    relaxFilename: c.data.raw_filename.replace(/\.jsonl$/, '_relax.jsonl'),
-    source: c.data.source,
-    sourceIsFile: c.data.source.type === 'file',
-    sourceIsMix: c.data.source.type === 'mix',
-    sourceIsGym: c.data.source.type !== 'mix' && c.data.source.type !== 'file',
-    // Each part is fetched beside the temporary raw file (removed with it), then stamped, filtered, capped and shuffled into it.
-    mixParts: c.data.source.type === 'mix' ? c.data.source.parts.map((part, i) => ({...part, output: `\${tmp_raw}.part${i}`})) : [],
-    mixJson: c.data.source.type === 'mix' ? JSON.stringify({seed: c.data.source.seed, parts: c.data.source.parts.map((part) => ({environment: part.environment, config: part.gateway_config, cap: part.cap, fields: allEnvironments.find((e) => e.environment === part.environment && e.gateway_config === part.gateway_config)?.verifier_fields ?? []}))}) : '',
     configRoots: (c.gym.config_roots ?? []).map((name) => ({name, dir: deployment.configRootDirs?.[name] ?? ''})),
     envVars: (c.gym.env_vars ?? []).map((v) => ({...v, ocEnv: `\${oc.env:${v.name}}`, secret: isSecretName(v.name)})),
     environments,
@@ -164,6 +125,65 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     extraRootsList: (c.gym.config_roots ?? []).map((name) => `\${${name}}`).join(':'),
     sourceDescription: describeSource(c),
     verifierFields: c.data.verifier_fields,
+    deadline: num(c.gateway.deadline_s),
+    lease: num(c.gateway.lease_s),
+    maxDeadline: num(c.gateway.max_deadline_s),
+  }
+}
+
+
+/** The data source as the prepare script needs it: file, Gym dataset, or a mix of each environment's own. */
+function dataView(c: RecipeContract, allEnvironments: ReturnType<typeof environmentsOf>) {
+  return {
+    rawFilename: c.data.raw_filename,
+    relaxFilename: c.data.raw_filename.replace(/\.jsonl$/, '_relax.jsonl'),
+    source: c.data.source,
+    sourceIsFile: c.data.source.type === 'file',
+    sourceIsMix: c.data.source.type === 'mix',
+    sourceIsGym: c.data.source.type !== 'mix' && c.data.source.type !== 'file',
+    // Each part is fetched beside the temporary raw file (removed with it), then stamped, filtered, capped and shuffled into it.
+    mixParts: c.data.source.type === 'mix' ? c.data.source.parts.map((part, i) => ({...part, output: `\${tmp_raw}.part${i}`})) : [],
+    mixJson: c.data.source.type === 'mix' ? JSON.stringify({seed: c.data.source.seed, parts: c.data.source.parts.map((part) => ({environment: part.environment, config: part.gateway_config, cap: part.cap, fields: allEnvironments.find((e) => e.environment === part.environment && e.gateway_config === part.gateway_config)?.verifier_fields ?? []}))}) : '',
+  }
+}
+
+/** The training script's values: rollout, the agent's environment, the argument arrays and the GPU layout. */
+function trainingView(c: RecipeContract, multiEnvironment: boolean) {
+  const t = c.training
+  const r = t.rollout
+  const p = t.perf
+  const schedule = trainingSchedule(t)
+  const num = formatNumber
+  const rolloutArgs: string[][] = [
+    ['--prompt-data', '${PROMPT_SET}'],
+    ['--input-key', 'input'],
+    ['--metadata-key', 'metadata'],
+    ['--rollout-shuffle'],
+    ['--use-agentic-rollout'],
+  ]
+  const rollout = {
+    agentTimeout: num(t.agent_timeout_s),
+    numRollout: r.num_rollout,
+    batchSize: r.batch_size,
+    nSamples: r.n_samples_per_prompt,
+    maxPrompt: r.max_prompt_len,
+    maxResponse: r.max_response_len,
+    maxContext: r.max_context_len,
+    temperature: num(r.temperature),
+    globalBatch: r.global_batch_size,
+  }
+
+  // Several environments: each row names its own (metadata.environment/config), so none is fixed here.
+  const agentEnv = [
+    'NEMO_GYM_URL=${GATEWAY_URL}',
+    ...(multiEnvironment ? [] : [`NEMO_GYM_ENVIRONMENT=${c.gym.environment}`, `NEMO_GYM_CONFIG=${c.gym.gateway_config}`]),
+    'NEMO_GYM_MODEL=model',
+    `NEMO_GYM_INTERRUPT_POLICY=${c.gateway.interrupt_policy}`,
+    `NEMO_GYM_DEADLINE_S=${num(c.gateway.deadline_s)}`,
+    `NEMO_GYM_LEASE_S=${num(c.gateway.lease_s)}`,
+  ]
+
+  return {
     rollout,
     rolloutFixedArgs: rolloutArgs,
     agentEnv,
@@ -175,9 +195,13 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     schedule: {...schedule, hybrid: schedule.mode === 'hybrid'},
     logName: trainingLogName(c),
     submissionPrefix: `relax-nemo-gym-${c.id}`,
-    deadline: num(c.gateway.deadline_s),
-    lease: num(c.gateway.lease_s),
-    maxDeadline: num(c.gateway.max_deadline_s),
+  }
+}
+
+/** The verify script's examples, the recipe's and each further environment's. */
+function verifierView(c: RecipeContract, allEnvironments: ReturnType<typeof environmentsOf>, gymRoot: string) {
+  const num = formatNumber
+  return {
     verifierPayload: c.verifier.payload,
     verifierCorrect: turnsToOutputItems(c.verifier.correct),
     verifierWrong: turnsToOutputItems(c.verifier.wrong),
