@@ -2,7 +2,7 @@ import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
 import {ARCHETYPE_BASE, listBuiltins, loadBuiltin} from '../contract/builtin.js'
-import {chooseAgent, contractFromGym, type ExampleRowsSummary, type VerifierOverride} from '../contract/from-gym.js'
+import {chooseAgent, contractFromGym, type ContractDraft, type ExampleRowsSummary, type VerifierOverride} from '../contract/from-gym.js'
 import {type GymAgent, loadGymGraph, type GymGraph} from '../contract/gym-config.js'
 import {type ExampleRowsFile, exampleRowsFiles, splitOfGymFile} from '../contract/gym-config/example-rows.js'
 import {configRootName} from '../contract/gym-config/paths.js'
@@ -239,22 +239,7 @@ function choosePorts(base: RecipeContract, others: OccupiedRecipe[], portBase: n
 export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   assertRecipeId(o.id)
   if (o.archetype && !ARCHETYPES.includes(o.archetype)) throw usageError(`unknown archetype ${o.archetype}`, `Choose one of: ${ARCHETYPES.join(', ')}`)
-  const relaxRoot = path.resolve(o.relaxRoot)
-  const relaxStat = await fsp.stat(relaxRoot).catch(() => undefined)
-  if (!relaxStat?.isDirectory()) {
-    throw new GymError(`Relax checkout ${relaxRoot} ${relaxStat ? 'is not a directory' : 'does not exist'}`, {code: 'E_RELAX_ROOT', exit: ExitCode.usage, hint: 'Pass --relax-root pointing at your Relax checkout.'})
-  }
-  const modelsDir = path.join(relaxRoot, 'scripts', 'models')
-  const models = await fsp.readdir(modelsDir).catch(() => undefined)
-  if (o.model && models && !models.includes(o.model.configScript)) {
-    const known = models.filter((m) => m.endsWith('.sh')).sort()
-    throw new GymError(`model config ${o.model.configScript} is not in ${modelsDir}`, {
-      code: 'E_MODEL_CONFIG',
-      exit: ExitCode.usage,
-      hint: known.length > 0 ? `Pass --model-config with one of: ${known.join(', ')}` : `Add the model's config script to ${modelsDir}, or pass --model-config.`,
-      location: {field: '--model-config'},
-    })
-  }
+  const {relaxRoot, models} = await relaxCheckout(o.relaxRoot, o.model)
   const dir = recipeDir(relaxRoot, o.id)
   if (!isInside(relaxRoot, dir)) throw usageError(`recipe folder ${dir} escapes ${relaxRoot}`)
 
@@ -339,28 +324,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     model,
     gpus: o.gpus ?? recorded?.training?.gpus,
   }
-  let draft: ReturnType<typeof contractFromGym>
-  try {
-    draft = contractFromGym(draftOptions)
-  } catch (error) {
-    // No built-in knows this environment and no --verifier file was given: its own example
-    // rollouts, graded by its real grader, give the known-correct and known-wrong outputs.
-    if (!(error instanceof GymError) || error.code !== 'E_VERIFIER_REQUIRED') throw error
-    const fromRollouts = await verifierFromRollouts(o.gymRoot, graph, agent.id, base)
-    if ('none' in fromRollouts) {
-      // The recipe is made all the same (its files and data do not depend on the examples); the
-      // verifier stays pending, and the service rung and train's pre-flight refuse until it is given.
-      const what = /^no known-correct and known-wrong outputs for [^:]+/.exec(error.message)?.[0] ?? 'no known-correct and known-wrong outputs'
-      const pending = `${what}: no built-in knows this environment, and ${fromRollouts.none}. Write a \`verifier:\` block (and a \`trial:\` block for tool or sandbox environments) in the form of recipes/*.yaml; examples/verifiers/math_with_judge.yaml in the gymrecipe repository is a commented one.`
-      draft = contractFromGym({...draftOptions, verifierOverride: {verifier: pendingVerifier(base, pending), trial: null}})
-      draft.notes = draft.notes.filter((n) => !n.startsWith('verifier and trial copied'))
-    } else {
-      draft = contractFromGym({...draftOptions, verifierOverride: fromRollouts.override})
-      draft.notes = draft.notes.filter((n) => !n.startsWith('verifier and trial copied'))
-      draft.notes.push(`verifier examples from ${fromRollouts.from}; the service rung proves them against the running grader`)
-      if (fromRollouts.override.trial === null) draft.notes.push('no trial block: the correct rollout is not a text answer to a row of the example data, so there is nothing to script through the Gateway; add a trial: block with --verifier to climb the trial rung')
-    }
-  }
+  const draft = await draftContract(draftOptions, o.gymRoot, graph, agent.id, base)
   draft.notes.push(...unsetValues(graph, draft.contract))
   const fresh: RecipeContract = {...draft.contract, ...(recorded?.files ? {files: recorded.files} : {}), generated: {gymrecipe_version: o.version, from: baseName, files: {}}}
   let contract = fresh
@@ -411,6 +375,58 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     notes: draft.notes,
     verifierPending: contract.verifier.kind === 'pending' ? (contract.verifier.pending ?? null) : null,
   }
+}
+
+/** The Relax checkout the recipe goes into, and the model config scripts it has (undefined: none, e.g. not a Relax checkout). */
+async function relaxCheckout(given: string, model: NewRecipeOptions['model']): Promise<{relaxRoot: string; models: string[] | undefined}> {
+  const relaxRoot = path.resolve(given)
+  const relaxStat = await fsp.stat(relaxRoot).catch(() => undefined)
+  if (!relaxStat?.isDirectory()) {
+    throw new GymError(`Relax checkout ${relaxRoot} ${relaxStat ? 'is not a directory' : 'does not exist'}`, {code: 'E_RELAX_ROOT', exit: ExitCode.usage, hint: 'Pass --relax-root pointing at your Relax checkout.'})
+  }
+  const modelsDir = path.join(relaxRoot, 'scripts', 'models')
+  const models = await fsp.readdir(modelsDir).catch(() => undefined)
+  if (model && models && !models.includes(model.configScript)) {
+    const known = models.filter((m) => m.endsWith('.sh')).sort()
+    throw new GymError(`model config ${model.configScript} is not in ${modelsDir}`, {
+      code: 'E_MODEL_CONFIG',
+      exit: ExitCode.usage,
+      hint: known.length > 0 ? `Pass --model-config with one of: ${known.join(', ')}` : `Add the model's config script to ${modelsDir}, or pass --model-config.`,
+      location: {field: '--model-config'},
+    })
+  }
+  return {relaxRoot, models}
+}
+
+/**
+ * The contract drafted from the Gym config. No built-in knows this environment and no --verifier
+ * file was given: its own example rollouts, graded by its real grader, give the known-correct and
+ * known-wrong outputs; with none, the recipe is made all the same with the verifier pending.
+ */
+async function draftContract(draftOptions: Parameters<typeof contractFromGym>[0], gymRoot: string, graph: GymGraph, agentId: string, base: RecipeContract): Promise<ContractDraft> {
+  let draft: ContractDraft
+  try {
+    draft = contractFromGym(draftOptions)
+  } catch (error) {
+    // No built-in knows this environment and no --verifier file was given: its own example
+    // rollouts, graded by its real grader, give the known-correct and known-wrong outputs.
+    if (!(error instanceof GymError) || error.code !== 'E_VERIFIER_REQUIRED') throw error
+    const fromRollouts = await verifierFromRollouts(gymRoot, graph, agentId, base)
+    if ('none' in fromRollouts) {
+      // The recipe is made all the same (its files and data do not depend on the examples); the
+      // verifier stays pending, and the service rung and train's pre-flight refuse until it is given.
+      const what = /^no known-correct and known-wrong outputs for [^:]+/.exec(error.message)?.[0] ?? 'no known-correct and known-wrong outputs'
+      const pending = `${what}: no built-in knows this environment, and ${fromRollouts.none}. Write a \`verifier:\` block (and a \`trial:\` block for tool or sandbox environments) in the form of recipes/*.yaml; examples/verifiers/math_with_judge.yaml in the gymrecipe repository is a commented one.`
+      draft = contractFromGym({...draftOptions, verifierOverride: {verifier: pendingVerifier(base, pending), trial: null}})
+      draft.notes = draft.notes.filter((n) => !n.startsWith('verifier and trial copied'))
+    } else {
+      draft = contractFromGym({...draftOptions, verifierOverride: fromRollouts.override})
+      draft.notes = draft.notes.filter((n) => !n.startsWith('verifier and trial copied'))
+      draft.notes.push(`verifier examples from ${fromRollouts.from}; the service rung proves them against the running grader`)
+      if (fromRollouts.override.trial === null) draft.notes.push('no trial block: the correct rollout is not a text answer to a row of the example data, so there is nothing to script through the Gateway; add a trial: block with --verifier to climb the trial rung')
+    }
+  }
+  return draft
 }
 
 /** A verifier with no example yet: the recipe is still made, and what to write is recorded. */
