@@ -1,5 +1,5 @@
 /**
- * What every JSONL reader of gymrecipe accepts (the README's "Input policy"). The same rules hold
+ * What every JSONL reader of gymrecipe accepts (docs/input-policy.md). The same rules hold
  * for `tasks`, `rollouts ingest`, `call` and the data rung, so a file one command accepts is not
  * refused by another, and nothing is silently rewritten:
  *

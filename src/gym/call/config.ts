@@ -10,7 +10,7 @@ import {parseYamlDocument, yamlValue} from '../../yaml-value.js'
 import {pointerPath, schemaProblems, yamlLineOf} from '../../schema-errors.js'
 import {ajvCompiler, formatValidator} from '../../precompiled.js'
 
-/** Defaults for what the contract leaves open (documented in the README). */
+/** Defaults for what the contract leaves open (documented in docs/gym-workflow.md). */
 export const CALL_DEFAULTS = {
   harnessRoute: '/v1/responses',
   maxParallelRequests: 4,
@@ -148,7 +148,7 @@ function hintFor(pointer: string): string {
   }
   if (pointer.includes('/session')) return 'session has `initialize` and `cleanup` step lists (each step: endpoint, route, request_column, response_headers, bearer_token_env) and `cleanup_timeout`'
   if (/request_columns|response_fields|provenance_columns|row_id_column|request_column/u.test(pointer)) return 'paths are dot-separated names such as `candidate.sql`'
-  return 'see `gymrecipe call resource --help` and the README section "Calling Gym services"'
+  return 'see `gymrecipe call resource --help` and "Calling Gym services" in docs/gym-workflow.md'
 }
 
 /** What the call config's own formats and fields mean, where the shared wording would be vaguer. */
@@ -206,7 +206,7 @@ export function parseCallConfig(text: string, kind: CallKind, file = '<config>')
   const raw = normalizeNumbers(yamlValue(doc, file), false)
   const problems: ConfigProblem[] = []
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    problems.push({pointer: '', expected: 'must be a mapping of config fields', hint: 'start from the example in the README section "Calling Gym services"'})
+    problems.push({pointer: '', expected: 'must be a mapping of config fields', hint: 'start from the example in "Calling Gym services" in docs/gym-workflow.md'})
   } else {
     const validate = validatorOf(kind)
     if (!validate(raw)) {
