@@ -220,7 +220,6 @@ function snake(id: string): string {
  * from YAML keys, never derived from directory names.
  */
 export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
-  const notes: string[] = []
   const agent = chooseAgent(o.graph, o.agent)
   const resource = definedResourcesServer(o.graph, agent)
   // Data the user brings is training data because they say so; --smoke still marks it a smoke run.
@@ -342,6 +341,27 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   delete contract.generated
   if (o.schedule !== undefined) contract.training = withSchedule(contract.training, o.schedule)
 
+  const notes = draftNotes(o, contract, {dataset, gymSplit, mix, verifierFields, graphEnvVars, more, added, models})
+  return {contract, notes}
+}
+
+/** What the user should know about the choices made for them, one note each. */
+function draftNotes(
+  o: ContractFromGymOptions,
+  contract: RecipeContract,
+  d: {
+    dataset: GymDataset
+    gymSplit: string | undefined
+    mix: ReturnType<typeof mixOf> | undefined
+    verifierFields: ReturnType<typeof chooseVerifierFields>
+    graphEnvVars: ReturnType<typeof envReferences>
+    more: NonNullable<ContractFromGymOptions['additionalEnvironments']>
+    added: NonNullable<ContractFromGymOptions['modelServers']>
+    models: ReturnType<typeof checkSecondModels>
+  },
+): string[] {
+  const notes: string[] = []
+  const {dataset, gymSplit, mix, verifierFields, graphEnvVars, more, added, models} = d
   if (o.verifierOverride === undefined) notes.push(`verifier and trial copied from the built-in ${o.baseName} (same environment implementation)`)
   if (o.dataFile) {
     const smokeWhy = gymSplit ? `; SMOKE: it is the Gym checkout's own ${o.dataFileSplit} data (pass --training-data if it really is what you train on)` : o.smoke ? '; SMOKE: marked a smoke run by --smoke' : ''
@@ -367,7 +387,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
       ? `${m.role} ${m.owner}.${m.key} is the policy model, i.e. the model being trained (accepted with --policy-serves ${m.role})`
       : `${m.role} ${m.owner}.${m.key} calls model server ${m.server}: its endpoint is whatever that server's config says (gymrecipe does not yet check that it answers)`)
   }
-  return {contract, notes}
+  return notes
 }
 
 /** The config roots the recipe's configs (or the files they include) come from. */
