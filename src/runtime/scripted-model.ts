@@ -188,6 +188,86 @@ interface SessionState extends ScriptedSession {
   markHeld: () => void
 }
 
+/** One callback of a trial: checked (bearer token, route, body), recorded, then answered with the session's next scripted turn, or held. */
+function answerCallback(
+  scripted: {protocol: CallbackProtocol; servedPath: string; sessions: Map<string, SessionState>; rejected: CallbackRecord[]},
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  raw: string,
+): void {
+  const {protocol, servedPath, sessions, rejected} = scripted
+  let body: unknown
+  try {
+    body = raw ? JSON.parse(raw) : undefined
+  } catch {
+    body = undefined
+  }
+  const request = objectFields(body)
+  const path = (req.url ?? '').split('?')[0]
+  const stream = request.stream === true
+  const record: CallbackRecord = {
+    index: -1,
+    path,
+    status: 0,
+    toolResults: countToolResults(protocol, body),
+    tools: Array.isArray(request.tools) ? request.tools.length : -1,
+    stream,
+    at: Date.now(),
+  }
+  const sendJson = (status: number, payload: unknown) => {
+    record.status = status
+    if (!res.headersSent) {
+      res.writeHead(status, {'content-type': 'application/json'})
+      res.end(JSON.stringify(payload))
+    }
+  }
+  const sendSse = (text: string) => {
+    record.status = 200
+    res.writeHead(200, {'content-type': 'text/event-stream', 'cache-control': 'no-cache'})
+    res.end(text)
+  }
+
+  const auth = req.headers.authorization
+  const token = typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice('Bearer '.length) : undefined
+  const session = token === undefined ? undefined : sessions.get(token)
+  if (!session) {
+    record.error = auth === undefined ? 'missing Authorization header' : 'bearer token does not match any scripted session'
+    rejected.push(record)
+    return sendJson(401, {error: {message: 'invalid bearer token', type: 'authentication_error'}})
+  }
+  record.index = session.callbacks.length
+  session.callbacks.push(record)
+  // A held callback keeps the trial mid-flight until release() (whatever it asks for).
+  if (session.holdAt !== undefined && record.index === session.holdAt) {
+    session.pending = () => {
+      record.error = 'held by gymrecipe, then refused: the trial was aborted'
+      sendJson(400, {error: {message: 'trial aborted by gymrecipe', type: 'invalid_request_error'}})
+    }
+    session.markHeld()
+    return
+  }
+  if (req.method !== 'POST' || path !== servedPath) {
+    record.error = `only POST ${servedPath} is served (${protocol} protocol)`
+    return sendJson(404, {error: {message: `not found: ${req.method} ${path}`, type: 'not_found'}})
+  }
+  if (!body || typeof body !== 'object' || Array.isArray(body)) {
+    record.error = 'request body is not a JSON object'
+    return sendJson(400, {error: {message: 'request body must be a JSON object', type: 'invalid_request_error'}})
+  }
+  const answer = () => {
+    const turn = session.turns[record.index]
+    if (!turn) {
+      record.error = `no scripted turn ${record.index} (the script has ${session.turns.length})`
+      return sendJson(400, {error: {message: `scripted model has no turn ${record.index}`, type: 'invalid_request_error'}})
+    }
+    const model = typeof request.model === 'string' ? request.model : 'model'
+    if (protocol === 'responses') return sendJson(200, responsesReply(turn, model))
+    if (protocol === 'chat_completions') return stream ? sendSse(chatStream(turn, model)) : sendJson(200, chatReply(turn, model))
+    return stream ? sendSse(messagesStream(turn, model)) : sendJson(200, messagesReply(turn, model))
+  }
+  answer()
+}
+
 /**
  * Start a scripted model on host:port (port 0 = any free port). Close it when done;
  * held callbacks are answered on close.
@@ -202,77 +282,7 @@ export async function startScriptedModel(options: {host: string; port?: number; 
     const chunks: Buffer[] = []
     req.on('data', (chunk: Buffer) => chunks.push(chunk))
     req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8')
-      let body: unknown
-      try {
-        body = raw ? JSON.parse(raw) : undefined
-      } catch {
-        body = undefined
-      }
-      const request = objectFields(body)
-      const path = (req.url ?? '').split('?')[0]
-      const stream = request.stream === true
-      const record: CallbackRecord = {
-        index: -1,
-        path,
-        status: 0,
-        toolResults: countToolResults(protocol, body),
-        tools: Array.isArray(request.tools) ? request.tools.length : -1,
-        stream,
-        at: Date.now(),
-      }
-      const sendJson = (status: number, payload: unknown) => {
-        record.status = status
-        if (!res.headersSent) {
-          res.writeHead(status, {'content-type': 'application/json'})
-          res.end(JSON.stringify(payload))
-        }
-      }
-      const sendSse = (text: string) => {
-        record.status = 200
-        res.writeHead(200, {'content-type': 'text/event-stream', 'cache-control': 'no-cache'})
-        res.end(text)
-      }
-
-      const auth = req.headers.authorization
-      const token = typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice('Bearer '.length) : undefined
-      const session = token === undefined ? undefined : sessions.get(token)
-      if (!session) {
-        record.error = auth === undefined ? 'missing Authorization header' : 'bearer token does not match any scripted session'
-        rejected.push(record)
-        return sendJson(401, {error: {message: 'invalid bearer token', type: 'authentication_error'}})
-      }
-      record.index = session.callbacks.length
-      session.callbacks.push(record)
-      // A held callback keeps the trial mid-flight until release() (whatever it asks for).
-      if (session.holdAt !== undefined && record.index === session.holdAt) {
-        session.pending = () => {
-          record.error = 'held by gymrecipe, then refused: the trial was aborted'
-          sendJson(400, {error: {message: 'trial aborted by gymrecipe', type: 'invalid_request_error'}})
-        }
-        session.markHeld()
-        return
-      }
-      if (req.method !== 'POST' || path !== servedPath) {
-        record.error = `only POST ${servedPath} is served (${protocol} protocol)`
-        return sendJson(404, {error: {message: `not found: ${req.method} ${path}`, type: 'not_found'}})
-      }
-      if (!body || typeof body !== 'object' || Array.isArray(body)) {
-        record.error = 'request body is not a JSON object'
-        return sendJson(400, {error: {message: 'request body must be a JSON object', type: 'invalid_request_error'}})
-      }
-      const answer = () => {
-        const turn = session.turns[record.index]
-        if (!turn) {
-          record.error = `no scripted turn ${record.index} (the script has ${session.turns.length})`
-          return sendJson(400, {error: {message: `scripted model has no turn ${record.index}`, type: 'invalid_request_error'}})
-        }
-        const model = typeof request.model === 'string' ? request.model : 'model'
-        if (protocol === 'responses') return sendJson(200, responsesReply(turn, model))
-        if (protocol === 'chat_completions') return stream ? sendSse(chatStream(turn, model)) : sendJson(200, chatReply(turn, model))
-        return stream ? sendSse(messagesStream(turn, model)) : sendJson(200, messagesReply(turn, model))
-      }
-      answer()
+      answerCallback({protocol, servedPath, sessions, rejected}, req, res, Buffer.concat(chunks).toString('utf8'))
     })
   })
 
