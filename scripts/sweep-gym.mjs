@@ -8,7 +8,7 @@
  *
  *   npm run build && node scripts/sweep-gym.mjs --gym-root ~/Gym [--static] [--json] [--jobs 8]
  *
- * Nothing is written outside a temporary Relax checkout, which is removed at the end.
+ * Nothing is written outside a temporary folder of Relax checkouts (one per config), removed at the end.
  */
 import {execFile} from 'node:child_process'
 import {copyFile, cp, mkdir, mkdtemp, readdir, rm, stat} from 'node:fs/promises'
@@ -55,7 +55,11 @@ async function configs() {
   return found.filter((_, i) => exists[i])
 }
 
-async function sweep(config, index, relax) {
+async function sweep(config, index, scratch) {
+  // A Relax checkout per config, as a user trying one environment has: 260 recipes in one checkout
+  // would run out of free port blocks, which says nothing about any of them.
+  const relax = path.join(scratch, String(index))
+  await cp(path.join(repo, 'test/fixtures/relax-checkout/scripts/models'), path.join(relax, 'scripts/models'), {recursive: true})
   const id = `sweep-${index}`
   const base = ['new', id, '--gym-root', gym, '--gym-config', config, '--relax-root', relax, '--json']
   let r = await cli(base)
@@ -107,7 +111,6 @@ async function standInRows(contract) {
 
 const relax = await mkdtemp(path.join(os.tmpdir(), 'gymrecipe-sweep-'))
 try {
-  await cp(path.join(repo, 'test/fixtures/relax-checkout/scripts/models'), path.join(relax, 'scripts/models'), {recursive: true})
   const all = await configs()
   const results = new Array(all.length)
   let next = 0
