@@ -22,7 +22,7 @@ interface ToolSpec {
 }
 
 const TOOLS: ToolSpec[] = [
-  {id: 'node', binary: 'node', versionArgs: ['--version'], required: true, neededFor: 'gymrecipe itself', hint: 'Install Node.js 22 or 24 LTS (20.19 or later runs gymrecipe; Node 20 is past its end of life).'},
+  {id: 'node', binary: 'node', versionArgs: ['--version'], required: true, neededFor: 'gymrecipe itself', hint: 'Install Node.js 22 or 24 LTS.'},
   {id: 'bash', binary: 'bash', versionArgs: ['--version'], required: true, neededFor: 'running the generated recipe scripts', hint: 'apt-get install -y bash'},
   {id: 'shellcheck', binary: 'shellcheck', versionArgs: ['--version'], required: true, neededFor: 'the static rung (lints generated shell scripts)', hint: 'apt-get install -y shellcheck'},
   {id: 'python3', binary: 'python3', versionArgs: ['--version'], required: true, neededFor: 'the static rung (py_compile of verify_<recipe>.py) and the data rung conversion check', hint: 'apt-get install -y python3'},
