@@ -129,6 +129,13 @@ function archetypeRules(c: RecipeContract, add: Add): void {
 
 /** A verifier that can prove something: examples that tell right from wrong, or a golden row; a pending one says what is missing. */
 function verifierRules(c: RecipeContract, add: Add): void {
+  // A row in a tree of the user's own is found (and mounted) only through a root the recipe names.
+  const roots = new Set(c.gym.config_roots ?? [])
+  const refs = [['/verifier/task/file', c.verifier.task], ['/verifier/wrong_task/file', c.verifier.wrong_task], ['/trial/task/file', c.trial?.task]] as const
+  for (const [pointer, ref] of refs) {
+    const root = ref ? /^\$\{([A-Z][A-Z0-9_]*)\}\//.exec(ref.file)?.[1] : undefined
+    if (root && !roots.has(root)) add(pointer, `${ref!.file} is under ${root}, which gym.config_roots does not name`, `a root among ${[...roots].join(', ') || '(none)'}`, 'Name the tree with --config-root NAME=<directory>; the start script mounts only the roots the recipe names.')
+  }
   const v = c.verifier
   if (v.kind === 'direct') {
     if ((v.task === null) === (v.payload === null)) {

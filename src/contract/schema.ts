@@ -78,7 +78,8 @@ const TASK_REF = {
   type: 'object',
   additionalProperties: false,
   required: ['file', 'row'],
-  properties: {file: {type: 'string', pattern: RELATIVE_PATH}, row: {type: 'integer', minimum: 0}},
+  // Relative to the Gym root, or `${NAME}/…` in a config root the recipe names.
+  properties: {file: {type: 'string', pattern: CONFIG_PATH}, row: {type: 'integer', minimum: 0}},
 } as const
 const TURNS = {
   type: 'array',

@@ -4,7 +4,7 @@ import path from 'node:path'
 import {ARCHETYPE_BASE, listBuiltins, loadBuiltin} from '../contract/builtin.js'
 import {chooseAgent, contractFromGym, type ContractDraft, type ExampleRowsSummary, type VerifierOverride} from '../contract/from-gym.js'
 import {type GymAgent, loadGymGraph, type GymGraph} from '../contract/gym-config.js'
-import {type ExampleRowsFile, exampleRowsFiles, splitOfGymFile} from '../contract/gym-config/example-rows.js'
+import {type ConfigRoot, type ExampleRowsFile, exampleRowsFiles, splitOfGymFile} from '../contract/gym-config/example-rows.js'
 import {configRootName} from '../contract/gym-config/paths.js'
 import {assertValidContract, contractError, type ContractProblem, contractProblems} from '../contract/load.js'
 import {allocatePorts, collisions, type OccupiedRecipe} from '../contract/ports.js'
@@ -139,9 +139,9 @@ function summarizeRows(text: string): {rows: ExampleRowsSummary; tasks: number; 
 }
 
 /** Top-level fields and tool use of the environment's example rows (the first file that has rows), read from the Gym checkout. */
-export async function summarizeExamples(gymRoot: string, files: ExampleRowsFile[]): Promise<ExampleRowsSummary | undefined> {
+export async function summarizeExamples(files: ExampleRowsFile[]): Promise<ExampleRowsSummary | undefined> {
   for (const example of files) {
-    const text = await fsp.readFile(path.resolve(gymRoot, example.path), 'utf8').catch(() => undefined)
+    const text = await fsp.readFile(example.file, 'utf8').catch(() => undefined)
     if (text === undefined) continue
     const {rows} = summarizeRows(text)
     if (rows.fields.length > 0) return rows
@@ -267,19 +267,19 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   const dataFile = o.dataFile !== undefined ? path.resolve(o.dataFile) : o.dataset === undefined ? recordedFile : undefined
   // The rows the recipe trains on tell the verifier fields best: the user's own file first.
   const userRows = dataFile ? await summarizeDataFile(dataFile) : undefined
-  const exampleFiles = await exampleRowsFiles(o.gymRoot, graph, agent.id)
+  const exampleFiles = await exampleRowsFiles(o.gymRoot, graph, agent.id, configRoots)
   // Rows of several environments tell no one environment's fields: each takes its own example rows.
   const several = (o.moreAgents ?? recorded?.gym?.additional_environments ?? []).length > 0
-  const examples = (several ? undefined : userRows) ?? (await summarizeExamples(o.gymRoot, exampleFiles))
+  const examples = (several ? undefined : userRows) ?? (await summarizeExamples(exampleFiles))
   const verifierOverride = o.verifierFile ? await readVerifierOverride(o.verifierFile) : undefined
   const moreAgents = (o.moreAgents ?? (recorded?.gym?.additional_environments ?? []).map((e) => e.agent.name)).map((name) => chooseAgent(graph, name))
   const additionalEnvironments = await Promise.all(
     moreAgents.map(async (other) => {
       const known = (await builtinFor(graph, other))?.contract
       // No built-in knows it: its own example rollouts, graded by its real grader, give its verifier and trial.
-      const fromRollouts = known ? undefined : await verifierFromRollouts(o.gymRoot, graph, other.id, base)
+      const fromRollouts = known ? undefined : await verifierFromRollouts(o.gymRoot, graph, other.id, base, configRoots)
       const own = fromRollouts && !('none' in fromRollouts) ? fromRollouts.override : undefined
-      return additionalEnvironment(graph, {agent: other.id, examples: await summarizeExamples(o.gymRoot, await exampleRowsFiles(o.gymRoot, graph, other.id)), known, own}, base)
+      return additionalEnvironment(graph, {agent: other.id, examples: await summarizeExamples(await exampleRowsFiles(o.gymRoot, graph, other.id, configRoots)), known, own}, base)
     }),
   )
   // Caps carried over from a built-in or recipe.yaml only for environments this recipe trains.
@@ -309,7 +309,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     dataFile,
     dataFileSplit: dataFile ? splitOfGymFile(o.gymRoot, graph, agent.id, dataFile) : undefined,
     trainingData: o.trainingData ?? (recorded?.data?.source?.type === 'file' && recorded.data.split === 'train' && !recorded.data.smoke),
-    exampleRows: dataFile || exampleFiles.length === 0 ? undefined : path.resolve(o.gymRoot, exampleFiles[0].path),
+    exampleRows: dataFile || exampleFiles.length === 0 ? undefined : exampleFiles[0].file,
     smoke: o.smoke || (recorded?.data?.smoke ?? false),
     modelServers,
     additionalEnvironments,
@@ -324,7 +324,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     model,
     gpus: o.gpus ?? recorded?.training?.gpus,
   }
-  const draft = await draftContract(draftOptions, o.gymRoot, graph, agent.id, base)
+  const draft = await draftContract(draftOptions, o.gymRoot, graph, agent.id, base, configRoots)
   draft.notes.push(...unsetValues(graph, draft.contract))
   const fresh: RecipeContract = {...draft.contract, ...(recorded?.files ? {files: recorded.files} : {}), generated: {gymrecipe_version: o.version, from: baseName, files: {}}}
   let contract = fresh
@@ -403,7 +403,7 @@ async function relaxCheckout(given: string, model: NewRecipeOptions['model']): P
  * file was given: its own example rollouts, graded by its real grader, give the known-correct and
  * known-wrong outputs; with none, the recipe is made all the same with the verifier pending.
  */
-async function draftContract(draftOptions: Parameters<typeof contractFromGym>[0], gymRoot: string, graph: GymGraph, agentId: string, base: RecipeContract): Promise<ContractDraft> {
+async function draftContract(draftOptions: Parameters<typeof contractFromGym>[0], gymRoot: string, graph: GymGraph, agentId: string, base: RecipeContract, roots: ConfigRoot[]): Promise<ContractDraft> {
   let draft: ContractDraft
   try {
     draft = contractFromGym(draftOptions)
@@ -411,7 +411,7 @@ async function draftContract(draftOptions: Parameters<typeof contractFromGym>[0]
     // No built-in knows this environment and no --verifier file was given: its own example
     // rollouts, graded by its real grader, give the known-correct and known-wrong outputs.
     if (!(error instanceof GymError) || error.code !== 'E_VERIFIER_REQUIRED') throw error
-    const fromRollouts = await verifierFromRollouts(gymRoot, graph, agentId, base)
+    const fromRollouts = await verifierFromRollouts(gymRoot, graph, agentId, base, roots)
     if ('none' in fromRollouts) {
       // The recipe is made all the same (its files and data do not depend on the examples); the
       // verifier stays pending, and the service rung and train's pre-flight refuse until it is given.

@@ -10,7 +10,7 @@ import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 
 import type {VerifierOverride} from '../contract/from-gym.js'
-import {exampleRowsFiles} from '../contract/gym-config/example-rows.js'
+import {type ConfigRoot, exampleRowsFiles} from '../contract/gym-config/example-rows.js'
 import type {GymGraph} from '../contract/gym-config.js'
 import type {RecipeContract, ScriptedTurn} from '../contract/types.js'
 import {isInside} from '../runtime/fs.js'
@@ -112,13 +112,24 @@ function turnsOf(output: unknown): {turns: ScriptedTurn[]; usesToolResults: bool
   return {turns, usesToolResults, unreplayable}
 }
 
-async function rolloutFiles(gymRoot: string, dirs: string[]): Promise<string[]> {
-  const files: string[] = []
+/**
+ * Example rollout files in the given data folders: under each config root first (a file there
+ * shadows the checkout's of the same name, as Gym searches), then under the Gym root; each with the
+ * name reports show (`${NAME}/…` under a root).
+ */
+async function rolloutFiles(gymRoot: string, dirs: string[], roots: ConfigRoot[]): Promise<Array<{file: string; shown: string}>> {
+  const files: Array<{file: string; shown: string}> = []
+  const seen = new Set<string>()
   for (const dir of [...new Set(dirs)]) {
-    const abs = path.resolve(gymRoot, dir)
-    if (!isInside(gymRoot, abs)) continue
-    for (const name of (await fsp.readdir(abs).catch(() => [] as string[])).sort()) {
-      if (/rollout.*\.jsonl$/.test(name)) files.push(path.join(abs, name))
+    for (const base of [...roots.map((r) => ({dir: path.resolve(r.dir), prefix: `\${${r.name}}/`})), {dir: gymRoot, prefix: ''}]) {
+      const abs = path.resolve(base.dir, dir)
+      if (!isInside(base.dir, abs)) continue
+      for (const name of (await fsp.readdir(abs).catch(() => [] as string[])).sort()) {
+        const relative = path.join(path.relative(base.dir, abs), name)
+        if (!/rollout.*\.jsonl$/.test(name) || seen.has(relative)) continue
+        seen.add(relative)
+        files.push({file: path.join(abs, name), shown: `${base.prefix}${relative}`})
+      }
     }
   }
   return files
@@ -128,35 +139,34 @@ async function rolloutFiles(gymRoot: string, dirs: string[]): Promise<string[]> 
  * Verifier (and, for a text answer, trial) examples for the agent's environment from its example
  * rollouts, or why there are none.
  */
-export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, agentId: string, base: RecipeContract): Promise<RolloutVerifier | {none: string}> {
+export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, agentId: string, base: RecipeContract, roots: ConfigRoot[] = []): Promise<RolloutVerifier | {none: string}> {
   const root = path.resolve(gymRoot)
   const agent = graph.agents.find((a) => a.id === agentId)
   const resource = resourcesServerOf(graph, agent)
   const datasets = (agent?.datasets ?? []).filter((d) => d.jsonlFpath && !path.isAbsolute(d.jsonlFpath))
   const dirs = [...datasets.map((d) => path.dirname(d.jsonlFpath!)), ...(resource ? [`resources_servers/${resource.implementation}/data`] : [])]
-  const files = await rolloutFiles(root, dirs)
+  const files = await rolloutFiles(root, dirs, roots)
   if (files.length === 0) return {none: `no example rollouts (data/*rollout*.jsonl) next to its data${resource ? ` or in resources_servers/${resource.implementation}/data` : ''}`}
 
   // Task rows of the environment's own data, by prompt: the row a rollout answered.
   const tasks = new Map<string, TaskRow>()
   // Rows of the first example file by position: Gym's rollout collection records `_ng_task_index`.
   const firstRows: TaskRow[] = []
-  for (const [n, example] of (await exampleRowsFiles(root, graph, agentId)).entries()) {
-    const file = path.resolve(root, example.path)
+  for (const [n, example] of (await exampleRowsFiles(root, graph, agentId, roots)).entries()) {
     let row = 0
-    for (const line of await sampleLines(file)) {
+    for (const line of await sampleLines(example.file)) {
       if (!line.trim()) continue
       const parsed = parse(line)
       const key = parsed && keyOf(parsed)
-      if (key && !tasks.has(key)) tasks.set(key, {file: path.relative(root, file), row})
-      if (n === 0) firstRows.push({file: path.relative(root, file), row})
+      if (key && !tasks.has(key)) tasks.set(key, {file: example.path, row})
+      if (n === 0) firstRows.push({file: example.path, row})
       row++
     }
   }
 
   const rollouts: Rollout[] = []
   for (const file of files) {
-    for (const [index, line] of (await sampleLines(file)).entries()) {
+    for (const [index, line] of (await sampleLines(file.file)).entries()) {
       const parsed = parse(line)
       const key = parsed && keyOf(parsed)
       if (!parsed || !key || typeof parsed.reward !== 'number' || !Number.isFinite(parsed.reward)) continue
@@ -166,19 +176,19 @@ export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, age
       const {turns, usesToolResults, unreplayable} = turnsOf((parsed.response as {output?: unknown} | undefined)?.output)
       const {response: _response, reward: _reward, ...task} = parsed
       const payload = Object.keys(task).some((k) => k !== 'responses_create_params') ? task : undefined
-      if (turns.length > 0) rollouts.push({file: path.relative(root, file), line: index + 1, reward: parsed.reward, key, turns, usesToolResults, unreplayable, ...(payload ? {payload} : {})})
+      if (turns.length > 0) rollouts.push({file: file.shown, line: index + 1, reward: parsed.reward, key, turns, usesToolResults, unreplayable, ...(payload ? {payload} : {})})
     }
   }
   // A rollout replays from its task row, or from the task fields it carries itself.
   const replayable = rollouts.filter((r) => (tasks.has(r.key) || r.payload !== undefined) && !r.unreplayable)
   if (replayable.length === 0) {
     const why = rollouts.length === 0 ? 'none with a reward and a model answer' : rollouts.every((r) => r.unreplayable) ? 'no call in them that can be written back (a function name or arguments that are not a JSON object)' : 'none answers a task row of its example data or carries its task fields'
-    return {none: `its example rollouts (${files.map((f) => path.relative(root, f)).join(', ')}) have ${why}`}
+    return {none: `its example rollouts (${files.map((f) => f.shown).join(', ')}) have ${why}`}
   }
   const top = Math.max(...replayable.map((r) => r.reward))
   // A best answer that earned nothing is no known-correct output: the grader never said yes to it.
   if (top <= 0) {
-    return {none: `none of its replayable example rollouts (${files.map((f) => path.relative(root, f)).join(', ')}) earned a reward above 0 (the best earned ${top}${rollouts.some((r) => r.reward > 0) ? '; those that did hold calls that cannot be written back' : ''})`}
+    return {none: `none of its replayable example rollouts (${files.map((f) => f.shown).join(', ')}) earned a reward above 0 (the best earned ${top}${rollouts.some((r) => r.reward > 0) ? '; those that did hold calls that cannot be written back' : ''})`}
   }
   const correct = replayable.find((r) => r.reward === top && tasks.has(r.key)) ?? replayable.find((r) => r.reward === top)!
   // The most clearly wrong answer first: a graded-down near miss proves less about the grader.

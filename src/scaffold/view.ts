@@ -205,8 +205,8 @@ function verifierView(c: RecipeContract, allEnvironments: ReturnType<typeof envi
     verifierPayload: c.verifier.payload,
     verifierCorrect: turnsToOutputItems(c.verifier.correct),
     verifierWrong: turnsToOutputItems(c.verifier.wrong),
-    verifierTaskPath: c.verifier.task ? `${gymRoot}/${c.verifier.task.file}` : null,
-    verifierWrongTask: c.verifier.wrong_task ? {path: `${gymRoot}/${c.verifier.wrong_task.file}`, row: c.verifier.wrong_task.row, sameFile: c.verifier.task?.file === c.verifier.wrong_task.file} : null,
+    verifierTaskPath: c.verifier.task ? inImage(gymRoot, c.verifier.task.file) : null,
+    verifierWrongTask: c.verifier.wrong_task ? {path: inImage(gymRoot, c.verifier.wrong_task.file), row: c.verifier.wrong_task.row, sameFile: c.verifier.task?.file === c.verifier.wrong_task.file} : null,
     verifierGolden: c.verifier.kind === 'golden',
     verifierPending: c.verifier.kind === 'pending' ? (c.verifier.pending ?? 'no example is recorded') : undefined,
     // Further environments' direct verifiers, run by the same script with --environment NAME.
@@ -218,9 +218,9 @@ function verifierView(c: RecipeContract, allEnvironments: ReturnType<typeof envi
         spec: {
           success_reward: v.success_reward,
           failure_reward: v.failure_reward ?? null,
-          task_jsonl: v.task ? `${gymRoot}/${v.task.file}` : null,
+          task_jsonl: v.task ? inImage(gymRoot, v.task.file) : null,
           task_row: v.task?.row ?? 0,
-          wrong_task_jsonl: v.wrong_task && v.wrong_task.file !== v.task?.file ? `${gymRoot}/${v.wrong_task.file}` : null,
+          wrong_task_jsonl: v.wrong_task && v.wrong_task.file !== v.task?.file ? inImage(gymRoot, v.wrong_task.file) : null,
           wrong_task_row: v.wrong_task?.row ?? null,
           inline_payload: v.payload,
           correct_output: turnsToOutputItems(v.correct),
@@ -231,6 +231,15 @@ function verifierView(c: RecipeContract, allEnvironments: ReturnType<typeof envi
     successReward: num(c.verifier.success_reward),
     failureReward: c.verifier.failure_reward === undefined || c.verifier.failure_reward === null ? null : num(c.verifier.failure_reward),
   }
+}
+
+/**
+ * A data file's path inside the Gym container: under the Gym checkout, or `${NAME}/…` under a config
+ * root, which the start script mounts at the same absolute path and passes as NAME (the verify
+ * script expands it there).
+ */
+function inImage(gymRoot: string, file: string): string {
+  return file.startsWith('${') ? file : `${gymRoot}/${file}`
 }
 
 function describeSource(c: RecipeContract): string {

@@ -6,6 +6,8 @@
  */
 import {execa} from 'execa'
 import {mkdir, mkdtemp, readFile, writeFile} from 'node:fs/promises'
+import http from 'node:http'
+import type {AddressInfo} from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import {parse} from 'yaml'
@@ -101,5 +103,75 @@ describe('a Gym config outside the checkout (--config-root)', () => {
     const notPassed = checks.filter((c: {status: string}) => c.status !== 'pass').map((c: {id: string; status: string}) => `${c.id}:${c.status}`)
     // 5 rows cannot fill a rollout step, and without Docker the shared-storage probe is not run: nothing else may fail.
     expect(notPassed.sort()).toEqual(['data.enough-rows:fail', 'data.shared-storage:skip'])
+  })
+})
+
+describe('a resources server of the user\'s own, in the config root with its example rows and rollouts', () => {
+  it('takes the verifier examples from its tree (recorded as ${NAME}/…), and the generated verifier reads the row there', async () => {
+    const relax = await mkdtemp(path.join(os.tmpdir(), 'gr-root-relax-'))
+    await addModelConfigs(relax)
+    const mine = await mkdtemp(path.join(os.tmpdir(), 'gr-root-own-'))
+    const server = path.join(mine, 'resources_servers/capitals')
+    await mkdir(path.join(server, 'configs'), {recursive: true})
+    await mkdir(path.join(server, 'data'), {recursive: true})
+    await writeFile(path.join(server, 'configs/capitals.yaml'), `capitals_resources_server:
+  resources_servers:
+    capitals:
+      entrypoint: app.py
+      domain: knowledge
+capitals_simple_agent:
+  responses_api_agents:
+    simple_agent:
+      entrypoint: app.py
+      resources_server:
+        type: resources_servers
+        name: capitals_resources_server
+      model_server:
+        type: responses_api_models
+        name: policy_model
+      datasets:
+      - name: example
+        type: example
+        jsonl_fpath: resources_servers/capitals/data/example.jsonl
+`)
+    const row = (q: string, a: string) => ({responses_create_params: {input: [{role: 'user', content: q}]}, expected_answer: a})
+    const rows = [row('Capital of France?', 'Paris'), row('Capital of Italy?', 'Rome')]
+    await writeFile(path.join(server, 'data/example.jsonl'), rows.map((r) => JSON.stringify(r)).join('\n') + '\n')
+    const rollout = (r: ReturnType<typeof row>, text: string, reward: number) => ({...r, response: {output: [{type: 'message', role: 'assistant', content: [{type: 'output_text', text}]}]}, reward})
+    await writeFile(path.join(server, 'data/example_rollouts.jsonl'), [rollout(rows[1], 'Rome', 1), rollout(rows[1], 'Milan', 0)].map((r) => JSON.stringify(r)).join('\n') + '\n')
+    const tasks = path.join(mine, 'gym-tasks.jsonl')
+    await writeFile(tasks, rows.map((r) => JSON.stringify(r)).join('\n') + '\n')
+
+    const made = await runCli(['new', 'capitals', '--gym-root', snapshotRoot, '--gym-config', path.join(server, 'configs/capitals.yaml'), '--config-root', `CAPITALS_ROOT=${mine}`, '--data', tasks, '--relax-root', relax, '--json'])
+    expect(made.exitCode, made.stderr).toBe(0)
+    const verifier = made.json.contract.verifier
+    expect(verifier).toMatchObject({kind: 'direct', task: {file: '${CAPITALS_ROOT}/resources_servers/capitals/data/example.jsonl', row: 1}, correct: [{text: 'Rome'}], wrong: [{text: 'Milan'}], success_reward: 1, failure_reward: 0})
+    expect(made.json.contract.trial.task).toEqual({file: '${CAPITALS_ROOT}/resources_servers/capitals/data/example.jsonl', row: 1})
+    expect(made.json.notes.join('\n')).toContain('verifier examples from the example rollouts: correct ${CAPITALS_ROOT}/resources_servers/capitals/data/example_rollouts.jsonl:1 (reward 1)')
+    expect(JSON.stringify([made.json.contract.gym, made.json.contract.verifier, made.json.contract.trial])).not.toContain(mine)
+    const staticRung = await runCli(['verify', 'capitals', '--level', 'static', '--relax-root', relax, '--json'], {env: {CAPITALS_ROOT: mine}})
+    expect(staticRung.exitCode, staticRung.stdout).toBe(0)
+
+    // The generated verifier, run as in the container (the tree given as CAPITALS_ROOT), against a
+    // grader that rewards the expected answer of the row it is sent.
+    const grader = http.createServer((req, res) => {
+      let body = ''
+      req.on('data', (c) => (body += c))
+      req.on('end', () => {
+        const request = JSON.parse(body)
+        const text = request.response.output.map((o: any) => o.content?.map((c: any) => c.text).join('')).join('')
+        res.writeHead(200, {'content-type': 'application/json'})
+        res.end(JSON.stringify({...request, reward: text === request.expected_answer ? 1 : 0}))
+      })
+    })
+    await new Promise<void>((resolve) => grader.listen(0, '127.0.0.1', resolve))
+    try {
+      const port = (grader.address() as AddressInfo).port
+      const run = await execa('python3', [path.join(made.json.dir, 'verify_capitals.py'), '--resource-url', `http://127.0.0.1:${port}`], {env: {CAPITALS_ROOT: mine}, reject: false})
+      expect(run.exitCode, run.stderr).toBe(0)
+      expect(run.stdout).toMatch(/correct_reward=1(\.0)? incorrect_reward=0(\.0)?/)
+    } finally {
+      await new Promise((resolve) => grader.close(resolve))
+    }
   })
 })

@@ -103,6 +103,7 @@ describe('contract errors name the file, line, JSON pointer, expectation and a h
     ['the Ray GCS port inside the service block', (c: any) => (c.ray.gcs_port = 29101), '/ray/gcs_port'],
     ['[gsm8k#9] a callback network that allows every address', (c: any) => (c.service.callback_networks = ['0.0.0.0/0']), '/service/callback_networks/0'],
     ['a direct verifier with both task and payload', (c: any) => (c.verifier.task = {file: 'x.jsonl', row: 0}), '/verifier/task'],
+    ['a verifier row under a config root the recipe does not name', (c: any) => Object.assign(c.verifier, {task: {file: '${MY_ROOT}/data/example.jsonl', row: 0}, payload: null}), '/verifier/task/file'],
     ['a pending verifier that says nothing', (c: any) => Object.assign(c.verifier, {kind: 'pending', correct: [], wrong: []}, (c.trial = null)), '/verifier/pending'],
     ['a pending verifier that lists examples', (c: any) => Object.assign(c.verifier, {kind: 'pending', pending: 'no examples'}, (c.trial = null)), '/verifier/kind'],
     ['a pending verifier with a trial', (c: any) => Object.assign(c.verifier, {kind: 'pending', pending: 'no examples', correct: [], wrong: []}), '/verifier/kind'],
@@ -115,6 +116,15 @@ describe('contract errors name the file, line, JSON pointer, expectation and a h
     const value = parse(await calendarText())
     mutate(value)
     expect(contractProblems(value).map((p) => p.pointer)).toContain(pointer)
+  })
+})
+
+describe('a row in a config root', () => {
+  it('is a valid task reference when the recipe names the root', async () => {
+    const value = parse(await calendarText())
+    value.gym.config_roots = ['MY_ROOT']
+    Object.assign(value.verifier, {task: {file: '${MY_ROOT}/data/example.jsonl', row: 0}, payload: null})
+    expect(contractProblems(value)).toEqual([])
   })
 })
 

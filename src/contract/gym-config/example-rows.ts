@@ -11,8 +11,10 @@ import type {GymGraph} from './types.js'
 import {resourcesServerOf} from './graph.js'
 
 export interface ExampleRowsFile {
-  /** Relative to the Gym root. */
+  /** Relative to the Gym root, or `${NAME}/…` under a config root (as recipe.yaml records it). */
   path: string
+  /** Where it is on this machine. */
+  file: string
   /** The dataset split the config declares it as; 'example' for a resources server's own file. */
   split: string
   /** The dataset name when the agent declares it. */
@@ -28,17 +30,36 @@ async function nonEmptyFile(file: string): Promise<boolean> {
   return fsp.stat(file).then((s) => s.isFile() && s.size > 0, () => false)
 }
 
-export async function exampleRowsFiles(gymRoot: string, graph: GymGraph, agentId: string): Promise<ExampleRowsFile[]> {
-  const root = path.resolve(gymRoot)
+/**
+ * A path as Gym resolves it: under each config root first (your own tree before the checkout, as
+ * Gym searches NEMO_GYM_EXTRA_ROOTS), then under the Gym root. Undefined when no non-empty file is there.
+ */
+export async function resolveDataPath(gymRoot: string, relative: string, roots: ConfigRoot[] = []): Promise<{path: string; file: string} | undefined> {
+  for (const root of roots) {
+    const dir = path.resolve(root.dir)
+    const file = path.resolve(dir, relative)
+    if (isInside(dir, file) && (await nonEmptyFile(file))) return {path: `\${${root.name}}/${path.relative(dir, file)}`, file}
+  }
+  const dir = path.resolve(gymRoot)
+  const file = path.resolve(dir, relative)
+  return isInside(dir, file) && (await nonEmptyFile(file)) ? {path: path.relative(dir, file), file} : undefined
+}
+
+/** A tree of the user's own outside the Gym checkout, by the variable that names it. */
+export interface ConfigRoot {
+  name: string
+  dir: string
+}
+
+export async function exampleRowsFiles(gymRoot: string, graph: GymGraph, agentId: string, roots: ConfigRoot[] = []): Promise<ExampleRowsFile[]> {
   const agent = graph.agents.find((a) => a.id === agentId)
   const found: ExampleRowsFile[] = []
   const seen = new Set<string>()
   const add = async (relative: string, split: string, dataset: string | null) => {
-    const file = path.resolve(root, relative)
-    const key = path.relative(root, file)
-    if (seen.has(key) || !isInside(root, file) || !(await nonEmptyFile(file))) return
-    seen.add(key)
-    found.push({path: key, split, dataset})
+    const resolved = await resolveDataPath(gymRoot, relative, roots)
+    if (!resolved || seen.has(resolved.path)) return
+    seen.add(resolved.path)
+    found.push({...resolved, split, dataset})
   }
   const declared = [...(agent?.datasets ?? [])].sort((a, b) => Number(b.type === 'example') - Number(a.type === 'example'))
   for (const ds of declared) if (ds.jsonlFpath && !path.isAbsolute(ds.jsonlFpath)) await add(ds.jsonlFpath, ds.type, ds.name)

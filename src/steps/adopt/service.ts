@@ -147,7 +147,7 @@ async function readGraph(r: Reading, gym: LoadedFile, configs: string[], gymRoot
     r.missing('/data/dataset', `the agent has no ${String(split ?? '?')} dataset in ${configs.join(', ')}`)
     r.missing('/data/source', `the agent has no ${String(split ?? '?')} dataset in ${configs.join(', ')}`)
   }
-  const examples = await summarizeExamples(gymRoot, await exampleRowsFiles(gymRoot, graph, agent.id))
+  const examples = await summarizeExamples(await exampleRowsFiles(gymRoot, graph, agent.id))
   if (examples) {
     r.set('/data/verifier_fields', verifierFieldsFrom(examples), `the example rows of ${agent.id}`)
     r.set('/data/tools', examples.hasTools, `the example rows of ${agent.id}`)
