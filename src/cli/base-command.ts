@@ -142,13 +142,14 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
    * stdout; under --json on stderr beside the document, as the script's output is.
    */
   protected logLine(message: string): void {
-    if (this.jsonEnabled()) this.logToStderr(message)
+    // oclif's own logToStderr is silent under --json: the line is relayed to stderr instead.
+    if (this.jsonEnabled()) this.relay('stderr', `${message}\n`)
     else this.say(message)
   }
 
   /** What Ctrl+C / SIGTERM prints when it arrives: `<signal>: <what happens now>`, on stderr. */
   protected stoppingNotice(what: string): (signal: NodeJS.Signals) => void {
-    return (signal) => this.logToStderr(`\n${signal}: ${what}`)
+    return (signal) => this.relay('stderr', `\n${signal}: ${what}\n`)
   }
 
   /** Lines for people go to stderr while stdout carries data (`-o -`). */

@@ -155,7 +155,7 @@ describe('verifier examples from example rollouts', () => {
 describe('verifier fields from example rows', () => {
   it('a field some example row lacks (or holds null) is not demanded of every row', async () => {
     const {root, graph} = await gym([task('one', {answer_type: 'int', hint: null}), task('two', {hint: 'x'}), task('three', {answer_type: 'int', hint: 'y'})], undefined)
-    const rows = await summarizeExamples(root, await exampleRowsFiles(root, graph, 'quiz_agent'))
+    const rows = await summarizeExamples(await exampleRowsFiles(root, graph, 'quiz_agent'))
     expect(rows?.fields.sort()).toEqual(['answer', 'responses_create_params'])
   })
 })
