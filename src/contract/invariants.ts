@@ -1,3 +1,4 @@
+import {configRootName} from './gym-config/paths.js'
 import {checkOwnPorts} from './ports.js'
 import type {RecipeContract} from './types.js'
 import {environmentsOf, trainingSchedule} from './types.js'
@@ -133,7 +134,7 @@ function verifierRules(c: RecipeContract, add: Add): void {
   const roots = new Set(c.gym.config_roots ?? [])
   const refs = [['/verifier/task/file', c.verifier.task], ['/verifier/wrong_task/file', c.verifier.wrong_task], ['/trial/task/file', c.trial?.task]] as const
   for (const [pointer, ref] of refs) {
-    const root = ref ? /^\$\{([A-Z][A-Z0-9_]*)\}\//.exec(ref.file)?.[1] : undefined
+    const root = ref ? configRootName(ref.file) : undefined
     if (root && !roots.has(root)) add(pointer, `${ref!.file} is under ${root}, which gym.config_roots does not name`, `a root among ${[...roots].join(', ') || '(none)'}`, 'Name the tree with --config-root NAME=<directory>; the start script mounts only the roots the recipe names.')
   }
   const v = c.verifier

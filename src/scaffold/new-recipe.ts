@@ -5,7 +5,7 @@ import {ARCHETYPE_BASE, listBuiltins, loadBuiltin} from '../contract/builtin.js'
 import {chooseAgent, contractFromGym, type ContractDraft, type ExampleRowsSummary, type VerifierOverride} from '../contract/from-gym.js'
 import {type GymAgent, loadGymGraph, type GymGraph} from '../contract/gym-config.js'
 import {type ConfigRoot, type ExampleRowsFile, exampleRowsFiles, splitOfGymFile} from '../contract/gym-config/example-rows.js'
-import {configRootName} from '../contract/gym-config/paths.js'
+import {configRootName, configRootPath} from '../contract/gym-config/paths.js'
 import {assertValidContract, contractError, type ContractProblem, contractProblems} from '../contract/load.js'
 import {allocatePorts, collisions, type OccupiedRecipe} from '../contract/ports.js'
 import {assertRecipeId} from '../contract/recipe-id.js'
@@ -173,7 +173,7 @@ function recordedConfigPath(gymRoot: string, roots: Array<{name: string; dir: st
   if (configRootName(config) !== undefined) return config
   const abs = path.resolve(gymRoot, config)
   const root = roots.find((r) => isInside(path.resolve(r.dir), abs))
-  if (root) return `\${${root.name}}/${path.relative(path.resolve(root.dir), abs).split(path.sep).join('/')}`
+  if (root) return configRootPath(root.name, path.relative(path.resolve(root.dir), abs))
   return path.relative(path.resolve(gymRoot), abs)
 }
 
@@ -415,13 +415,12 @@ async function draftContract(draftOptions: Parameters<typeof contractFromGym>[0]
     if ('none' in fromRollouts) {
       // The recipe is made all the same (its files and data do not depend on the examples); the
       // verifier stays pending, and the service rung and train's pre-flight refuse until it is given.
-      const what = /^no known-correct and known-wrong outputs for [^:]+/.exec(error.message)?.[0] ?? 'no known-correct and known-wrong outputs'
-      const pending = `${what}: no built-in knows this environment, and ${fromRollouts.none}. Write a \`verifier:\` block (and a \`trial:\` block for tool or sandbox environments) in the form of recipes/*.yaml; examples/verifiers/math_with_judge.yaml in the gymrecipe repository is a commented one.`
+      const agent = chooseAgent(graph, agentId)
+      const environment = resourcesServerOf(graph, agent)?.implementation ?? agent.implementation
+      const pending = `no known-correct and known-wrong outputs for ${environment}: no built-in knows this environment, and ${fromRollouts.none}. Write a \`verifier:\` block (and a \`trial:\` block for tool or sandbox environments) in the form of recipes/*.yaml; examples/verifiers/math_with_judge.yaml in the gymrecipe repository is a commented one.`
       draft = contractFromGym({...draftOptions, verifierOverride: {verifier: pendingVerifier(base, pending), trial: null}})
-      draft.notes = draft.notes.filter((n) => !n.startsWith('verifier and trial copied'))
     } else {
       draft = contractFromGym({...draftOptions, verifierOverride: fromRollouts.override})
-      draft.notes = draft.notes.filter((n) => !n.startsWith('verifier and trial copied'))
       draft.notes.push(`verifier examples from ${fromRollouts.from}; the service rung proves them against the running grader`)
       if (fromRollouts.override.trial === null) draft.notes.push('no trial block: the correct rollout is not a text answer to a row of the example data, so there is nothing to script through the Gateway; add a trial: block with --verifier to climb the trial rung')
     }

@@ -11,6 +11,7 @@ import path from 'node:path'
 
 import type {VerifierOverride} from '../contract/from-gym.js'
 import {type ConfigRoot, exampleRowsFiles} from '../contract/gym-config/example-rows.js'
+import {configRootPath} from '../contract/gym-config/paths.js'
 import type {GymGraph} from '../contract/gym-config.js'
 import type {RecipeContract, ScriptedTurn} from '../contract/types.js'
 import {isInside} from '../runtime/fs.js'
@@ -121,14 +122,14 @@ async function rolloutFiles(gymRoot: string, dirs: string[], roots: ConfigRoot[]
   const files: Array<{file: string; shown: string}> = []
   const seen = new Set<string>()
   for (const dir of [...new Set(dirs)]) {
-    for (const base of [...roots.map((r) => ({dir: path.resolve(r.dir), prefix: `\${${r.name}}/`})), {dir: gymRoot, prefix: ''}]) {
+    for (const base of [...roots.map((r) => ({dir: path.resolve(r.dir), name: r.name as string | undefined})), {dir: gymRoot, name: undefined}]) {
       const abs = path.resolve(base.dir, dir)
       if (!isInside(base.dir, abs)) continue
       for (const name of (await fsp.readdir(abs).catch(() => [] as string[])).sort()) {
         const relative = path.join(path.relative(base.dir, abs), name)
         if (!/rollout.*\.jsonl$/.test(name) || seen.has(relative)) continue
         seen.add(relative)
-        files.push({file: path.join(abs, name), shown: `${base.prefix}${relative}`})
+        files.push({file: path.join(abs, name), shown: base.name === undefined ? relative : configRootPath(base.name, relative)})
       }
     }
   }

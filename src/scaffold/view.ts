@@ -3,6 +3,7 @@ import {describeMix, environmentPorts, environmentsOf, modelServerPorts, recipeF
 import {RAY_COMPONENT_PORTS} from '../contract/ports.js'
 import {endpointVariables, modelServerOverrides} from '../contract/gym-config/model-servers.js'
 import {trainingLogName} from '../contract/endpoints.js'
+import {configRootName} from '../contract/gym-config/paths.js'
 import {isSecretName} from '../redact.js'
 
 /** Formats a number the way the proven scripts spell it: 1e-06 as 1e-6, 0.7 as 0.7. */
@@ -239,7 +240,7 @@ function verifierView(c: RecipeContract, allEnvironments: ReturnType<typeof envi
  * script expands it there).
  */
 function inImage(gymRoot: string, file: string): string {
-  return file.startsWith('${') ? file : `${gymRoot}/${file}`
+  return configRootName(file) !== undefined ? file : `${gymRoot}/${file}`
 }
 
 function describeSource(c: RecipeContract): string {

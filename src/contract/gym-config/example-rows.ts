@@ -7,6 +7,7 @@
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
 import {isInside} from '../../runtime/fs.js'
+import {configRootPath} from './paths.js'
 import type {GymGraph} from './types.js'
 import {resourcesServerOf} from './graph.js'
 
@@ -38,7 +39,7 @@ export async function resolveDataPath(gymRoot: string, relative: string, roots: 
   for (const root of roots) {
     const dir = path.resolve(root.dir)
     const file = path.resolve(dir, relative)
-    if (isInside(dir, file) && (await nonEmptyFile(file))) return {path: `\${${root.name}}/${path.relative(dir, file)}`, file}
+    if (isInside(dir, file) && (await nonEmptyFile(file))) return {path: configRootPath(root.name, path.relative(dir, file)), file}
   }
   const dir = path.resolve(gymRoot)
   const file = path.resolve(dir, relative)

@@ -61,6 +61,17 @@ export function configRootName(entry: string): string | undefined {
   return entry.match(EXTRA_ROOT_ENTRY)?.[1]
 }
 
+/** A path under a config root split into the root's name and the path inside it (`${NAME}/a/b` → NAME, a/b). */
+export function splitConfigRootPath(entry: string): {name: string; inside: string} | undefined {
+  const m = entry.match(EXTRA_ROOT_ENTRY)
+  return m ? {name: m[1], inside: m[2]} : undefined
+}
+
+/** A path inside a config root as recipes record it: `${NAME}/…`, POSIX separators, never the machine path. */
+export function configRootPath(name: string, inside: string): string {
+  return `\${${name}}/${inside.split(path.sep).join('/')}`
+}
+
 export interface ResolvedEntry {
   /** The entry as written in config_paths or on the command line. */
   raw: string

@@ -7,6 +7,7 @@
  * configured) and `/readyz.active_trials` back to 0. Stateful environments also abort a
  * second trial mid-flight and require cleanup to be confirmed.
  */
+import {splitConfigRootPath} from '../../contract/gym-config/paths.js'
 import {ExitCode, GymError} from '../../errors.js'
 import {readContainerFile, recipeContainerLogLines} from '../../runtime/container-file.js'
 import {gatewayClient} from '../../runtime/gateway-trials.js'
@@ -58,13 +59,13 @@ function stateful(ctx: CheckContext): boolean {
 async function loadTask(ctx: CheckContext, ref = ctx.target.contract!.trial!.task): Promise<{task: RelaxTask; source: string}> {
   const contract = ctx.target.contract!
   // A row of the user's own tree (`${NAME}/…`): the same absolute path here and in the container, which mounts it.
-  const rooted = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}\/(.+)$/.exec(ref.file)
+  const rooted = splitConfigRootPath(ref.file)
   if (rooted) {
-    const dir = (await scriptEnv(ctx))[rooted[1]]
+    const dir = (await scriptEnv(ctx))[rooted.name]
     if (!dir?.startsWith('/')) {
-      throw new GymError(`trial.task.file ${ref.file} is under ${rooted[1]}, which env.sh does not set to an absolute directory`, {code: 'E_TRIAL_TASK', exit: ExitCode.failure, hint: `Set ${rooted[1]} in env.sh to the absolute path of your own tree.`})
+      throw new GymError(`trial.task.file ${ref.file} is under ${rooted.name}, which env.sh does not set to an absolute directory`, {code: 'E_TRIAL_TASK', exit: ExitCode.failure, hint: `Set ${rooted.name} in env.sh to the absolute path of your own tree.`})
     }
-    const {text, where} = await readTaskFromGymRoot(dir, rooted[2])
+    const {text, where} = await readTaskFromGymRoot(dir, rooted.inside)
     return {task: toRelaxTask(pickRow(text, ref.row, where)), source: `${where} row ${ref.row}`}
   }
   if (ctx.options.gymRoot) {
