@@ -4,7 +4,8 @@
  * environment's example data. The best-scored one is the known-correct output; a lower-scored one
  * (of the same task when there is one) the known-wrong output. Where every rollout earned the top
  * reward, a wrong output is derived (an answer that says nothing), which the service rung then
- * proves the running grader rejects.
+ * proves the running grader rejects. Where a judge model grades, the wrong output is another task's
+ * rewarded answer instead: whether a near miss passes depends on which judge is asked.
  */
 import {promises as fsp} from 'node:fs'
 import path from 'node:path'
@@ -17,6 +18,7 @@ import type {RecipeContract, ScriptedTurn} from '../contract/types.js'
 import {isInside} from '../runtime/fs.js'
 import {readInputText} from '../runtime/read-input.js'
 import {resourcesServerOf} from '../contract/gym-config/graph.js'
+import {secondModels} from '../contract/gym-config/second-models.js'
 
 /** How much of each rollout or task file is read: enough for the first rows, never a whole dump. */
 const SAMPLE_BYTES = 16 * 1024 * 1024
@@ -140,6 +142,15 @@ async function rolloutFiles(gymRoot: string, dirs: string[], roots: ConfigRoot[]
  * Verifier (and, for a text answer, trial) examples for the agent's environment from its example
  * rollouts, or why there are none.
  */
+/** A rewarded text answer to another task, unlike the correct one: wrong here whoever judges it. */
+function offTopicAnswer(replayable: Rollout[], correct: Rollout): Rollout | undefined {
+  const text = (r: Rollout) => (r.turns.every((t) => t.text !== undefined) ? r.turns.map((t) => t.text!.trim()).join('\n') : undefined)
+  const own = text(correct)
+  if (own === undefined) return undefined
+  const others = replayable.filter((r) => r.key !== correct.key && text(r) !== undefined && text(r) !== own)
+  return others.sort((a, b) => b.reward - a.reward)[0]
+}
+
 export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, agentId: string, base: RecipeContract, roots: ConfigRoot[] = []): Promise<RolloutVerifier | {none: string}> {
   const root = path.resolve(gymRoot)
   const agent = graph.agents.find((a) => a.id === agentId)
@@ -198,8 +209,13 @@ export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, age
   // Another task's answer is graded on its own row, as the grader scored it: one fit for one row
   // may be right for another (any text, where a message is all a row expects).
   const ownRow = sameTask ? undefined : lower.find((r) => tasks.has(r.key))
-  const wrong = sameTask ?? ownRow ?? lower[0]
-  const wrongTask = ownRow ? tasks.get(ownRow.key)! : undefined
+  // A judge's verdict on a near miss is the judge's own: the deployment's judge may be more lenient
+  // than the one that graded the rollouts. Another task's rewarded answer, graded on this task, is
+  // wrong for any judge.
+  const judged = agent !== undefined && secondModels(graph, agent).some((m) => m.role === 'judge' && m.enabled && m.owner === resource?.id)
+  const offTopic = judged ? offTopicAnswer(replayable, correct) : undefined
+  const wrong = offTopic ?? sameTask ?? ownRow ?? lower[0]
+  const wrongTask = !offTopic && ownRow ? tasks.get(ownRow.key)! : undefined
   const task = tasks.get(correct.key)
   const where = (r: Rollout) => `${r.file}:${r.line} (reward ${r.reward})`
   const textOnly = task !== undefined && correct.turns.every((t) => t.text !== undefined)
@@ -213,7 +229,7 @@ export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, age
       wrong: wrong ? wrong.turns : [{text: DERIVED_WRONG}],
       ...(wrongTask && task ? {wrong_task: wrongTask} : {}),
       success_reward: top,
-      failure_reward: sameTask ? sameTask.reward : wrongTask && task ? ownRow!.reward : null,
+      failure_reward: offTopic ? null : sameTask ? sameTask.reward : wrongTask && task ? ownRow!.reward : null,
     },
     // A replay through the Gateway needs the tool results too: only a text answer is scripted here.
     trial: textOnly && task
@@ -227,7 +243,7 @@ export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, age
         }
       : null,
   }
-  const wrongFrom = sameTask ? `${where(sameTask)}, same task` : wrongTask && task ? `${where(wrong)} for ${wrongTask.file} row ${wrongTask.row}, graded on its own row` : wrong ? `${where(wrong)}, another task's answer` : `derived ("${DERIVED_WRONG}"): every rollout earned ${top}`
+  const wrongFrom = offTopic ? `${where(offTopic)}, another task's rewarded answer graded on this task (a judge model grades it, so no near miss)` : sameTask ? `${where(sameTask)}, same task` : wrongTask && task ? `${where(wrong)} for ${wrongTask.file} row ${wrongTask.row}, graded on its own row` : wrong ? `${where(wrong)}, another task's answer` : `derived ("${DERIVED_WRONG}"): every rollout earned ${top}`
   const of = task ? `for ${task.file} row ${task.row}` : 'with the task fields it carries'
   return {override, from: `the example rollouts: correct ${where(correct)} ${of}; wrong ${wrongFrom}`}
 }

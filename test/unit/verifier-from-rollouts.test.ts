@@ -43,12 +43,13 @@ const rollout = (q: string, answer: string, reward: number, extra: object[] = []
     ...fields,
   })
 
-async function gym(rows: string[], rollouts: string[] | undefined): Promise<{root: string; graph: Awaited<ReturnType<typeof loadGymGraph>>}> {
+/** A Gym checkout holding the quiz environment; `serverFields` adds YAML lines to its resources server. */
+async function gym(rows: string[], rollouts: string[] | undefined, serverFields?: string): Promise<{root: string; graph: Awaited<ReturnType<typeof loadGymGraph>>}> {
   const root = await mkdtemp(path.join(os.tmpdir(), 'gr-rollouts-'))
   roots.push(root)
   await mkdir(path.join(root, 'resources_servers/quiz/configs'), {recursive: true})
   await mkdir(path.join(root, 'resources_servers/quiz/data'), {recursive: true})
-  await writeFile(path.join(root, 'resources_servers/quiz/configs/quiz.yaml'), CONFIG)
+  await writeFile(path.join(root, 'resources_servers/quiz/configs/quiz.yaml'), serverFields ? CONFIG.replace('      entrypoint: app.py\n', `      entrypoint: app.py\n      ${serverFields}\n`) : CONFIG)
   await writeFile(path.join(root, 'resources_servers/quiz/data/example.jsonl'), `${rows.join('\n')}\n`)
   if (rollouts) await writeFile(path.join(root, 'resources_servers/quiz/data/example_rollouts.jsonl'), `${rollouts.join('\n')}\n`)
   return {root, graph: await loadGymGraph(root, ['resources_servers/quiz/configs/quiz.yaml'])}
@@ -92,6 +93,29 @@ describe('verifier examples from example rollouts', () => {
     const r = await verifierFromRollouts(root, graph, 'quiz_agent', await loadBuiltin('calendar'))
     if ('none' in r) throw new Error(r.none)
     expect(r.override.verifier).toMatchObject({wrong: [{text: 'far off'}], failure_reward: 0.1})
+  })
+
+  it("where a judge model grades, the wrong answer is another task's rewarded answer, not a near miss another judge might pass", async () => {
+    const rollouts = [rollout('one', 'amino acids', 0), rollout('one', 'amino', 1), rollout('two', 'the sun', 1)]
+    const calendar = await loadBuiltin('calendar')
+    const judged = await gym([task('one'), task('two')], rollouts, 'judge_model_server: {type: responses_api_models, name: judge_model}')
+    const r = await verifierFromRollouts(judged.root, judged.graph, 'quiz_agent', calendar)
+    if ('none' in r) throw new Error(r.none)
+    expect(r.override.verifier).toMatchObject({task: {row: 0}, correct: [{text: 'amino'}], wrong: [{text: 'the sun'}], failure_reward: null})
+    expect(r.override.verifier.wrong_task).toBeUndefined()
+    expect(r.from).toMatch(/example_rollouts\.jsonl:3 \(reward 1\), another task's rewarded answer graded on this task \(a judge model grades it, so no near miss\)$/)
+    // Without a judge, or with the judge switched off, the recorded near miss stays the wrong answer.
+    for (const extra of [undefined, 'judge_model_server: {type: responses_api_models, name: judge_model}\n      should_use_judge: false']) {
+      const plain = await gym([task('one'), task('two')], rollouts, extra)
+      const p = await verifierFromRollouts(plain.root, plain.graph, 'quiz_agent', calendar)
+      if ('none' in p) throw new Error(p.none)
+      expect(p.override.verifier).toMatchObject({wrong: [{text: 'amino acids'}], failure_reward: 0})
+    }
+    // With only one task answered, a judged environment keeps the same task's lower answer.
+    const single = await gym([task('one')], [rollout('one', 'amino', 1), rollout('one', 'amino acids', 0)], 'judge_model_server: {type: responses_api_models, name: judge_model}')
+    const s1 = await verifierFromRollouts(single.root, single.graph, 'quiz_agent', calendar)
+    if ('none' in s1) throw new Error(s1.none)
+    expect(s1.override.verifier).toMatchObject({wrong: [{text: 'amino acids'}], failure_reward: 0})
   })
 
   it('a rollout that answers no example row but carries its task fields is replayed from those fields, without a trial', async () => {
