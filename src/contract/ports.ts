@@ -1,3 +1,4 @@
+import {ExitCode, GymError} from '../errors.js'
 import type {RecipeContract} from './types.js'
 import {servicePorts} from './types.js'
 
@@ -108,31 +109,38 @@ export function collisions(contract: Parameters<typeof recipePortRanges>[0], oth
   return violations
 }
 
+/** The first GCS port from 6381 up that no other recipe uses: next to the Relax cluster's 6379, never equal to it. */
+export function freeGcsPort(others: OccupiedRecipe[]): number {
+  const taken = others.flatMap((o) => o.ranges)
+  let gcs = 6381
+  while (taken.some((r) => rangesOverlap(r, {low: gcs, high: gcs}))) gcs++
+  return gcs
+}
+
 /**
  * Pick a free port layout. Each recipe gets a block of 100 ports: service ports
  * at base..base+3, Ray components at base+10..base+16, the Ray dashboard at
- * base+17 and Ray workers at base+20..base+99. The GCS port comes from 6381 up,
- * next to the Relax cluster's 6379 but never equal to it.
+ * base+17 and Ray workers at base+20..base+99, below the ephemeral range.
  */
 export function allocatePorts(others: OccupiedRecipe[]): Pick<RecipeContract['service'], 'gateway_port'> & Omit<RecipeContract['ray'], 'num_cpus'> {
   const taken = others.flatMap((o) => o.ranges)
   const free = (low: number, high: number) => !taken.some((r) => rangesOverlap(r, {low, high}))
-  let gcs = 6381
-  while (!free(gcs, gcs)) gcs++
-  for (let base = 29000; base + 99 < EPHEMERAL_RANGE.low; base += 100) {
-    if (!free(base, base + 99)) continue
-    return {
-      gateway_port: base,
-      gcs_port: gcs,
-      component_port_base: base + 10,
-      dashboard_port: base + 17,
-      min_worker_port: base + 20,
-      max_worker_port: base + 99,
-    }
+  const bases = [...blockBases(29000, EPHEMERAL_RANGE.low), ...blockBases(20000, 29000)]
+  const base = bases.find((b) => free(b, b + 99))
+  if (base === undefined) {
+    throw new GymError(`no free 100-port block between 20000 and ${EPHEMERAL_RANGE.low - 1}: the ${others.length} recipes of this Relax checkout hold them all`, {
+      code: 'E_NO_FREE_PORTS',
+      exit: ExitCode.precondition,
+      hint: 'Remove recipes you no longer use from the checkout (each holds its block while its recipe.yaml exists), or make this recipe in another Relax checkout.',
+      details: {recipes: others.length, blocks: bases.length},
+    })
   }
-  for (let base = 20000; base < 29000; base += 100) {
-    if (!free(base, base + 99)) continue
-    return {gateway_port: base, gcs_port: gcs, component_port_base: base + 10, dashboard_port: base + 17, min_worker_port: base + 20, max_worker_port: base + 99}
-  }
-  throw new Error('no free 100-port block between 20000 and 32767')
+  return {gateway_port: base, gcs_port: freeGcsPort(others), component_port_base: base + 10, dashboard_port: base + 17, min_worker_port: base + 20, max_worker_port: base + 99}
+}
+
+/** Block bases from `low` in steps of 100 whose whole block ends below `end`. */
+function blockBases(low: number, end: number): number[] {
+  const bases: number[] = []
+  for (let base = low; base + 99 < end; base += 100) bases.push(base)
+  return bases
 }

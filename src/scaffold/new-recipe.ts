@@ -7,7 +7,7 @@ import {type GymAgent, loadGymGraph, type GymGraph} from '../contract/gym-config
 import {type ConfigRoot, type ExampleRowsFile, exampleRowsFiles, splitOfGymFile} from '../contract/gym-config/example-rows.js'
 import {configRootName, configRootPath} from '../contract/gym-config/paths.js'
 import {assertValidContract, contractError, type ContractProblem, contractProblems} from '../contract/load.js'
-import {allocatePorts, collisions, type OccupiedRecipe} from '../contract/ports.js'
+import {allocatePorts, collisions, freeGcsPort, type OccupiedRecipe} from '../contract/ports.js'
 import {assertRecipeId} from '../contract/recipe-id.js'
 import type {ScheduleMode} from '../contract/schedule.js'
 import {ARCHETYPES, type Archetype, type RecipeContract} from '../contract/types.js'
@@ -229,10 +229,9 @@ function portsFromBase(base: number): ReturnType<typeof allocatePorts> {
  * proven layout when nothing in the checkout uses it, else pick a free block.
  */
 function choosePorts(base: RecipeContract, others: OccupiedRecipe[], portBase: number | undefined): ReturnType<typeof allocatePorts> {
-  const allocated = allocatePorts(others)
-  if (portBase !== undefined) return {...portsFromBase(portBase), gcs_port: allocated.gcs_port}
+  if (portBase !== undefined) return {...portsFromBase(portBase), gcs_port: freeGcsPort(others)}
   const proven = {gateway_port: base.service.gateway_port, gcs_port: base.ray.gcs_port, dashboard_port: base.ray.dashboard_port, component_port_base: base.ray.component_port_base, min_worker_port: base.ray.min_worker_port, max_worker_port: base.ray.max_worker_port}
-  return collisions({service: base.service, ray: base.ray}, others).length === 0 ? proven : allocated
+  return collisions({service: base.service, ray: base.ray}, others).length === 0 ? proven : allocatePorts(others)
 }
 
 /** Plan (and unless dry-run, write) a recipe folder from a Gym config and a base contract. */

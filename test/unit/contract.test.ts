@@ -5,8 +5,8 @@ import {parse, stringify} from 'yaml'
 
 import {BUILTIN_DIR, listBuiltins, loadBuiltin} from '../../src/contract/builtin.js'
 import {contractProblems, parseContract} from '../../src/contract/load.js'
-import {allocatePorts, checkOwnPorts} from '../../src/contract/ports.js'
-import {isGymError} from '../../src/errors.js'
+import {allocatePorts, checkOwnPorts, freeGcsPort} from '../../src/contract/ports.js'
+import {GymError, isGymError} from '../../src/errors.js'
 import {renderRecipe, shellQuote} from '../../src/scaffold/render.js'
 
 // calendar trains on 8 GPUs with TP 4: a 2 + 6 split leaves the actor 2.
@@ -163,6 +163,25 @@ describe('ports', () => {
     expect(ports.gcs_port).toBe(6382)
     const contract = {service: {gateway_port: ports.gateway_port}, ray: {...ports, num_cpus: 8}} as any
     expect(checkOwnPorts(contract)).toEqual([])
+  })
+
+  it('takes blocks from 20000 once 29000 up is full, and says what to do when every block is held', () => {
+    const block = (base: number) => ({id: `r${base}`, ranges: [{label: 'service block', pointer: '', low: base, high: base + 99}, {label: 'gcs', pointer: '', low: 6381 + (base % 1000), high: 6381 + (base % 1000)}]})
+    const high = Array.from({length: 37}, (_, i) => block(29000 + i * 100))
+    expect(allocatePorts(high).gateway_port).toBe(20000)
+    const all = [...high, ...Array.from({length: 90}, (_, i) => block(20000 + i * 100))]
+    let thrown: unknown
+    try {
+      allocatePorts(all)
+    } catch (error) {
+      thrown = error
+    }
+    expect(thrown).toBeInstanceOf(GymError)
+    expect(thrown).toMatchObject({code: 'E_NO_FREE_PORTS', exit: 3, details: {recipes: 127, blocks: 127}})
+    expect((thrown as GymError).message).toBe('no free 100-port block between 20000 and 32767: the 127 recipes of this Relax checkout hold them all')
+    expect((thrown as GymError).hint).toMatch(/Remove recipes you no longer use .* or make this recipe in another Relax checkout/)
+    // The GCS port alone is still found: an explicit --port-base needs nothing more.
+    expect(freeGcsPort([{id: 'a', ranges: [{label: 'gcs', pointer: '', low: 6381, high: 6383}]}])).toBe(6384)
   })
 })
 
