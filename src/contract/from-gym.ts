@@ -4,7 +4,7 @@ import type {GymAgent, GymDataset, GymGraph, GymServer} from './gym-config.js'
 import {resourcesServerOf} from './gym-config/graph.js'
 import {envReferences} from './gym-config/env-references.js'
 import {configRootName} from './gym-config/paths.js'
-import {type AddedModelServer, endpointVariables} from './gym-config/model-servers.js'
+import {type AddedEndpoint, type AddedModelServer, endpointVariables} from './gym-config/model-servers.js'
 import {type ScheduleMode, withSchedule} from './schedule.js'
 import {assertDistinct} from './additional-environments.js'
 import {type SecondModel, secondModels} from './gym-config/second-models.js'
@@ -52,6 +52,8 @@ export interface ContractFromGymOptions {
   schedule?: ScheduleMode
   /** Model servers gymrecipe adds for judges and simulators that have none of their own. */
   modelServers?: AddedModelServer[]
+  /** Endpoint fields gymrecipe sets for judges and simulators named by plain fields, moved off the policy. */
+  endpoints?: AddedEndpoint[]
   /** Config roots outside the Gym checkout that config paths name. */
   configRoots?: Array<{name: string; dir: string}>
   examples?: ExampleRowsSummary
@@ -231,10 +233,11 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
     throw usageError(`dataset ${dataset.name} is a ${dataset.type} split, not training data`, 'Use a train dataset, or pass --smoke to accept it for a smoke run that every report will flag.')
   }
   const added = o.modelServers ?? []
+  const endpoints = o.endpoints ?? []
   // The judges and simulators of every environment, the further ones' too.
-  const models = [agent, ...(o.additionalEnvironments ?? []).map((e) => chooseAgent(o.graph, e.agent.name))].flatMap((a) => checkSecondModels(o.graph, a, o.policyServes ?? [], added))
+  const models = [agent, ...(o.additionalEnvironments ?? []).map((e) => chooseAgent(o.graph, e.agent.name))].flatMap((a) => checkSecondModels(o.graph, a, o.policyServes ?? [], added, endpoints))
   const graphEnvVars = envReferences(o.graph)
-  const envVars = [...graphEnvVars, ...added.flatMap(endpointReferences)]
+  const envVars = [...graphEnvVars, ...added.flatMap(endpointReferences), ...endpoints.flatMap(flatEndpointReferences)]
   const configRoots = usedRoots(o)
   const base = structuredClone(o.base)
   const environment = resource?.id ?? agent.id
@@ -292,6 +295,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
       // A server left ??? (only possible when switched off) is recorded as unnamed.
       ...(more.length > 0 ? {additional_environments: more} : {}),
       ...(added.length > 0 ? {model_servers: added} : {}),
+      ...(endpoints.length > 0 ? {endpoints} : {}),
       ...(models.length > 0 ? {models: models.map(({role, owner, key, server, policy, enabled}) => ({role, owner, key, server: server !== null && /^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(server) ? server : null, policy, enabled}))} : {}),
       // Only what was read from the checkout's code: an assumed include order is not recorded.
       ...(o.graph.includeOrder.assumed
@@ -341,7 +345,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   delete contract.generated
   if (o.schedule !== undefined) contract.training = withSchedule(contract.training, o.schedule)
 
-  const notes = draftNotes(o, contract, {dataset, gymSplit, mix, verifierFields, graphEnvVars, more, added, models})
+  const notes = draftNotes(o, contract, {dataset, gymSplit, mix, verifierFields, graphEnvVars, more, added, endpoints, models})
   return {contract, notes}
 }
 
@@ -357,11 +361,12 @@ function draftNotes(
     graphEnvVars: ReturnType<typeof envReferences>
     more: NonNullable<ContractFromGymOptions['additionalEnvironments']>
     added: NonNullable<ContractFromGymOptions['modelServers']>
+    endpoints: AddedEndpoint[]
     models: ReturnType<typeof checkSecondModels>
   },
 ): string[] {
   const notes: string[] = []
-  const {dataset, gymSplit, mix, verifierFields, graphEnvVars, more, added, models} = d
+  const {dataset, gymSplit, mix, verifierFields, graphEnvVars, more, added, endpoints, models} = d
   if (o.verifierOverride === undefined) notes.push(`verifier and trial copied from the built-in ${o.baseName} (same environment implementation)`)
   if (o.dataFile) {
     const smokeWhy = gymSplit ? `; SMOKE: it is the Gym checkout's own ${o.dataFileSplit} data (pass --training-data if it really is what you train on)` : o.smoke ? '; SMOKE: marked a smoke run by --smoke' : ''
@@ -382,7 +387,11 @@ function draftNotes(
     const vars = endpointVariables(server.env_prefix)
     notes.push(`${server.role} model server ${server.name} (${server.type}) is added by gymrecipe on the Gateway port + ${modelPorts[i].port - gatewayPort}: set ${vars.baseUrl} and ${vars.model} in env.sh (${vars.apiKey} if it needs a key); start checks that it serves that model before the container starts`)
   })
-  for (const m of models.filter((x) => x.enabled && !servedByAdded(x, added))) {
+  for (const endpoint of endpoints) {
+    const vars = endpointVariables(endpoint.env_prefix)
+    notes.push(`${endpoint.role} of ${endpoint.owner} is moved off the policy: its endpoint fields (${Object.keys(endpoint.overrides).map((p) => p.split('.').at(-1)).join(', ')}) read ${vars.baseUrl} and ${vars.model} from env.sh (${vars.apiKey} if it needs a key); start checks that it serves that model before the container starts`)
+  }
+  for (const m of models.filter((x) => x.enabled && !servedByAdded(x, added) && !servedByEndpoint(x, endpoints))) {
     notes.push(m.policy
       ? `${m.role} ${m.owner}.${m.key} is the policy model, i.e. the model being trained (accepted with --policy-serves ${m.role})`
       : `${m.role} ${m.owner}.${m.key} calls model server ${m.server}: its endpoint is whatever that server's config says (gymrecipe does not yet check that it answers)`)
@@ -401,10 +410,10 @@ function usedRoots(o: ContractFromGymOptions): string[] {
  * trained: refused unless the user says so. One that names a server no loaded config defines
  * cannot start.
  */
-function checkSecondModels(graph: GymGraph, agent: GymAgent, policyServes: string[], added: AddedModelServer[]): SecondModel[] {
+function checkSecondModels(graph: GymGraph, agent: GymAgent, policyServes: string[], added: AddedModelServer[], endpoints: AddedEndpoint[]): SecondModel[] {
   const models = secondModels(graph, agent)
   const where = (m: SecondModel) => `${m.owner}.${m.key}`
-  const open = models.filter((m) => !servedByAdded(m, added))
+  const open = models.filter((m) => !servedByAdded(m, added) && !servedByEndpoint(m, endpoints))
   const undefinedServer = open.find((m) => m.enabled && !m.defined)
   if (undefinedServer?.server === '???') {
     throw new GymError(`${where(undefinedServer)} is left ??? in the config: the ${undefinedServer.role}'s model server must be named`, {
@@ -432,6 +441,21 @@ function checkSecondModels(graph: GymGraph, agent: GymAgent, policyServes: strin
     })
   }
   return models
+}
+
+/** A flat judge or simulator whose endpoint fields gymrecipe sets. */
+function servedByEndpoint(m: SecondModel, endpoints: AddedEndpoint[]): boolean {
+  return m.server === null && endpoints.some((e) => e.owner === m.owner && e.role === m.role)
+}
+
+/** The variables a flat endpoint's fields read: its base URL and model name are required. */
+function flatEndpointReferences(endpoint: AddedEndpoint): Array<{name: string; fallback: string | null; at: string}> {
+  const vars = endpointVariables(endpoint.env_prefix)
+  const read = Object.entries(endpoint.overrides)
+  return [vars.baseUrl, vars.model, vars.apiKey].flatMap((name) => {
+    const at = read.find(([, value]) => value.includes(`\${oc.env:${name}`))
+    return at ? [{name, fallback: name === vars.apiKey ? 'EMPTY' : null, at: at[0]}] : []
+  })
 }
 
 /** A judge or simulator now served by a server gymrecipe adds: named by it, or pointed at it. */

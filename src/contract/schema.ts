@@ -274,6 +274,27 @@ export const recipeSchema = {
             },
           },
         },
+        endpoints: {
+          type: 'array',
+          maxItems: 4,
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['role', 'owner', 'env_prefix', 'overrides'],
+            properties: {
+              role: {enum: ['judge', 'simulator', 'model']},
+              owner: {type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_-]{0,63}$'},
+              env_prefix: {type: 'string', pattern: '^[A-Z][A-Z0-9_]{0,63}$'},
+              overrides: {
+                type: 'object',
+                minProperties: 1,
+                maxProperties: 8,
+                propertyNames: {pattern: '^[A-Za-z][A-Za-z0-9_-]{0,63}\\.(resources_servers|responses_api_agents)\\.[A-Za-z0-9_]+(\\.[A-Za-z_][A-Za-z0-9_]{0,63})+$'},
+                additionalProperties: {type: 'string', maxLength: 1000, pattern: '^[^\\n\\r]*\\$\\{oc\\.env:[A-Z][A-Z0-9_]*(,[^}\\n\\r]*)?\\}[^\\n\\r]*$'},
+              },
+            },
+          },
+        },
         behaviour: {
           type: 'object',
           additionalProperties: false,

@@ -93,6 +93,19 @@ export interface RecipeContract {
       fields: Record<string, ModelServerField>
       binds: string[]
     }>
+    /**
+     * A judge or simulator whose config takes its endpoint as plain fields (`judge_base_url:
+     * ${policy_base_url}` …) rather than a model server, pointed off the policy: each field is set on
+     * the `gym env start` command line to read <env_prefix>_BASE_URL / _MODEL_NAME / _API_KEY.
+     */
+    endpoints?: Array<{
+      role: 'judge' | 'simulator' | 'model'
+      /** The graph instance whose fields are set. */
+      owner: string
+      env_prefix: string
+      /** Dotted override path → the value it is set to (`${oc.env:…}` references). */
+      overrides: Record<string, string>
+    }>
     /** How the Gym checkout the recipe was recorded from behaves where Gym changed over time. */
     behaviour?: {
       include_order: 'discovery' | 'reverse-discovery' | 'depth' | 'post-order'

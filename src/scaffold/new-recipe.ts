@@ -17,7 +17,8 @@ import {occupiedRecipes, recipeDir} from '../contract/checkout.js'
 import {applyPlan, planRecipe, type RecipePlan} from './plan.js'
 import {renderRecipe} from './render.js'
 import {verifierFromRollouts} from './verifier-from-rollouts.js'
-import {type SecondModelRequest, secondModelServers} from './second-model-servers.js'
+import {type SecondModelRequest, secondModelEndpoints, secondModelServers} from './second-model-servers.js'
+import {DEFAULT_MODEL_SERVER_TYPE} from '../contract/gym-config/model-servers.js'
 import {additionalEnvironment} from '../contract/additional-environments.js'
 import {planUpdate, recordedContract} from './update.js'
 import {parseYamlDocument, yamlValue} from '../yaml-value.js'
@@ -283,10 +284,15 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   )
   // Caps carried over from a built-in or recipe.yaml only for environments this recipe trains.
   const graphEnvironments = new Set([resourcesServerOf(graph, agent)?.id ?? agent.id, ...additionalEnvironments.map((e) => e.environment)])
-  const secondModelRequests = o.secondModels ?? (recorded?.gym?.model_servers ?? []).map((server) => ({role: server.role, type: server.type}))
+  const secondModelRequests = o.secondModels ?? [
+    ...(recorded?.gym?.model_servers ?? []).map((server) => ({role: server.role, type: server.type})),
+    ...(recorded?.gym?.endpoints ?? []).map((endpoint) => ({role: endpoint.role, type: DEFAULT_MODEL_SERVER_TYPE})),
+  ]
   // Every environment's judges and simulators, the further ones' too: each call extends the servers added so far.
   let modelServers: Awaited<ReturnType<typeof secondModelServers>> = []
   for (const someAgent of [agent, ...moreAgents]) modelServers = await secondModelServers(o.gymRoot, graph, someAgent, secondModelRequests, modelServers)
+  let endpoints: ReturnType<typeof secondModelEndpoints> = []
+  for (const someAgent of [agent, ...moreAgents]) endpoints = secondModelEndpoints(graph, someAgent, secondModelRequests, modelServers, endpoints)
 
   const others = await occupiedRecipes(relaxRoot, o.id)
   const recordedPorts = o.portBase === undefined && recorded?.service && recorded.ray ? {gateway_port: recorded.service.gateway_port, gcs_port: recorded.ray.gcs_port, dashboard_port: recorded.ray.dashboard_port, component_port_base: recorded.ray.component_port_base, min_worker_port: recorded.ray.min_worker_port, max_worker_port: recorded.ray.max_worker_port} : undefined
@@ -311,6 +317,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     exampleRows: dataFile || exampleFiles.length === 0 ? undefined : exampleFiles[0].file,
     smoke: o.smoke || (recorded?.data?.smoke ?? false),
     modelServers,
+    endpoints,
     additionalEnvironments,
     schedule: o.schedule ?? recorded?.training?.schedule?.mode,
     // Caps: the base's (a built-in of several environments), then the recorded ones, then those given again, environment by environment.

@@ -1,5 +1,5 @@
 import {loadGymGraph, type GymAgent, type GymGraph} from '../contract/gym-config.js'
-import {type AddedModelServer, addedModelServer, DEFAULT_MODEL_SERVER_TYPE, MODEL_SERVER_TYPES, needsServer} from '../contract/gym-config/model-servers.js'
+import {type AddedEndpoint, type AddedModelServer, addedModelServer, DEFAULT_MODEL_SERVER_TYPE, flatEndpoint, MODEL_SERVER_TYPES, needsEndpoint, needsServer} from '../contract/gym-config/model-servers.js'
 import {secondModels} from '../contract/gym-config/second-models.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
 import {resourcesServerOf} from '../contract/gym-config/graph.js'
@@ -63,4 +63,32 @@ export async function secondModelServers(gymRoot: string, graph: GymGraph, agent
     added.push(server)
   }
   return added
+}
+
+/**
+ * The endpoints to set for judges and simulators whose config takes the policy's endpoint as plain
+ * fields (`judge_base_url: ${policy_base_url}` …) and that the user asked to move off the policy.
+ * `already` are those set for other environments, returned with them.
+ */
+export function secondModelEndpoints(graph: GymGraph, agent: GymAgent, requests: SecondModelRequest[], servers: AddedModelServer[], already: AddedEndpoint[] = []): AddedEndpoint[] {
+  const resource = resourcesServerOf(graph, agent)
+  const owners = new Map([[agent.id, agent], ...(resource ? [[resource.id, resource] as const] : [])])
+  const endpoints = [...already]
+  const taken = new Set([...servers.map((s) => s.env_prefix), ...already.map((e) => e.env_prefix)])
+  for (const m of secondModels(graph, agent)) {
+    if (!needsEndpoint(m, requests.map((r) => r.role)) || endpoints.some((e) => e.owner === m.owner && e.role === m.role)) continue
+    const owner = owners.get(m.owner)!
+    const kind = owner === agent ? 'responses_api_agents' : 'resources_servers'
+    const endpoint = flatEndpoint(m, `${owner.id}.${kind}.${owner.implementation}`, owner.fields, taken)
+    if (typeof endpoint === 'string') {
+      throw new GymError(`${m.owner}.${m.key}: ${endpoint}`, {
+        code: 'E_SECOND_MODEL',
+        exit: ExitCode.usage,
+        hint: `Set ${m.owner}'s ${m.role} endpoint fields in a config of your own (added with --gym-config), or pass --policy-serves ${m.role}.`,
+      })
+    }
+    taken.add(endpoint.env_prefix)
+    endpoints.push(endpoint)
+  }
+  return endpoints
 }

@@ -450,6 +450,73 @@ describe('gymrecipe new', () => {
     expect(closed.stderr).not.toContain('docker was called')
   })
 
+  it('a judge whose config takes the policy endpoint as plain fields gets its own endpoint from env.sh, checked by start before Docker', async () => {
+    const relax = await relaxRoot()
+    const config = 'resources_servers/math_with_judge/configs/math_with_judge.yaml'
+    const gymRoot = await editedGym(config, (text) => text
+      .replace('      judge_model_server:\n        type: responses_api_models\n        name: policy_model\n', '      judge_base_url: ${policy_base_url}\n      judge_api_key: ${policy_api_key}\n      judge_model: ${policy_model_name}\n      judge_temperature: 0.7\n')
+      .replace('should_use_judge: false', 'should_use_judge: true'))
+    const refused = await runCli(newArgs('flatjudge', relax, config, ['--dry-run'], gymRoot))
+    expect(refused.json.error.code).toBe('E_POLICY_AS_SECOND_MODEL')
+    expect(refused.json.error.message).toBe('math_with_judge.judge_base_url is the policy model (through ${policy_…}): under Relax that is the model being trained, so it would serve as its own judge')
+
+    const made = await runCli(newArgs('flatjudge', relax, config, ['--second-model', 'judge'], gymRoot))
+    expect(made.exitCode, made.stderr).toBe(0)
+    const contract = made.json.contract
+    expect(contract.gym.endpoints).toEqual([{
+      role: 'judge', owner: 'math_with_judge', env_prefix: 'JUDGE',
+      overrides: {
+        'math_with_judge.resources_servers.math_with_judge.judge_base_url': '${oc.env:JUDGE_BASE_URL}',
+        'math_with_judge.resources_servers.math_with_judge.judge_api_key': '${oc.env:JUDGE_API_KEY,EMPTY}',
+        'math_with_judge.resources_servers.math_with_judge.judge_model': '${oc.env:JUDGE_MODEL_NAME}',
+      },
+    }])
+    expect(contract.gym.model_servers).toBeUndefined()
+    expect(contract.gym.env_vars).toEqual([{name: 'JUDGE_BASE_URL', required: true}, {name: 'JUDGE_MODEL_NAME', required: true}, {name: 'JUDGE_API_KEY', required: false}])
+    expect(made.json.notes.join('\n')).toContain('judge of math_with_judge is moved off the policy: its endpoint fields (judge_base_url, judge_api_key, judge_model) read JUDGE_BASE_URL and JUDGE_MODEL_NAME from env.sh')
+    const dir = made.json.dir
+    const start = await readFile(path.join(dir, 'start_flatjudge_gym.sh'), 'utf8')
+    const q = "'\\''"
+    expect(start).toContain(`'++math_with_judge.resources_servers.math_with_judge.judge_base_url=${q}\${oc.env:JUDGE_BASE_URL}${q}'`)
+    expect(start).toContain(`'++math_with_judge.resources_servers.math_with_judge.judge_model=${q}\${oc.env:JUDGE_MODEL_NAME}${q}'`)
+    expect(start).not.toContain('judge_temperature')
+    expect(start).toContain("probe_model_server judge 'math_with_judge.judge' JUDGE_BASE_URL JUDGE_MODEL_NAME JUDGE_API_KEY")
+    const verified = await runCli(['verify', 'flatjudge', '--level', 'static', '--relax-root', relax, '--gym-root', gymRoot, '--json'])
+    expect(verified.exitCode, verified.stdout).toBe(0)
+    const update = await runCli(['new', 'flatjudge', '--gym-root', gymRoot, '--relax-root', relax, '--update', '--json'])
+    expect(update.exitCode, update.stderr).toBe(0)
+    expect(update.json.contract.gym.endpoints).toEqual(contract.gym.endpoints)
+    const policyJudge = await runCli(newArgs('flatjudge2', relax, config, ['--policy-serves', 'judge', '--dry-run'], gymRoot))
+    expect(policyJudge.exitCode, policyJudge.stderr).toBe(0)
+    expect(policyJudge.json.contract.gym.endpoints).toBeUndefined()
+
+    // start asks the judge endpoint for its models before anything touches Docker.
+    const bin = await mkdtemp(path.join(os.tmpdir(), 'gr-judge-bin-'))
+    await writeFile(path.join(bin, 'docker'), '#!/bin/sh\necho "docker was called" >&2\nexit 97\n', {mode: 0o755})
+    const judge = http.createServer((_req, res) => {
+      res.setHeader('content-type', 'application/json')
+      res.end(JSON.stringify({object: 'list', data: [{id: 'judge-8b', object: 'model'}]}))
+    })
+    await new Promise<void>((resolve) => judge.listen(0, '127.0.0.1', resolve))
+    const port = (judge.address() as AddressInfo).port
+    const runStart = (env: Record<string, string>) => execa('bash', [path.join(dir, 'start_flatjudge_gym.sh')], {reject: false, extendEnv: false,
+      env: {PATH: `${bin}:${process.env.PATH}`, GYM_HOST: '127.0.0.1', NEMO_GYM_IMAGE: 'x', NEMO_GYM_CALLBACK_ALLOWED_NETWORKS: '10.0.0.0/8', ...env}})
+    try {
+      const unset = await runStart({})
+      expect(unset.exitCode).toBe(2)
+      expect(unset.stderr).toContain('Set JUDGE_BASE_URL in')
+      const wrongModel = await runStart({JUDGE_BASE_URL: `http://127.0.0.1:${port}/v1`, JUDGE_MODEL_NAME: 'judge-70b', JUDGE_API_KEY: 'sk-judge-secret'})
+      expect(wrongModel.exitCode).toBe(3)
+      expect(wrongModel.stderr).toContain(`The judge model server math_with_judge.judge at http://127.0.0.1:${port}/v1 does not serve judge-70b (JUDGE_MODEL_NAME in env.sh)`)
+      expect(wrongModel.stderr + wrongModel.stdout).not.toContain('sk-judge-secret')
+      const right = await runStart({JUDGE_BASE_URL: `http://127.0.0.1:${port}/v1`, JUDGE_MODEL_NAME: 'judge-8b'})
+      expect(right.stdout).toContain(`The judge model server math_with_judge.judge answers at http://127.0.0.1:${port}/v1 and serves judge-8b`)
+      expect(right.stderr).toContain('docker was called')
+    } finally {
+      await new Promise((resolve) => judge.close(resolve))
+    }
+  })
+
   it('a judge naming a server no config defines gets that server without being asked; ??? gets judge_model', async () => {
     const relax = await relaxRoot()
     const config = 'resources_servers/math_with_judge/configs/math_with_judge.yaml'

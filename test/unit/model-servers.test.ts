@@ -5,7 +5,7 @@
 import {describe, expect, it} from 'vitest'
 
 import type {GymServer} from '../../src/contract/gym-config.js'
-import {addedModelServer, envPrefixOf, hydraValue, modelServerOverrides, needsServer} from '../../src/contract/gym-config/model-servers.js'
+import {addedModelServer, endpointOverrides, envPrefixOf, flatEndpoint, hydraValue, modelServerOverrides, needsEndpoint, needsServer} from '../../src/contract/gym-config/model-servers.js'
 import type {SecondModel} from '../../src/contract/gym-config/second-models.js'
 
 const vllm: GymServer = {
@@ -60,6 +60,28 @@ describe('model servers gymrecipe adds', () => {
     expect(addedModelServer(judge({server: 'Qwen3.5-judge'}), 'quiz.resources_servers.quiz', vllm, new Set())).toMatch(/cannot be defined on the command line/)
     expect(addedModelServer(judge(), 'quiz.resources_servers.quiz', {...vllm, fields: {...vllm.fields, extra_body: {temperature: 0}}}, new Set())).toMatch(/field "extra_body" holds a nested value/)
     expect(addedModelServer(judge(), 'quiz.resources_servers.quiz', {...vllm, fields: {entrypoint: 'app.py', base_url: 'http://fixed:8000/v1'}}, new Set())).toMatch(/takes its endpoint from no \$\{policy_base_url\}/)
+  })
+
+  it('points a judge named by plain endpoint fields at its own variables, field by field, leaving the others', () => {
+    const flat = judge({key: 'judge_base_url', server: null, policy: true, defined: true})
+    const fields = {judge_base_url: '${policy_base_url}', judge_model: '${policy_model_name}', judge_api_key: '${policy_api_key}', judge_temperature: 0.7, grader_base_url: '${policy_base_url}'}
+    const endpoint = flatEndpoint(flat, 'quiz.resources_servers.quiz', fields, new Set())
+    expect(endpoint).toEqual({role: 'judge', owner: 'quiz', env_prefix: 'JUDGE', overrides: {
+      'quiz.resources_servers.quiz.judge_base_url': '${oc.env:JUDGE_BASE_URL}',
+      'quiz.resources_servers.quiz.judge_model': '${oc.env:JUDGE_MODEL_NAME}',
+      'quiz.resources_servers.quiz.judge_api_key': '${oc.env:JUDGE_API_KEY,EMPTY}',
+    }})
+    if (typeof endpoint === 'string') throw new Error(endpoint)
+    expect(endpointOverrides(endpoint)[0]).toBe("++quiz.resources_servers.quiz.judge_base_url='${oc.env:JUDGE_BASE_URL}'")
+    // Nested fields keep their path; a prefix in use gets a number.
+    const nested = flatEndpoint({...flat, key: 'llm.judge_base_url'}, 'quiz.resources_servers.quiz', {llm: {judge_base_url: '${policy_base_url}/v1', judge_model: 'fixed-model'}}, new Set(['JUDGE']))
+    expect(nested).toEqual({role: 'judge', owner: 'quiz', env_prefix: 'JUDGE_2', overrides: {'quiz.resources_servers.quiz.llm.judge_base_url': '${oc.env:JUDGE_2_BASE_URL}/v1'}})
+    // Only a model name from the policy is no endpoint gymrecipe can move.
+    expect(flatEndpoint({...flat, key: 'judge_model'}, 'quiz.resources_servers.quiz', {judge_model: '${policy_model_name}', judge_base_url: 'http://fixed/v1'}, new Set())).toMatch(/takes its endpoint from no \$\{policy_base_url\} field/)
+    expect(needsEndpoint(flat, ['judge'])).toBe(true)
+    expect(needsEndpoint(flat, [])).toBe(false)
+    expect(needsEndpoint({...flat, enabled: false}, ['judge'])).toBe(false)
+    expect(needsServer(flat, ['judge'])).toBe(false)
   })
 
   it('quotes values the way Hydra reads them back', () => {

@@ -48,6 +48,11 @@ export function needsServer(m: SecondModel, serveRoles: readonly string[]): bool
   return m.policy && m.server !== null && serveRoles.includes(m.role)
 }
 
+/** A flat judge or simulator (endpoint fields reading ${policy_…}) the user moved off the policy. */
+export function needsEndpoint(m: SecondModel, serveRoles: readonly string[]): boolean {
+  return m.enabled && m.server === null && m.policy && serveRoles.includes(m.role)
+}
+
 /**
  * The server to add for one second model. `template` is the checkout's config of the model
  * implementation (its one instance); `ownerPath` is `<owner>.<kind>.<implementation>`.
@@ -77,6 +82,46 @@ export function addedModelServer(m: SecondModel, ownerPath: string, template: Gy
   const wired = Object.values(fields).some((v) => typeof v === 'string' && v.includes(vars.baseUrl))
   if (!wired) return `${template.implementation}'s config takes its endpoint from no \${policy_base_url}, so gymrecipe cannot point it at ${vars.baseUrl}`
   return {name, type: template.implementation, role: m.role, env_prefix: prefix, fields, binds: named ? [] : [`${ownerPath}.${m.key}.name`]}
+}
+
+export interface AddedEndpoint {
+  role: SecondModel['role']
+  owner: string
+  env_prefix: string
+  overrides: Record<string, string>
+}
+
+/**
+ * The endpoint fields to set for a flat second model moved off the policy: every field beside
+ * `m.key` with the same stem (judge_base_url, judge_model, judge_api_key) whose value reads
+ * `${policy_…}`, rewritten to read <PREFIX>_BASE_URL, _MODEL_NAME and _API_KEY instead.
+ * `ownerPath` is `<owner>.<kind>.<implementation>`; `fields` the owner's merged fields.
+ */
+export function flatEndpoint(m: SecondModel, ownerPath: string, fields: Record<string, unknown>, taken: ReadonlySet<string>): AddedEndpoint | string {
+  const parts = m.key.split('.')
+  const last = parts.pop()!
+  const stem = last.replace(/_(base_url|model|model_name|api_key)$/, '')
+  let parent: unknown = fields
+  for (const part of parts) parent = parent && typeof parent === 'object' ? (parent as Record<string, unknown>)[part] : undefined
+  if (!parent || typeof parent !== 'object') return `${m.key} is not a field gymrecipe can set`
+  let prefix = envPrefixOf(stem)
+  for (let i = 2; taken.has(prefix); i++) prefix = `${envPrefixOf(stem)}_${i}`
+  const vars = endpointVariables(prefix)
+  const overrides: Record<string, string> = {}
+  for (const [key, value] of Object.entries(parent as Record<string, unknown>)) {
+    if (!key.startsWith(`${stem}_`) || !/_(base_url|model|model_name|api_key)$/.test(key) || typeof value !== 'string' || !value.match(POLICY_REFERENCE)) continue
+    if (!/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(key)) return `field "${key}" cannot be set on the command line`
+    overrides[[ownerPath, ...parts, key].join('.')] = value.replace(POLICY_REFERENCE, (_all, part: string) =>
+      part === 'base_url' ? `\${oc.env:${vars.baseUrl}}` : part === 'model_name' ? `\${oc.env:${vars.model}}` : `\${oc.env:${vars.apiKey},EMPTY}`,
+    )
+  }
+  if (!Object.values(overrides).some((v) => v.includes(vars.baseUrl))) return `${m.key} takes its endpoint from no \${policy_base_url} field, so gymrecipe cannot point it at ${vars.baseUrl}`
+  return {role: m.role, owner: m.owner, env_prefix: prefix, overrides}
+}
+
+/** The `gym env start` overrides that point a flat second model at its own endpoint. */
+export function endpointOverrides(endpoint: Pick<AddedEndpoint, 'overrides'>): string[] {
+  return Object.entries(endpoint.overrides).map(([path, value]) => `++${path}=${hydraValue(value)}`)
 }
 
 function freeName(wanted: string, taken: ReadonlySet<string>): string {
