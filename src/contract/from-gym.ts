@@ -2,7 +2,7 @@ import path from 'node:path'
 
 import type {GymAgent, GymDataset, GymGraph, GymServer} from './gym-config.js'
 import {resourcesServerOf} from './gym-config/graph.js'
-import {envReferences} from './gym-config/env-references.js'
+import {envReferences, unsetValues} from './gym-config/env-references.js'
 import {configRootName} from './gym-config/paths.js'
 import {type AddedEndpoint, type AddedModelServer, endpointVariables} from './gym-config/model-servers.js'
 import {type ScheduleMode, withSchedule} from './schedule.js'
@@ -237,7 +237,10 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   // The judges and simulators of every environment, the further ones' too.
   const models = [agent, ...(o.additionalEnvironments ?? []).map((e) => chooseAgent(o.graph, e.agent.name))].flatMap((a) => checkSecondModels(o.graph, a, o.policyServes ?? [], added, endpoints))
   const graphEnvVars = envReferences(o.graph)
-  const envVars = [...graphEnvVars, ...added.flatMap(endpointReferences), ...endpoints.flatMap(flatEndpointReferences)]
+  const endpointVars = [...added.flatMap(endpointReferences), ...endpoints.flatMap(flatEndpointReferences)]
+  const started = [agent.id, ...(resource ? [resource.id] : []), ...(o.additionalEnvironments ?? []).flatMap((e) => [e.agent.name, ...(e.resources_server ? [e.resources_server.name] : [])])]
+  const unset = unsetValues(o.graph, started, new Set([...graphEnvVars, ...endpointVars].map((v) => v.name)))
+  const envVars = [...graphEnvVars, ...endpointVars, ...unset.settable.map((u) => ({name: u.env, fallback: null, at: u.path}))]
   const configRoots = usedRoots(o)
   const base = structuredClone(o.base)
   const environment = resource?.id ?? agent.id
@@ -296,6 +299,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
       ...(more.length > 0 ? {additional_environments: more} : {}),
       ...(added.length > 0 ? {model_servers: added} : {}),
       ...(endpoints.length > 0 ? {endpoints} : {}),
+      ...(unset.settable.length > 0 ? {unset_values: unset.settable} : {}),
       ...(models.length > 0 ? {models: models.map(({role, owner, key, server, policy, enabled}) => ({role, owner, key, server: server !== null && /^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(server) ? server : null, policy, enabled}))} : {}),
       // Only what was read from the checkout's code: an assumed include order is not recorded.
       ...(o.graph.includeOrder.assumed

@@ -295,6 +295,19 @@ export const recipeSchema = {
             },
           },
         },
+        unset_values: {
+          type: 'array',
+          maxItems: 32,
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['path', 'env'],
+            properties: {
+              path: {type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_-]{0,63}\\.(resources_servers|responses_api_agents)\\.[A-Za-z0-9_]+(\\.[A-Za-z_][A-Za-z0-9_-]{0,63})+$'},
+              env: {type: 'string', pattern: '^[A-Z][A-Z0-9_]{0,63}$'},
+            },
+          },
+        },
         behaviour: {
           type: 'object',
           additionalProperties: false,

@@ -106,6 +106,12 @@ export interface RecipeContract {
       /** Dotted override path → the value it is set to (`${oc.env:…}` references). */
       overrides: Record<string, string>
     }>
+    /**
+     * Values the config leaves `???` in a server the recipe starts (a harness agent's container
+     * formatter or dataset path): each is set on the `gym env start` line from a deployment
+     * variable env.sh names; a host path given there is mounted read-only at the same path.
+     */
+    unset_values?: Array<{path: string; env: string}>
     /** How the Gym checkout the recipe was recorded from behaves where Gym changed over time. */
     behaviour?: {
       include_order: 'discovery' | 'reverse-discovery' | 'depth' | 'post-order'

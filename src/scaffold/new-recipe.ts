@@ -10,7 +10,7 @@ import {assertValidContract, contractError, type ContractProblem, contractProble
 import {allocatePorts, collisions, freeGcsPort, type OccupiedRecipe} from '../contract/ports.js'
 import {assertRecipeId} from '../contract/recipe-id.js'
 import type {ScheduleMode} from '../contract/schedule.js'
-import {ARCHETYPES, type Archetype, type RecipeContract} from '../contract/types.js'
+import {ARCHETYPES, type Archetype, environmentsOf, type RecipeContract} from '../contract/types.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
 import {isInside} from '../runtime/fs.js'
 import {occupiedRecipes, recipeDir} from '../contract/checkout.js'
@@ -179,16 +179,21 @@ function recordedConfigPath(gymRoot: string, roots: Array<{name: string; dir: st
 }
 
 /**
- * `???` values left in the servers the recipe starts: Gym refuses to start them, and nothing the
- * recipe passes sets them. Said now, with where each is written, rather than at `gym env start`.
+ * `???` values left in the servers the recipe starts: Gym refuses to start them until each is set.
+ * Said now, with where each is written and the env.sh variable that sets it, rather than at
+ * `gym env start`.
  */
-function unsetValues(graph: GymGraph, contract: RecipeContract): string[] {
-  const started = [contract.gym.agent.name, ...(contract.gym.resources_server ? [contract.gym.resources_server.name] : [])]
+function unsetValueNotes(graph: GymGraph, contract: RecipeContract): string[] {
+  const started = environmentsOf(contract).flatMap((e) => [e.agent.name, ...(e.resources_server ? [e.resources_server.name] : [])])
   return graph.problems
     .filter((p) => p.message.includes('is ??? (mandatory value not set)') && started.some((id) => p.pointer.startsWith(`/${id}/`)))
     .map((p) => {
       const key = p.message.split(' is ???')[0]
-      return `value to give before start: ${key} is ??? in ${p.file ?? 'the config'}${p.line ? `:${p.line}` : ''}; the generated start script does not set it (add ++${key}=<value> to its gym env start line, or set it in a config merged after this one)`
+      const where = `${p.file ?? 'the config'}${p.line ? `:${p.line}` : ''}`
+      const variable = contract.gym.unset_values?.find((u) => u.path === key)?.env
+      return variable
+        ? `value to give before start: ${key} is ??? in ${where}; set ${variable} in env.sh (the start script passes it as ++${key}, and mounts a host path given there read-only at the same path)`
+        : `value to give before start: ${key} is ??? in ${where}; the generated start script cannot set it (add ++${key}=<value> to its gym env start line, or set it in a config merged after this one)`
     })
 }
 
@@ -331,7 +336,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
     gpus: o.gpus ?? recorded?.training?.gpus,
   }
   const draft = await draftContract(draftOptions, o.gymRoot, graph, agent.id, base, configRoots)
-  draft.notes.push(...unsetValues(graph, draft.contract))
+  draft.notes.push(...unsetValueNotes(graph, draft.contract))
   const fresh: RecipeContract = {...draft.contract, ...(recorded?.files ? {files: recorded.files} : {}), generated: {gymrecipe_version: o.version, from: baseName, files: {}}}
   let contract = fresh
   const problems = contractProblems(contract, `${dir}/recipe.yaml`)

@@ -1,7 +1,7 @@
 import type {RecipeContract, ScriptedTurn} from '../contract/types.js'
 import {describeMix, environmentPorts, environmentsOf, modelServerPorts, recipeFileNames, RECIPES_DIR, servicePorts, trainingSchedule} from '../contract/types.js'
 import {RAY_COMPONENT_PORTS} from '../contract/ports.js'
-import {endpointOverrides, endpointVariables, modelServerOverrides} from '../contract/gym-config/model-servers.js'
+import {endpointOverrides, endpointVariables, hydraValue, modelServerOverrides} from '../contract/gym-config/model-servers.js'
 import {trainingLogName} from '../contract/endpoints.js'
 import {configRootName} from '../contract/gym-config/paths.js'
 import {isSecretName} from '../redact.js'
@@ -116,7 +116,7 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     callbackNetworks: c.service.callback_networks.join(','),
     callbackHosts: c.service.callback_hosts.join(','),
     configRoots: (c.gym.config_roots ?? []).map((name) => ({name, dir: deployment.configRootDirs?.[name] ?? ''})),
-    envVars: (c.gym.env_vars ?? []).map((v) => ({...v, ocEnv: `\${oc.env:${v.name}}`, secret: isSecretName(v.name)})),
+    envVars: (c.gym.env_vars ?? []).map((v) => ({...v, ocEnv: `\${oc.env:${v.name}}`, secret: isSecretName(v.name), unsetPath: c.gym.unset_values?.find((u) => u.env === v.name)?.path})),
     environments,
     multiEnvironment,
     routesJson: JSON.stringify(Object.fromEntries(allEnvironments.map((e) => [`${e.environment}/${e.gateway_config}`, e.verifier_fields]))),
@@ -124,6 +124,8 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     modelServers: (c.gym.model_servers ?? []).map((server, i) => ({...server, offset: modelServerPorts(c)[i].port - ports.gateway, overrides: modelServerOverrides(server), vars: endpointVariables(server.env_prefix)})),
     endpoints: (c.gym.endpoints ?? []).map((endpoint) => ({...endpoint, label: `${endpoint.owner}.${endpoint.role}`, overrides: endpointOverrides(endpoint), vars: endpointVariables(endpoint.env_prefix)})),
     probesSecondModels: (c.gym.model_servers ?? []).length + (c.gym.endpoints ?? []).length > 0,
+    unsetValues: (c.gym.unset_values ?? []).map((u) => ({...u, override: `++${u.path}=${hydraValue(`\${oc.env:${u.env}}`)}`})),
+    readsEnvOnStartLine: (c.gym.model_servers ?? []).length + (c.gym.endpoints ?? []).length + (c.gym.unset_values ?? []).length > 0,
     requiredEnvVars: (c.gym.env_vars ?? []).filter((v) => v.required).map((v) => v.name),
     extraRootsList: (c.gym.config_roots ?? []).map((name) => `\${${name}}`).join(':'),
     sourceDescription: describeSource(c),

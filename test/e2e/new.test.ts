@@ -517,6 +517,59 @@ describe('gymrecipe new', () => {
     }
   })
 
+  it('a value the config leaves ??? in a started server is set from an env.sh variable; a host path there is mounted read-only', async () => {
+    const relax = await relaxRoot()
+    const gymRoot = await editedGym(CALENDAR, (text) => text
+      .replace('    simple_agent:\n      entrypoint: app.py\n', '    simple_agent:\n      entrypoint: app.py\n      container_formatter: ???\n      dataset_path: ???\n      mounts:\n      - ???\n'))
+    const made = await runCli(newArgs('unsetvals', relax, CALENDAR, ['--port-base', '24300'], gymRoot))
+    expect(made.exitCode, made.stderr).toBe(0)
+    const contract = made.json.contract
+    expect(contract.gym.unset_values).toEqual([
+      {path: 'calendar_simple_agent.responses_api_agents.simple_agent.container_formatter', env: 'CALENDAR_SIMPLE_AGENT_CONTAINER_FORMATTER'},
+      {path: 'calendar_simple_agent.responses_api_agents.simple_agent.dataset_path', env: 'CALENDAR_SIMPLE_AGENT_DATASET_PATH'},
+    ])
+    expect(contract.gym.env_vars).toEqual([{name: 'CALENDAR_SIMPLE_AGENT_CONTAINER_FORMATTER', required: true}, {name: 'CALENDAR_SIMPLE_AGENT_DATASET_PATH', required: true}])
+    const notes = made.json.notes.join('\n')
+    expect(notes).toMatch(/calendar_simple_agent\.responses_api_agents\.simple_agent\.dataset_path is \?\?\? in environments\/calendar\/config\.yaml:\d+; set CALENDAR_SIMPLE_AGENT_DATASET_PATH in env\.sh/)
+    // A list item cannot be set by name on the command line: said, not recorded.
+    expect(notes).toMatch(/calendar_simple_agent\.responses_api_agents\.simple_agent\.mounts\.0 is \?\?\? in .*; the generated start script cannot set it/)
+    const dir = made.json.dir
+    const start = await readFile(path.join(dir, 'start_unsetvals_gym.sh'), 'utf8')
+    const q = "'\\''"
+    expect(start).toContain(`'++calendar_simple_agent.responses_api_agents.simple_agent.dataset_path=${q}\${oc.env:CALENDAR_SIMPLE_AGENT_DATASET_PATH}${q}'`)
+    expect(await readFile(path.join(dir, 'env.sh'), 'utf8')).toContain('# The Gym config leaves calendar_simple_agent.responses_api_agents.simple_agent.dataset_path ??? (required)')
+    const verified = await runCli(['verify', 'unsetvals', '--level', 'static', '--relax-root', relax, '--gym-root', gymRoot, '--json'])
+    expect(verified.exitCode, verified.stdout).toBe(0)
+
+    // A docker that builds, finds no container and records what it is asked to create.
+    const bin = await mkdtemp(path.join(os.tmpdir(), 'gr-unset-bin-'))
+    const created = path.join(bin, 'create-args')
+    await writeFile(path.join(bin, 'docker'), `#!/bin/sh
+case "$1 $2" in
+  "image inspect") echo sha256:0123456789abcdef0123; exit 0 ;;
+  "container inspect") exit 1 ;;
+esac
+case "$1" in
+  build|run) exit 0 ;;
+  create) shift; printf '%s\\n' "$@" > '${created}'; exit 97 ;;
+esac
+exit 96
+`, {mode: 0o755})
+    const dataset = path.join(bin, 'swebench.jsonl')
+    await writeFile(dataset, '{}\n')
+    const runStart = (env: Record<string, string>) => execa('bash', [path.join(dir, 'start_unsetvals_gym.sh')], {reject: false, extendEnv: false,
+      env: {PATH: `${bin}:${process.env.PATH}`, GYM_HOST: '127.0.0.1', NEMO_GYM_IMAGE: 'x', NEMO_GYM_CALLBACK_ALLOWED_NETWORKS: '10.0.0.0/8', ...env}})
+    const unset = await runStart({CALENDAR_SIMPLE_AGENT_CONTAINER_FORMATTER: 'docker://swebench/{instance_id}'})
+    expect(unset.exitCode).toBe(2)
+    expect(unset.stderr).toContain('Set CALENDAR_SIMPLE_AGENT_DATASET_PATH in')
+    const given = await runStart({CALENDAR_SIMPLE_AGENT_CONTAINER_FORMATTER: 'docker://swebench/{instance_id}', CALENDAR_SIMPLE_AGENT_DATASET_PATH: dataset})
+    expect(given.exitCode, given.stderr).toBe(97)
+    const args = (await readFile(created, 'utf8')).split('\n')
+    expect(args).toContain(`${dataset}:${dataset}:ro`)
+    expect(args).not.toContain('docker://swebench/{instance_id}:docker://swebench/{instance_id}:ro')
+    expect(args.join(' ')).toContain('--env CALENDAR_SIMPLE_AGENT_CONTAINER_FORMATTER --env CALENDAR_SIMPLE_AGENT_DATASET_PATH')
+  })
+
   it('a judge naming a server no config defines gets that server without being asked; ??? gets judge_model', async () => {
     const relax = await relaxRoot()
     const config = 'resources_servers/math_with_judge/configs/math_with_judge.yaml'
@@ -550,7 +603,7 @@ describe('gymrecipe new', () => {
     const gymRoot = await editedGym(CALENDAR, (text) => text.replace('      entrypoint: app.py\n      resources_server:', '      entrypoint: app.py\n      dataset_path: ???\n      resources_server:'))
     const r = await runCli(newArgs('unset', relax, CALENDAR, ['--from', 'calendar', '--dry-run'], gymRoot))
     expect(r.exitCode, r.stderr).toBe(0)
-    expect(r.json.notes).toContain(`value to give before start: calendar_simple_agent.responses_api_agents.simple_agent.dataset_path is ??? in ${CALENDAR}:13; the generated start script does not set it (add ++calendar_simple_agent.responses_api_agents.simple_agent.dataset_path=<value> to its gym env start line, or set it in a config merged after this one)`)
+    expect(r.json.notes).toContain(`value to give before start: calendar_simple_agent.responses_api_agents.simple_agent.dataset_path is ??? in ${CALENDAR}:13; set CALENDAR_SIMPLE_AGENT_DATASET_PATH in env.sh (the start script passes it as ++calendar_simple_agent.responses_api_agents.simple_agent.dataset_path, and mounts a host path given there read-only at the same path)`)
     const clean = await runCli(newArgs('clean', relax, CALENDAR, ['--dry-run']))
     expect(clean.json.notes.join('\n')).not.toContain('value to give')
   })
@@ -570,7 +623,7 @@ describe('gymrecipe new', () => {
     const missing = await run({MY_JUDGE_URL: 'http://127.0.0.1:9/v1'})
     expect(missing.exitCode).toBe(2)
     expect(missing.stderr).toContain('Set MY_JUDGE_API_KEY in')
-    expect(missing.stderr).toContain('${oc.env:MY_JUDGE_API_KEY} and has no fallback')
+    expect(missing.stderr).toContain('the Gym service cannot start without it (its comment there says what reads it)')
     const verified = await runCli(['verify', 'envs', '--level', 'static', '--relax-root', relax, '--gym-root', gymRoot, '--json'])
     expect(verified.exitCode, verified.stdout).toBe(0)
   })

@@ -3,7 +3,7 @@
  * environment of `gym env start`, i.e. deployment values the Gym container must be given.
  */
 import type {GymGraph} from './types.js'
-import {forEachLeaf, toDotted} from './tree.js'
+import {forEachLeaf, isMissing, toDotted} from './tree.js'
 
 export interface EnvReference {
   name: string
@@ -26,4 +26,40 @@ export function envReferences(graph: GymGraph): EnvReference[] {
     }
   })
   return [...found.values()]
+}
+
+export interface UnsetValue {
+  /** Dotted override path, e.g. swe_agents.responses_api_agents.swe_agents.dataset_path. */
+  path: string
+  /** The deployment variable the start line reads it from. */
+  env: string
+}
+
+/** A key Hydra takes on the command line, one segment of a dotted override path. */
+const OVERRIDE_SEGMENT = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/
+
+/**
+ * `???` values left in the servers the recipe starts (by instance id): each becomes a deployment
+ * variable named after its instance and field (SWE_AGENTS_DATASET_PATH), unless its path cannot be
+ * written as a command-line override (a list index, a key with dots). `taken` are names in use.
+ */
+export function unsetValues(graph: GymGraph, started: readonly string[], taken: ReadonlySet<string>): {settable: UnsetValue[]; other: string[]} {
+  const settable: UnsetValue[] = []
+  const other: string[] = []
+  const used = new Set(taken)
+  forEachLeaf(graph.merged, (value, path) => {
+    if (!isMissing(value) || !started.includes(String(path[0]))) return
+    const segments = path.map(String)
+    if (segments.length < 4 || !segments.every((s, i) => (i === 2 ? /^[A-Za-z0-9_]+$/.test(s) : OVERRIDE_SEGMENT.test(s)))) {
+      other.push(toDotted(path))
+      return
+    }
+    const wanted = [segments[0], ...segments.slice(3)].join('_').replace(/[^A-Za-z0-9]+/g, '_').replace(/^_+|_+$/g, '').toUpperCase()
+    const base = /^[A-Z]/.test(wanted) ? wanted : `GYM_${wanted}`
+    let env = base
+    for (let i = 2; used.has(env); i++) env = `${base}_${i}`
+    used.add(env)
+    settable.push({path: segments.join('.'), env})
+  })
+  return {settable, other}
 }
