@@ -4,13 +4,14 @@ import type {GymAgent, GymDataset, GymGraph, GymServer} from './gym-config.js'
 import {resourcesServerOf} from './gym-config/graph.js'
 import {envReferences, unsetValues} from './gym-config/env-references.js'
 import {configRootName} from './gym-config/paths.js'
-import {type AddedEndpoint, type AddedModelServer, endpointVariables} from './gym-config/model-servers.js'
+import type {AddedEndpoint, AddedModelServer} from './gym-config/model-servers.js'
 import {type ScheduleMode, withSchedule} from './schedule.js'
 import {assertDistinct} from './additional-environments.js'
-import {type SecondModel, secondModels} from './gym-config/second-models.js'
+import {checkSecondModels, type DeploymentVariable, endpointReferences, flatEndpointReferences} from './second-model-rules.js'
+import {draftNotes} from './draft-notes.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
 import type {AdditionalEnvironment, Archetype, DataSource, GymDataSource, MixPart, RecipeContract, Split} from './types.js'
-import {defaultErrorProbe, describeMix, environmentPorts, modelServerPorts, SPLITS} from './types.js'
+import {defaultErrorProbe, SPLITS} from './types.js'
 
 export interface ExampleRowsSummary {
   /** Top-level keys seen in the example rows (task/verifier fields). */
@@ -236,11 +237,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   const endpoints = o.endpoints ?? []
   // The judges and simulators of every environment, the further ones' too.
   const models = [agent, ...(o.additionalEnvironments ?? []).map((e) => chooseAgent(o.graph, e.agent.name))].flatMap((a) => checkSecondModels(o.graph, a, o.policyServes ?? [], added, endpoints))
-  const graphEnvVars = envReferences(o.graph)
-  const endpointVars = [...added.flatMap(endpointReferences), ...endpoints.flatMap(flatEndpointReferences)]
-  const started = [agent.id, ...(resource ? [resource.id] : []), ...(o.additionalEnvironments ?? []).flatMap((e) => [e.agent.name, ...(e.resources_server ? [e.resources_server.name] : [])])]
-  const unset = unsetValues(o.graph, started, new Set([...graphEnvVars, ...endpointVars].map((v) => v.name)))
-  const envVars = [...graphEnvVars, ...endpointVars, ...unset.settable.map((u) => ({name: u.env, fallback: null, at: u.path}))]
+  const {graphEnvVars, envVars, unset} = deploymentVariables(o, [agent.id, ...(resource ? [resource.id] : [])], added, endpoints)
   const configRoots = usedRoots(o)
   const base = structuredClone(o.base)
   const environment = resource?.id ?? agent.id
@@ -353,56 +350,6 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   return {contract, notes}
 }
 
-/** What the user should know about the choices made for them, one note each. */
-function draftNotes(
-  o: ContractFromGymOptions,
-  contract: RecipeContract,
-  d: {
-    dataset: GymDataset
-    gymSplit: string | undefined
-    mix: ReturnType<typeof mixOf> | undefined
-    verifierFields: ReturnType<typeof chooseVerifierFields>
-    graphEnvVars: ReturnType<typeof envReferences>
-    more: NonNullable<ContractFromGymOptions['additionalEnvironments']>
-    added: NonNullable<ContractFromGymOptions['modelServers']>
-    endpoints: AddedEndpoint[]
-    models: ReturnType<typeof checkSecondModels>
-  },
-): string[] {
-  const notes: string[] = []
-  const {dataset, gymSplit, mix, verifierFields, graphEnvVars, more, added, endpoints, models} = d
-  if (o.verifierOverride === undefined) notes.push(`verifier and trial copied from the built-in ${o.baseName} (same environment implementation)`)
-  if (o.dataFile) {
-    const smokeWhy = gymSplit ? `; SMOKE: it is the Gym checkout's own ${o.dataFileSplit} data (pass --training-data if it really is what you train on)` : o.smoke ? '; SMOKE: marked a smoke run by --smoke' : ''
-    notes.push(`trains on ${o.dataFile} (NEMO_GYM_TASK_DATA in env.sh): prepare validates every row and publishes it as the raw file${smokeWhy}`)
-  }
-  else if (mix) notes.push(`trains on a mix of ${describeMix(mix.source)}; prepare stamps each row with its environment, drops rows missing a field their grader reads and shuffles with seed ${mix.source.seed}${contract.data.smoke ? '; SMOKE: a part is not a train split, so this recipe must not be used for real training' : ''}`)
-  else if (contract.data.smoke) notes.push(`SMOKE: dataset ${dataset.name} is a ${dataset.type} split; this recipe must not be used for real training`)
-  notes.push(`verifier fields ${verifierFields.fields.join(', ')} from ${verifierFields.from}`)
-  for (const v of graphEnvVars) notes.push(`deployment variable ${v.name}: the Gym config reads it (\${oc.env:${v.name}} at ${v.at})${v.fallback === null ? ', with no fallback' : `, else ${v.fallback}`}; env.sh names it and the start script passes it into the container`)
-  const gatewayPort = contract.service.gateway_port
-  const placed = environmentPorts(contract)
-  more.forEach((e, i) => {
-    const proof = [e.verifier ? 'its verifier' : 'no verifier', e.trial ? 'its trial' : 'no trial'].join(' and ')
-    notes.push(`further environment ${e.environment} (Gateway config ${e.gateway_config}): agent ${e.agent.name} on the Gateway port + ${placed[i + 1].agent - gatewayPort}${e.resources_server ? `, resources server ${e.resources_server.name} on + ${placed[i + 1].resource - gatewayPort}` : ''}; ${proof} in recipe.yaml${e.verifier && e.trial ? '' : ' (the service and trial rungs fail until both are there)'}`)
-  })
-  const modelPorts = modelServerPorts(contract)
-  added.forEach((server, i) => {
-    const vars = endpointVariables(server.env_prefix)
-    notes.push(`${server.role} model server ${server.name} (${server.type}) is added by gymrecipe on the Gateway port + ${modelPorts[i].port - gatewayPort}: set ${vars.baseUrl} and ${vars.model} in env.sh (${vars.apiKey} if it needs a key); start checks that it serves that model before the container starts`)
-  })
-  for (const endpoint of endpoints) {
-    const vars = endpointVariables(endpoint.env_prefix)
-    notes.push(`${endpoint.role} of ${endpoint.owner} is moved off the policy: its endpoint fields (${Object.keys(endpoint.overrides).map((p) => p.split('.').at(-1)).join(', ')}) read ${vars.baseUrl} and ${vars.model} from env.sh (${vars.apiKey} if it needs a key); start checks that it serves that model before the container starts`)
-  }
-  for (const m of models.filter((x) => x.enabled && !servedByAdded(x, added) && !servedByEndpoint(x, endpoints))) {
-    notes.push(m.policy
-      ? `${m.role} ${m.owner}.${m.key} is the policy model, i.e. the model being trained (accepted with --policy-serves ${m.role})`
-      : `${m.role} ${m.owner}.${m.key} calls model server ${m.server}: its endpoint is whatever that server's config says (gymrecipe does not yet check that it answers)`)
-  }
-  return notes
-}
-
 /** The config roots the recipe's configs (or the files they include) come from. */
 function usedRoots(o: ContractFromGymOptions): string[] {
   const named = new Set([...o.configPaths, ...o.graph.files].map(configRootName))
@@ -410,70 +357,13 @@ function usedRoots(o: ContractFromGymOptions): string[] {
 }
 
 /**
- * A judge or simulator that is the policy model grades (or plays the user for) the model being
- * trained: refused unless the user says so. One that names a server no loaded config defines
- * cannot start.
+ * What the start line reads from the environment: the config's own ${oc.env:…} values, the
+ * endpoints of added model servers and moved judges, and the ??? values of the servers it starts.
  */
-function checkSecondModels(graph: GymGraph, agent: GymAgent, policyServes: string[], added: AddedModelServer[], endpoints: AddedEndpoint[]): SecondModel[] {
-  const models = secondModels(graph, agent)
-  const where = (m: SecondModel) => `${m.owner}.${m.key}`
-  const open = models.filter((m) => !servedByAdded(m, added) && !servedByEndpoint(m, endpoints))
-  const undefinedServer = open.find((m) => m.enabled && !m.defined)
-  if (undefinedServer?.server === '???') {
-    throw new GymError(`${where(undefinedServer)} is left ??? in the config: the ${undefinedServer.role}'s model server must be named`, {
-      code: 'E_SECOND_MODEL',
-      exit: ExitCode.usage,
-      hint: `Add a config that sets ${undefinedServer.key}.name to a model server it defines (with --gym-config), e.g. one based on responses_api_models/openai_model/configs/openai_model.yaml.`,
-      details: {second_models: models},
-    })
-  }
-  if (undefinedServer) {
-    throw new GymError(`${where(undefinedServer)} names model server ${undefinedServer.server}, which no loaded config defines: the ${undefinedServer.role} cannot be reached and the service cannot start`, {
-      code: 'E_SECOND_MODEL',
-      exit: ExitCode.usage,
-      hint: `Add the config that defines ${undefinedServer.server} (e.g. --gym-config responses_api_models/openai_model/configs/openai_model.yaml, with the ${undefinedServer.role}'s endpoint in it), or point ${undefinedServer.key} at a model server the configs define.`,
-      details: {second_models: models},
-    })
-  }
-  const policy = open.find((m) => m.enabled && m.policy && m.role !== 'model' && !policyServes.includes(m.role))
-  if (policy) {
-    throw new GymError(`${where(policy)} is the policy model${policy.server ? '' : ' (through ${policy_…})'}: under Relax that is the model being trained, so it would serve as its own ${policy.role}`, {
-      code: 'E_POLICY_AS_SECOND_MODEL',
-      exit: ExitCode.usage,
-      hint: `Pass --second-model ${policy.role} to give it a model server of its own (its endpoint set in env.sh), point ${policy.key} at one a config defines (added with --gym-config), or pass --policy-serves ${policy.role} if the model being trained is meant to be its own ${policy.role}.`,
-      details: {second_models: models},
-    })
-  }
-  return models
-}
-
-/** A flat judge or simulator whose endpoint fields gymrecipe sets. */
-function servedByEndpoint(m: SecondModel, endpoints: AddedEndpoint[]): boolean {
-  return m.server === null && endpoints.some((e) => e.owner === m.owner && e.role === m.role)
-}
-
-/** The variables a flat endpoint's fields read: its base URL and model name are required. */
-function flatEndpointReferences(endpoint: AddedEndpoint): Array<{name: string; fallback: string | null; at: string}> {
-  const vars = endpointVariables(endpoint.env_prefix)
-  const read = Object.entries(endpoint.overrides)
-  return [vars.baseUrl, vars.model, vars.apiKey].flatMap((name) => {
-    const at = read.find(([, value]) => value.includes(`\${oc.env:${name}`))
-    return at ? [{name, fallback: name === vars.apiKey ? 'EMPTY' : null, at: at[0]}] : []
-  })
-}
-
-/** A judge or simulator now served by a server gymrecipe adds: named by it, or pointed at it. */
-function servedByAdded(m: SecondModel, added: AddedModelServer[]): boolean {
-  return added.some((server) => server.name === m.server || server.binds.some((path) => path.startsWith(`${m.owner}.`) && path.endsWith(`.${m.key}.name`)))
-}
-
-/** The deployment variables an added model server reads its endpoint from. */
-function endpointReferences(server: AddedModelServer): Array<{name: string; fallback: string | null; at: string}> {
-  const vars = endpointVariables(server.env_prefix)
-  const at = `${server.name}.responses_api_models.${server.type}`
-  return [
-    {name: vars.baseUrl, fallback: null, at},
-    {name: vars.model, fallback: null, at},
-    {name: vars.apiKey, fallback: 'EMPTY', at},
-  ]
+function deploymentVariables(o: ContractFromGymOptions, primary: string[], added: AddedModelServer[], endpoints: AddedEndpoint[]): {graphEnvVars: DeploymentVariable[]; envVars: DeploymentVariable[]; unset: ReturnType<typeof unsetValues>} {
+  const graphEnvVars = envReferences(o.graph)
+  const endpointVars = [...added.flatMap(endpointReferences), ...endpoints.flatMap(flatEndpointReferences)]
+  const started = [...primary, ...(o.additionalEnvironments ?? []).flatMap((e) => [e.agent.name, ...(e.resources_server ? [e.resources_server.name] : [])])]
+  const unset = unsetValues(o.graph, started, new Set([...graphEnvVars, ...endpointVars].map((v) => v.name)))
+  return {graphEnvVars, envVars: [...graphEnvVars, ...endpointVars, ...unset.settable.map((u) => ({name: u.env, fallback: null, at: u.path}))], unset}
 }

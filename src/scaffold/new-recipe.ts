@@ -18,7 +18,7 @@ import {applyPlan, planRecipe, type RecipePlan} from './plan.js'
 import {renderRecipe} from './render.js'
 import {verifierFromRollouts} from './verifier-from-rollouts.js'
 import {type SecondModelRequest, secondModelEndpoints, secondModelServers} from './second-model-servers.js'
-import {DEFAULT_MODEL_SERVER_TYPE} from '../contract/gym-config/model-servers.js'
+import {type AddedEndpoint, type AddedModelServer, DEFAULT_MODEL_SERVER_TYPE} from '../contract/gym-config/model-servers.js'
 import {additionalEnvironment} from '../contract/additional-environments.js'
 import {planUpdate, recordedContract} from './update.js'
 import {parseYamlDocument, yamlValue} from '../yaml-value.js'
@@ -240,6 +240,23 @@ function choosePorts(base: RecipeContract, others: OccupiedRecipe[], portBase: n
   return collisions({service: base.service, ray: base.ray}, others).length === 0 ? proven : allocatePorts(others)
 }
 
+/**
+ * The model servers and endpoint fields gymrecipe adds for every environment's judges and
+ * simulators, the further ones' too: as --second-model asks, else as recipe.yaml recorded them.
+ */
+async function servedSecondModels(o: NewRecipeOptions, graph: GymGraph, agents: GymAgent[], recorded: Partial<RecipeContract> | undefined): Promise<{modelServers: AddedModelServer[]; endpoints: AddedEndpoint[]}> {
+  const requests = o.secondModels ?? [
+    ...(recorded?.gym?.model_servers ?? []).map((server) => ({role: server.role, type: server.type})),
+    ...(recorded?.gym?.endpoints ?? []).map((endpoint) => ({role: endpoint.role, type: DEFAULT_MODEL_SERVER_TYPE})),
+  ]
+  // Each call extends the servers added so far: a judge of the same role shares its server.
+  let modelServers: AddedModelServer[] = []
+  for (const agent of agents) modelServers = await secondModelServers(o.gymRoot, graph, agent, requests, modelServers)
+  let endpoints: AddedEndpoint[] = []
+  for (const agent of agents) endpoints = secondModelEndpoints(graph, agent, requests, modelServers, endpoints)
+  return {modelServers, endpoints}
+}
+
 /** Plan (and unless dry-run, write) a recipe folder from a Gym config and a base contract. */
 export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   assertRecipeId(o.id)
@@ -289,15 +306,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   )
   // Caps carried over from a built-in or recipe.yaml only for environments this recipe trains.
   const graphEnvironments = new Set([resourcesServerOf(graph, agent)?.id ?? agent.id, ...additionalEnvironments.map((e) => e.environment)])
-  const secondModelRequests = o.secondModels ?? [
-    ...(recorded?.gym?.model_servers ?? []).map((server) => ({role: server.role, type: server.type})),
-    ...(recorded?.gym?.endpoints ?? []).map((endpoint) => ({role: endpoint.role, type: DEFAULT_MODEL_SERVER_TYPE})),
-  ]
-  // Every environment's judges and simulators, the further ones' too: each call extends the servers added so far.
-  let modelServers: Awaited<ReturnType<typeof secondModelServers>> = []
-  for (const someAgent of [agent, ...moreAgents]) modelServers = await secondModelServers(o.gymRoot, graph, someAgent, secondModelRequests, modelServers)
-  let endpoints: ReturnType<typeof secondModelEndpoints> = []
-  for (const someAgent of [agent, ...moreAgents]) endpoints = secondModelEndpoints(graph, someAgent, secondModelRequests, modelServers, endpoints)
+  const {modelServers, endpoints} = await servedSecondModels(o, graph, [agent, ...moreAgents], recorded)
 
   const others = await occupiedRecipes(relaxRoot, o.id)
   const recordedPorts = o.portBase === undefined && recorded?.service && recorded.ray ? {gateway_port: recorded.service.gateway_port, gcs_port: recorded.ray.gcs_port, dashboard_port: recorded.ray.dashboard_port, component_port_base: recorded.ray.component_port_base, min_worker_port: recorded.ray.min_worker_port, max_worker_port: recorded.ray.max_worker_port} : undefined

@@ -142,6 +142,47 @@ async function rolloutFiles(gymRoot: string, dirs: string[], roots: ConfigRoot[]
  * Verifier (and, for a text answer, trial) examples for the agent's environment from its example
  * rollouts, or why there are none.
  */
+/**
+ * Task rows of the environment's own data, by prompt: the row a rollout answered; and the rows of
+ * the first example file by position, since Gym's rollout collection records `_ng_task_index`.
+ */
+async function taskRows(root: string, graph: GymGraph, agentId: string, roots: ConfigRoot[]): Promise<{tasks: Map<string, TaskRow>; firstRows: TaskRow[]}> {
+  const tasks = new Map<string, TaskRow>()
+  const firstRows: TaskRow[] = []
+  for (const [n, example] of (await exampleRowsFiles(root, graph, agentId, roots)).entries()) {
+    let row = 0
+    for (const line of await sampleLines(example.file)) {
+      if (!line.trim()) continue
+      const parsed = parse(line)
+      const key = parsed && keyOf(parsed)
+      if (key && !tasks.has(key)) tasks.set(key, {file: example.path, row})
+      if (n === 0) firstRows.push({file: example.path, row})
+      row++
+    }
+  }
+  return {tasks, firstRows}
+}
+
+/** The rewarded rollouts with a model answer; a rollout tied to its row by index is added to `tasks`. */
+async function readRollouts(files: Array<{file: string; shown: string}>, tasks: Map<string, TaskRow>, firstRows: TaskRow[]): Promise<Rollout[]> {
+  const rollouts: Rollout[] = []
+  for (const file of files) {
+    for (const [index, line] of (await sampleLines(file.file)).entries()) {
+      const parsed = parse(line)
+      const key = parsed && keyOf(parsed)
+      if (!parsed || !key || typeof parsed.reward !== 'number' || !Number.isFinite(parsed.reward)) continue
+      // A prompt the environment rewrote at seed time (so it matches no row) still names its row by index.
+      const taskIndex = parsed._ng_task_index
+      if (!tasks.has(key) && typeof taskIndex === 'number' && Number.isInteger(taskIndex) && firstRows[taskIndex]) tasks.set(key, firstRows[taskIndex])
+      const {turns, usesToolResults, unreplayable} = turnsOf((parsed.response as {output?: unknown} | undefined)?.output)
+      const {response: _response, reward: _reward, ...task} = parsed
+      const payload = Object.keys(task).some((k) => k !== 'responses_create_params') ? task : undefined
+      if (turns.length > 0) rollouts.push({file: file.shown, line: index + 1, reward: parsed.reward, key, turns, usesToolResults, unreplayable, ...(payload ? {payload} : {})})
+    }
+  }
+  return rollouts
+}
+
 /** A rewarded text answer to another task, unlike the correct one: wrong here whoever judges it. */
 function offTopicAnswer(replayable: Rollout[], correct: Rollout): Rollout | undefined {
   const text = (r: Rollout) => (r.turns.every((t) => t.text !== undefined) ? r.turns.map((t) => t.text!.trim()).join('\n') : undefined)
@@ -160,37 +201,8 @@ export async function verifierFromRollouts(gymRoot: string, graph: GymGraph, age
   const files = await rolloutFiles(root, dirs, roots)
   if (files.length === 0) return {none: `no example rollouts (data/*rollout*.jsonl) next to its data${resource ? ` or in resources_servers/${resource.implementation}/data` : ''}`}
 
-  // Task rows of the environment's own data, by prompt: the row a rollout answered.
-  const tasks = new Map<string, TaskRow>()
-  // Rows of the first example file by position: Gym's rollout collection records `_ng_task_index`.
-  const firstRows: TaskRow[] = []
-  for (const [n, example] of (await exampleRowsFiles(root, graph, agentId, roots)).entries()) {
-    let row = 0
-    for (const line of await sampleLines(example.file)) {
-      if (!line.trim()) continue
-      const parsed = parse(line)
-      const key = parsed && keyOf(parsed)
-      if (key && !tasks.has(key)) tasks.set(key, {file: example.path, row})
-      if (n === 0) firstRows.push({file: example.path, row})
-      row++
-    }
-  }
-
-  const rollouts: Rollout[] = []
-  for (const file of files) {
-    for (const [index, line] of (await sampleLines(file.file)).entries()) {
-      const parsed = parse(line)
-      const key = parsed && keyOf(parsed)
-      if (!parsed || !key || typeof parsed.reward !== 'number' || !Number.isFinite(parsed.reward)) continue
-      // A prompt the environment rewrote at seed time (so it matches no row) still names its row by index.
-      const taskIndex = parsed._ng_task_index
-      if (!tasks.has(key) && typeof taskIndex === 'number' && Number.isInteger(taskIndex) && firstRows[taskIndex]) tasks.set(key, firstRows[taskIndex])
-      const {turns, usesToolResults, unreplayable} = turnsOf((parsed.response as {output?: unknown} | undefined)?.output)
-      const {response: _response, reward: _reward, ...task} = parsed
-      const payload = Object.keys(task).some((k) => k !== 'responses_create_params') ? task : undefined
-      if (turns.length > 0) rollouts.push({file: file.shown, line: index + 1, reward: parsed.reward, key, turns, usesToolResults, unreplayable, ...(payload ? {payload} : {})})
-    }
-  }
+  const {tasks, firstRows} = await taskRows(root, graph, agentId, roots)
+  const rollouts = await readRollouts(files, tasks, firstRows)
   // A rollout replays from its task row, or from the task fields it carries itself.
   const replayable = rollouts.filter((r) => (tasks.has(r.key) || r.payload !== undefined) && !r.unreplayable)
   if (replayable.length === 0) {

@@ -121,11 +121,7 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     multiEnvironment,
     routesJson: JSON.stringify(Object.fromEntries(allEnvironments.map((e) => [`${e.environment}/${e.gateway_config}`, e.verifier_fields]))),
     headOffset,
-    modelServers: (c.gym.model_servers ?? []).map((server, i) => ({...server, offset: modelServerPorts(c)[i].port - ports.gateway, overrides: modelServerOverrides(server), vars: endpointVariables(server.env_prefix)})),
-    endpoints: (c.gym.endpoints ?? []).map((endpoint) => ({...endpoint, label: `${endpoint.owner}.${endpoint.role}`, overrides: endpointOverrides(endpoint), vars: endpointVariables(endpoint.env_prefix)})),
-    probesSecondModels: (c.gym.model_servers ?? []).length + (c.gym.endpoints ?? []).length > 0,
-    unsetValues: (c.gym.unset_values ?? []).map((u) => ({...u, override: `++${u.path}=${hydraValue(`\${oc.env:${u.env}}`)}`})),
-    readsEnvOnStartLine: (c.gym.model_servers ?? []).length + (c.gym.endpoints ?? []).length + (c.gym.unset_values ?? []).length > 0,
+    ...startLineVariables(c, ports.gateway),
     requiredEnvVars: (c.gym.env_vars ?? []).filter((v) => v.required).map((v) => v.name),
     extraRootsList: (c.gym.config_roots ?? []).map((name) => `\${${name}}`).join(':'),
     sourceDescription: describeSource(c),
@@ -266,3 +262,20 @@ function describeSource(c: RecipeContract): string {
 }
 
 export type RecipeView = ReturnType<typeof buildView>
+
+/**
+ * What the start line sets from deployment variables: added model servers (each on its port of the
+ * service block), endpoint fields of judges moved off the policy, and values the config leaves ???.
+ */
+function startLineVariables(c: RecipeContract, gatewayPort: number) {
+  const servers = c.gym.model_servers ?? []
+  const endpoints = c.gym.endpoints ?? []
+  const unset = c.gym.unset_values ?? []
+  return {
+    modelServers: servers.map((server, i) => ({...server, offset: modelServerPorts(c)[i].port - gatewayPort, overrides: modelServerOverrides(server), vars: endpointVariables(server.env_prefix)})),
+    endpoints: endpoints.map((endpoint) => ({...endpoint, label: `${endpoint.owner}.${endpoint.role}`, overrides: endpointOverrides(endpoint), vars: endpointVariables(endpoint.env_prefix)})),
+    probesSecondModels: servers.length + endpoints.length > 0,
+    unsetValues: unset.map((u) => ({...u, override: `++${u.path}=${hydraValue(`\${oc.env:${u.env}}`)}`})),
+    readsEnvOnStartLine: servers.length + endpoints.length + unset.length > 0,
+  }
+}
