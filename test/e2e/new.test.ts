@@ -601,8 +601,11 @@ exit 96
   it('names every ??? value left in the servers it starts, with where it is written', async () => {
     const relax = await relaxRoot()
     const gymRoot = await editedGym(CALENDAR, (text) => text.replace('      entrypoint: app.py\n      resources_server:', '      entrypoint: app.py\n      dataset_path: ???\n      resources_server:'))
-    const r = await runCli(newArgs('unset', relax, CALENDAR, ['--from', 'calendar', '--dry-run'], gymRoot))
+    const r = await runCli(newArgs('unset', relax, CALENDAR, ['--from', 'calendar'], gymRoot))
     expect(r.exitCode, r.stderr).toBe(0)
+    // One such value alone still makes a start script shellcheck accepts.
+    const verified = await runCli(['verify', 'unset', '--level', 'static', '--relax-root', relax, '--gym-root', gymRoot, '--json'])
+    expect(verified.exitCode, verified.stdout).toBe(0)
     expect(r.json.notes).toContain(`value to give before start: calendar_simple_agent.responses_api_agents.simple_agent.dataset_path is ??? in ${CALENDAR}:13; set CALENDAR_SIMPLE_AGENT_DATASET_PATH in env.sh (the start script passes it as ++calendar_simple_agent.responses_api_agents.simple_agent.dataset_path, and mounts a host path given there read-only at the same path)`)
     const clean = await runCli(newArgs('clean', relax, CALENDAR, ['--dry-run']))
     expect(clean.json.notes.join('\n')).not.toContain('value to give')
