@@ -7,6 +7,7 @@ import {configRootName} from './gym-config/paths.js'
 import type {AddedEndpoint, AddedModelServer} from './gym-config/model-servers.js'
 import {type ScheduleMode, withSchedule} from './schedule.js'
 import {assertDistinct} from './additional-environments.js'
+import {POLICY_MODEL, type SecondModel} from './gym-config/second-models.js'
 import {checkSecondModels, type DeploymentVariable, endpointReferences, flatEndpointReferences} from './second-model-rules.js'
 import {draftNotes} from './draft-notes.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
@@ -237,7 +238,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   const endpoints = o.endpoints ?? []
   // The judges and simulators of every environment, the further ones' too.
   const models = [agent, ...(o.additionalEnvironments ?? []).map((e) => chooseAgent(o.graph, e.agent.name))].flatMap((a) => checkSecondModels(o.graph, a, o.policyServes ?? [], added, endpoints))
-  const {graphEnvVars, envVars, unset} = deploymentVariables(o, [agent.id, ...(resource ? [resource.id] : [])], added, endpoints)
+  const {graphEnvVars, envVars, unset} = deploymentVariables(o, [agent.id, ...(resource ? [resource.id] : [])], added, endpoints, models)
   const configRoots = usedRoots(o)
   const base = structuredClone(o.base)
   const environment = resource?.id ?? agent.id
@@ -360,10 +361,18 @@ function usedRoots(o: ContractFromGymOptions): string[] {
  * What the start line reads from the environment: the config's own ${oc.env:…} values, the
  * endpoints of added model servers and moved judges, and the ??? values of the servers it starts.
  */
-function deploymentVariables(o: ContractFromGymOptions, primary: string[], added: AddedModelServer[], endpoints: AddedEndpoint[]): {graphEnvVars: DeploymentVariable[]; envVars: DeploymentVariable[]; unset: ReturnType<typeof unsetValues>} {
+function deploymentVariables(o: ContractFromGymOptions, primary: string[], added: AddedModelServer[], endpoints: AddedEndpoint[], models: SecondModel[]): {graphEnvVars: DeploymentVariable[]; envVars: DeploymentVariable[]; unset: ReturnType<typeof unsetValues>} {
   const graphEnvVars = envReferences(o.graph)
   const endpointVars = [...added.flatMap(endpointReferences), ...endpoints.flatMap(flatEndpointReferences)]
   const started = [...primary, ...(o.additionalEnvironments ?? []).flatMap((e) => [e.agent.name, ...(e.resources_server ? [e.resources_server.name] : [])])]
-  const unset = unsetValues(o.graph, started, new Set([...graphEnvVars, ...endpointVars].map((v) => v.name)))
-  return {graphEnvVars, envVars: [...graphEnvVars, ...endpointVars, ...unset.settable.map((u) => ({name: u.env, fallback: null, at: u.path}))], unset}
+  // A server name an added model server binds is set by its override; a switched-off judge's
+  // server left ??? is never called, so it names the policy (as Gym's own docs start it).
+  const known = new Map<string, string | null>(added.flatMap((server) => server.binds.map((bind) => [bind, null] as const)))
+  for (const m of models.filter((x) => !x.enabled && x.server === '???')) {
+    const owner = [...o.graph.agents, ...o.graph.resourcesServers].find((s) => s.id === m.owner)
+    if (owner) known.set(`${owner.id}.${owner.kind}.${owner.implementation}.${m.key}.name`, POLICY_MODEL)
+  }
+  const unset = unsetValues(o.graph, started, new Set([...graphEnvVars, ...endpointVars].map((v) => v.name)), known)
+  const fromEnv = unset.settable.flatMap((u) => ('env' in u ? [{name: u.env, fallback: null, at: u.path}] : []))
+  return {graphEnvVars, envVars: [...graphEnvVars, ...endpointVars, ...fromEnv], unset}
 }

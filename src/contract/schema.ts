@@ -301,10 +301,15 @@ export const recipeSchema = {
           items: {
             type: 'object',
             additionalProperties: false,
-            required: ['path', 'env'],
+            required: ['path'],
+            oneOf: [
+              {required: ['env'], properties: {env: {type: 'string'}}},
+              {required: ['value'], properties: {value: {type: 'string'}}},
+            ],
             properties: {
               path: {type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_-]{0,63}\\.(resources_servers|responses_api_agents)\\.[A-Za-z0-9_]+(\\.[A-Za-z_][A-Za-z0-9_-]{0,63})+$'},
               env: {type: 'string', pattern: '^[A-Z][A-Z0-9_]{0,63}$'},
+              value: {type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_-]{0,63}$'},
             },
           },
         },

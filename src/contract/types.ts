@@ -111,7 +111,7 @@ export interface RecipeContract {
      * formatter or dataset path): each is set on the `gym env start` line from a deployment
      * variable env.sh names; a host path given there is mounted read-only at the same path.
      */
-    unset_values?: Array<{path: string; env: string}>
+    unset_values?: Array<{path: string; env: string} | {path: string; value: string}>
     /** How the Gym checkout the recipe was recorded from behaves where Gym changed over time. */
     behaviour?: {
       include_order: 'discovery' | 'reverse-discovery' | 'depth' | 'post-order'

@@ -187,13 +187,15 @@ function unsetValueNotes(graph: GymGraph, contract: RecipeContract): string[] {
   const started = environmentsOf(contract).flatMap((e) => [e.agent.name, ...(e.resources_server ? [e.resources_server.name] : [])])
   return graph.problems
     .filter((p) => p.message.includes('is ??? (mandatory value not set)') && started.some((id) => p.pointer.startsWith(`/${id}/`)))
+    // A judge's server name that a model server gymrecipe adds is bound to needs nothing more.
+    .filter((p) => !(contract.gym.model_servers ?? []).some((server) => server.binds.includes(p.message.split(' is ???')[0])))
     .map((p) => {
       const key = p.message.split(' is ???')[0]
       const where = `${p.file ?? 'the config'}${p.line ? `:${p.line}` : ''}`
-      const variable = contract.gym.unset_values?.find((u) => u.path === key)?.env
-      return variable
-        ? `value to give before start: ${key} is ??? in ${where}; set ${variable} in env.sh (the start script passes it as ++${key}, and mounts a host path given there read-only at the same path)`
-        : `value to give before start: ${key} is ??? in ${where}; the generated start script cannot set it (add ++${key}=<value> to its gym env start line, or set it in a config merged after this one)`
+      const set = contract.gym.unset_values?.find((u) => u.path === key)
+      if (set && 'value' in set) return `${key} is ??? in ${where}: its ${key.split('.').at(-2)} is switched off and never called, so the start script names ${set.value} there (Gym refuses to start with any ??? left)`
+      if (set) return `value to give before start: ${key} is ??? in ${where}; set ${set.env} in env.sh (the start script passes it as ++${key}, and mounts a host path given there read-only at the same path)`
+      return `value to give before start: ${key} is ??? in ${where}; the generated start script cannot set it (add ++${key}=<value> to its gym env start line, or set it in a config merged after this one)`
     })
 }
 

@@ -116,7 +116,7 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
     callbackNetworks: c.service.callback_networks.join(','),
     callbackHosts: c.service.callback_hosts.join(','),
     configRoots: (c.gym.config_roots ?? []).map((name) => ({name, dir: deployment.configRootDirs?.[name] ?? ''})),
-    envVars: (c.gym.env_vars ?? []).map((v) => ({...v, ocEnv: `\${oc.env:${v.name}}`, secret: isSecretName(v.name), unsetPath: c.gym.unset_values?.find((u) => u.env === v.name)?.path})),
+    envVars: (c.gym.env_vars ?? []).map((v) => ({...v, ocEnv: `\${oc.env:${v.name}}`, secret: isSecretName(v.name), unsetPath: c.gym.unset_values?.find((u) => 'env' in u && u.env === v.name)?.path})),
     environments,
     multiEnvironment,
     routesJson: JSON.stringify(Object.fromEntries(allEnvironments.map((e) => [`${e.environment}/${e.gateway_config}`, e.verifier_fields]))),
@@ -275,7 +275,8 @@ function startLineVariables(c: RecipeContract, gatewayPort: number) {
     modelServers: servers.map((server, i) => ({...server, offset: modelServerPorts(c)[i].port - gatewayPort, overrides: modelServerOverrides(server), vars: endpointVariables(server.env_prefix)})),
     endpoints: endpoints.map((endpoint) => ({...endpoint, label: `${endpoint.owner}.${endpoint.role}`, overrides: endpointOverrides(endpoint), vars: endpointVariables(endpoint.env_prefix)})),
     probesSecondModels: servers.length + endpoints.length > 0,
-    unsetValues: unset.map((u) => ({...u, override: `++${u.path}=${hydraValue(`\${oc.env:${u.env}}`)}`})),
+    unsetValues: unset.map((u) => ({...u, override: `++${u.path}=${hydraValue('env' in u ? `\${oc.env:${u.env}}` : u.value)}`})),
+    unsetValueVars: unset.flatMap((u) => ('env' in u ? [u.env] : [])),
     readsEnvOnStartLine: servers.length + endpoints.length + unset.length > 0,
   }
 }

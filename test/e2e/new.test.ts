@@ -593,6 +593,17 @@ exit 96
     const unnamed = await runCli(newArgs('genrm', relax, config, ['--second-model', 'judge=openai_model', '--dry-run'], gymRoot))
     expect(unnamed.exitCode, unnamed.stderr).toBe(0)
     expect(unnamed.json.contract.gym.model_servers).toMatchObject([{name: 'judge_model', binds: ['math_with_judge.resources_servers.math_with_judge.judge_model_server.name']}])
+    // The bind sets that ???: nothing else asks for it.
+    expect(unnamed.json.contract.gym.unset_values).toBeUndefined()
+    expect(unnamed.json.notes.join('\n')).not.toContain('judge_model_server.name is ???')
+    // Switched off, the judge is never called: its ??? server name is filled with the policy, as Gym's docs start it.
+    await writeFile(path.join(gymRoot, config), (await readFile(path.join(gymRoot, config), 'utf8')).replace('should_use_judge: true', 'should_use_judge: false'))
+    const off = await runCli(newArgs('genrm', relax, config, ['--dry-run'], gymRoot))
+    expect(off.exitCode, off.stderr).toBe(0)
+    expect(off.json.contract.gym.model_servers).toBeUndefined()
+    expect(off.json.contract.gym.unset_values).toEqual([{path: 'math_with_judge.resources_servers.math_with_judge.judge_model_server.name', value: 'policy_model'}])
+    expect(off.json.contract.gym.env_vars).toBeUndefined()
+    expect(off.json.notes.join('\n')).toContain('its judge_model_server is switched off and never called, so the start script names policy_model there')
     const badFlag = await runCli(newArgs('genrm', relax, config, ['--second-model', 'judge=llama_cpp', '--dry-run'], gymRoot))
     expect(badFlag.exitCode).toBe(2)
     expect(badFlag.json.error.message).toContain('llama_cpp is not a model server gymrecipe can define')

@@ -28,12 +28,18 @@ export function envReferences(graph: GymGraph): EnvReference[] {
   return [...found.values()]
 }
 
-export interface UnsetValue {
-  /** Dotted override path, e.g. swe_agents.responses_api_agents.swe_agents.dataset_path. */
-  path: string
-  /** The deployment variable the start line reads it from. */
-  env: string
-}
+export type UnsetValue =
+  | {
+      /** Dotted override path, e.g. swe_agents.responses_api_agents.swe_agents.dataset_path. */
+      path: string
+      /** The deployment variable the start line reads it from. */
+      env: string
+    }
+  | {
+      path: string
+      /** The value the start line sets, known from the graph (a switched-off judge's server name). */
+      value: string
+    }
 
 /** A key Hydra takes on the command line, one segment of a dotted override path. */
 const OVERRIDE_SEGMENT = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/
@@ -41,14 +47,22 @@ const OVERRIDE_SEGMENT = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/
 /**
  * `???` values left in the servers the recipe starts (by instance id): each becomes a deployment
  * variable named after its instance and field (SWE_AGENTS_DATASET_PATH), unless its path cannot be
- * written as a command-line override (a list index, a key with dots). `taken` are names in use.
+ * written as a command-line override (a list index, a key with dots). `taken` are names in use;
+ * `known` maps a dotted path to the value the recipe sets there itself, or to null when another
+ * override sets it already.
  */
-export function unsetValues(graph: GymGraph, started: readonly string[], taken: ReadonlySet<string>): {settable: UnsetValue[]; other: string[]} {
+export function unsetValues(graph: GymGraph, started: readonly string[], taken: ReadonlySet<string>, known: ReadonlyMap<string, string | null> = new Map()): {settable: UnsetValue[]; other: string[]} {
   const settable: UnsetValue[] = []
   const other: string[] = []
   const used = new Set(taken)
   forEachLeaf(graph.merged, (value, path) => {
     if (!isMissing(value) || !started.includes(String(path[0]))) return
+    const dotted = path.map(String).join('.')
+    if (known.has(dotted)) {
+      const fill = known.get(dotted)
+      if (fill !== null && fill !== undefined) settable.push({path: dotted, value: fill})
+      return
+    }
     const segments = path.map(String)
     if (segments.length < 4 || !segments.every((s, i) => (i === 2 ? /^[A-Za-z0-9_]+$/.test(s) : OVERRIDE_SEGMENT.test(s)))) {
       other.push(toDotted(path))
