@@ -6,7 +6,7 @@
  * checkout's example rows; admission limits from the recipe's own Gateway section.
  */
 import type {GymGraph} from './gym-config.js'
-import {chooseAgent, definedResourcesServer, type ExampleRowsSummary, gatewayConfigName, verifierFieldsFrom} from './from-gym.js'
+import {assertPlaceable, chooseAgent, definedResourcesServer, type ExampleRowsSummary, gatewayConfigName, verifierFieldsFrom} from './from-gym.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
 import type {AdditionalEnvironment, RecipeContract} from './types.js'
 
@@ -23,6 +23,7 @@ export interface AdditionalEnvironmentInput {
 export function additionalEnvironment(graph: GymGraph, input: AdditionalEnvironmentInput, base: RecipeContract): AdditionalEnvironment {
   const agent = chooseAgent(graph, input.agent)
   const resource = definedResourcesServer(graph, agent)
+  assertPlaceable([agent, resource])
   const environment = resource?.id ?? agent.id
   const known = input.known
   const limits = known?.gateway ?? base.gateway

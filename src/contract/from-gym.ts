@@ -8,6 +8,7 @@ import type {AddedEndpoint, AddedModelServer} from './gym-config/model-servers.j
 import {type ScheduleMode, withSchedule} from './schedule.js'
 import {assertDistinct} from './additional-environments.js'
 import {POLICY_MODEL, type SecondModel} from './gym-config/second-models.js'
+import {RELAX_POLICY_MODEL_CONFIG} from './gym-config/relax-policy.js'
 import {checkSecondModels, type DeploymentVariable, endpointReferences, flatEndpointReferences} from './second-model-rules.js'
 import {draftNotes} from './draft-notes.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
@@ -83,10 +84,25 @@ export function definedResourcesServer(graph: GymGraph, agent: GymAgent): GymSer
   return resource
 }
 
+/**
+ * The start line places every server with `++<id>.<kind>.<implementation>.port=…`; Hydra's override
+ * keys take no '/', so an implementation in a nested directory (Gym after the pinned commit, e.g.
+ * conversational_tool_use/simulation) cannot be placed there.
+ */
+export function assertPlaceable(servers: Array<GymServer | null | undefined>): void {
+  const nested = servers.find((s) => s?.implementation.includes('/'))
+  if (!nested) return
+  throw new GymError(`${nested.id} is implemented by ${nested.kind}/${nested.implementation}, a nested directory: the gym env start line sets each server's host and port with a Hydra override, and Hydra's override keys take no '/', so this server cannot be placed`, {
+    code: 'E_GYM_CONFIG',
+    exit: ExitCode.usage,
+    hint: 'Use a Gym checkout whose implementations sit one directory deep (the commit Relax pins has only those), or wrap this one in a directory of its own with a config of your own (--config-root).',
+  })
+}
+
 export function chooseAgent(graph: GymGraph, wanted: string | undefined): GymAgent {
   const names = graph.agents.map((a) => a.id)
   if (graph.agents.length === 0) {
-    throw new GymError(`the Gym config defines no agent (responses_api_agents); files: ${graph.files.join(', ')}`, {
+    throw new GymError(`the Gym config defines no agent (responses_api_agents); files: ${graph.files.filter((f) => f !== RELAX_POLICY_MODEL_CONFIG).join(', ')}`, {
       code: 'E_NO_AGENT',
       exit: ExitCode.usage,
       hint: 'Pass the config that defines the agent, e.g. environments/<env>/config.yaml.',
@@ -226,6 +242,7 @@ function snake(id: string): string {
 export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   const agent = chooseAgent(o.graph, o.agent)
   const resource = definedResourcesServer(o.graph, agent)
+  assertPlaceable([agent, resource])
   // Data the user brings is training data because they say so; --smoke still marks it a smoke run.
   // One of Gym's own example or benchmark files stays what it is unless they say it is training data.
   const dataset: GymDataset = o.dataFile ? {...USER_DATA, jsonlFpath: o.dataFile} : chooseDataset(agent, o.dataset, o.smoke, o.exampleRows)

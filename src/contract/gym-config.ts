@@ -14,6 +14,7 @@ import {type GymConfigFs, nodeGymConfigFs, resolveGymRoot} from './gym-config/pa
 import {Provenance} from './gym-config/provenance.js'
 import {setKey} from './gym-config/tree.js'
 import type {GymGraph, GymProblem} from './gym-config/types.js'
+import {withRelaxPolicyConfig, withRelaxPolicyModel} from './gym-config/relax-policy.js'
 import {verbatim} from '../json-document.js'
 
 export {GYM_CONFIG_ERROR} from './gym-config/errors.js'
@@ -29,6 +30,8 @@ export interface LoadGymGraphOptions {
   fs?: GymConfigFs
   /** Trees outside the checkout holding the user's own configs, searched first (as NEMO_GYM_EXTRA_ROOTS). */
   extraRoots?: Array<{name: string; dir: string}>
+  /** Load Relax's policy model config first, as the generated start line does: policy_model is the Relax Gateway. */
+  relaxPolicy?: boolean
 }
 
 /**
@@ -38,11 +41,12 @@ export interface LoadGymGraphOptions {
  * malformed server blocks) throws a GymError with code E_GYM_CONFIG and exit status 2.
  */
 export async function loadGymGraph(gymRoot: string, configPaths: string[], options: LoadGymGraphOptions = {}): Promise<GymGraph> {
-  const fs = options.fs ?? nodeGymConfigFs
-  const root = await resolveGymRoot(gymRoot, fs, options.extraRoots)
+  const baseFs = options.fs ?? nodeGymConfigFs
+  const root = await resolveGymRoot(gymRoot, baseFs, options.extraRoots)
   if (configPaths.length === 0) throw gymConfigError('not-found', 'no Gym config given', {}, 'Pass at least one --gym-config, e.g. environments/calendar/config.yaml.')
+  const fs = options.relaxPolicy ? withRelaxPolicyModel(baseFs, root.real) : baseFs
 
-  const tree = await loadIncludeTree(root, configPaths, fs)
+  const tree = await loadIncludeTree(root, options.relaxPolicy ? withRelaxPolicyConfig(configPaths) : configPaths, fs)
   const includeOrder = await decideIncludeOrder(root, fs)
   const behaviour = await readGymBehaviour(root, fs)
   const inOrder = (order: IncludeOrder) => mergeOrder(order, tree.loaded, tree.rootCount).map((index) => tree.loaded[index].parsed)

@@ -28,7 +28,7 @@ const validateSchema = schemaValidator<RecipeContract>('recipe-validator', recip
 function hintFor(error: ErrorObject): string {
   const p = error.params as Record<string, unknown>
   if (error.keyword === 'additionalProperties') return `Remove "${String(p.additionalProperty)}" or check its spelling.`
-  if (error.keyword === 'pattern') return 'Only letters, digits and . _ - / are allowed here; values reach shell scripts and paths.'
+  if (error.keyword === 'pattern') return 'This value reaches shell scripts and paths, so only the characters the pattern shown allows are accepted.'
   if (error.keyword === 'required') return `Add "${String(p.missingProperty)}"; see the built-in recipes in recipes/ for complete examples.`
   return 'See the recipe contract reference in README.md.'
 }

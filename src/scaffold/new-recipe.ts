@@ -276,7 +276,7 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   const model = o.model ?? (recordedModel ? {name: recordedModel.name, slug: recordedModel.slug, configScript: recordedModel.config_script} : undefined)
 
   const configRoots = chooseConfigRoots(o.configRoots ?? [], recorded?.gym?.config_roots ?? [], o.env ?? {})
-  const graph = await loadGymGraph(o.gymRoot, gymConfigs, {extraRoots: configRoots})
+  const graph = await loadGymGraph(o.gymRoot, gymConfigs, {extraRoots: configRoots, relaxPolicy: true})
   const agent = chooseAgent(graph, o.agent ?? recorded?.gym?.agent?.name)
   const archetypeWanted = o.archetype ?? recorded?.archetype
   // Nothing asked for: the built-in of this environment's implementation knows it best (its verifier, trial and values).

@@ -609,6 +609,32 @@ exit 96
     expect(badFlag.json.error.message).toContain('llama_cpp is not a model server gymrecipe can define')
   })
 
+  it("a simulator that copies policy_model is the model being trained under Relax: refused unless asked, or given a server of its own", async () => {
+    const relax = await relaxRoot()
+    const gymRoot = await editedGym(CALENDAR, (text) => `${text.replace('      domain: agent\n', '      domain: agent\n      user_model_server: {type: responses_api_models, name: simulator_model}\n')}\nsimulator_model:\n  _copy: policy_model\n`)
+    await mkdir(path.join(gymRoot, 'responses_api_models/vllm_model/configs'), {recursive: true})
+    await writeFile(path.join(gymRoot, 'responses_api_models/vllm_model/configs/vllm_model.yaml'), 'policy_model:\n  responses_api_models:\n    vllm_model:\n      entrypoint: app.py\n      base_url: ${policy_base_url}\n      api_key: ${policy_api_key}\n      model: ${policy_model_name}\n')
+    const refused = await runCli(newArgs('copysim', relax, CALENDAR, ['--from', 'calendar', '--dry-run'], gymRoot))
+    expect(refused.json.error.code).toBe('E_POLICY_AS_SECOND_MODEL')
+    expect(refused.json.error.message).toBe('calendar.user_model_server is the policy model: under Relax that is the model being trained, so it would serve as its own simulator')
+    const made = await runCli(newArgs('copysim', relax, CALENDAR, ['--from', 'calendar', '--second-model', 'simulator'], gymRoot))
+    expect(made.exitCode, made.stderr).toBe(0)
+    expect(made.json.contract.gym.model_servers).toMatchObject([{name: 'simulator_model_2', role: 'simulator', binds: ['calendar.resources_servers.calendar.user_model_server.name']}])
+    const verified = await runCli(['verify', 'copysim', '--level', 'static', '--relax-root', relax, '--gym-root', gymRoot, '--json'])
+    expect(verified.exitCode, verified.stdout).toBe(0)
+    const intended = await runCli(newArgs('copysim2', relax, CALENDAR, ['--from', 'calendar', '--policy-serves', 'simulator', '--dry-run'], gymRoot))
+    expect(intended.exitCode, intended.stderr).toBe(0)
+  })
+
+  it('refuses a server implemented in a nested directory, which the start line cannot place', async () => {
+    const relax = await relaxRoot()
+    const gymRoot = await editedGym(CALENDAR, (text) => text.replace('    simple_agent:\n', '    conversational/simple_agent:\n'))
+    const r = await runCli(newArgs('nested', relax, CALENDAR, ['--from', 'calendar', '--dry-run'], gymRoot))
+    expect(r.exitCode).toBe(2)
+    expect(r.json.error.code).toBe('E_GYM_CONFIG')
+    expect(r.json.error.message).toBe("calendar_simple_agent is implemented by responses_api_agents/conversational/simple_agent, a nested directory: the gym env start line sets each server's host and port with a Hydra override, and Hydra's override keys take no '/', so this server cannot be placed")
+  })
+
   it('names every ??? value left in the servers it starts, with where it is written', async () => {
     const relax = await relaxRoot()
     const gymRoot = await editedGym(CALENDAR, (text) => text.replace('      entrypoint: app.py\n      resources_server:', '      entrypoint: app.py\n      dataset_path: ???\n      resources_server:'))

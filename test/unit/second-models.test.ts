@@ -15,12 +15,12 @@ afterEach(async () => {
   for (const root of roots.splice(0)) await rm(root, {recursive: true, force: true})
 })
 
-async function graphOf(yaml: string) {
+async function graphOf(yaml: string, options: {relaxPolicy?: boolean} = {}) {
   const root = await mkdtemp(path.join(os.tmpdir(), 'gr-models-'))
   roots.push(root)
   await mkdir(path.join(root, 'resources_servers/quiz/configs'), {recursive: true})
   await writeFile(path.join(root, 'resources_servers/quiz/configs/quiz.yaml'), yaml)
-  const graph = await loadGymGraph(root, ['resources_servers/quiz/configs/quiz.yaml'])
+  const graph = await loadGymGraph(root, ['resources_servers/quiz/configs/quiz.yaml'], options)
   return secondModels(graph, graph.agents[0])
 }
 
@@ -79,6 +79,31 @@ ${agent('      user_model_server: {type: responses_api_models, name: policy_mode
       {role: 'judge', owner: 'quiz', key: 'genrm_model_server', server: 'genrm_model', policy: false, enabled: true, defined: false},
       {role: 'judge', owner: 'quiz', key: 'judge_base_url', server: null, policy: true, enabled: true, defined: true},
     ])
+  })
+
+  it("under Relax's start line a copy of policy_model is the Gateway: a simulator on it is the model being trained", async () => {
+    const yaml = `simulator_model:
+  _copy: policy_model
+quiz:
+  resources_servers:
+    quiz:
+      entrypoint: app.py
+      user_model_server: {type: responses_api_models, name: simulator_model}
+${agent()}`
+    // Gym alone has no policy_model to copy; Relax's start line loads the Gateway's config first.
+    await expect(graphOf(yaml)).rejects.toThrow("_copy 'policy_model' does not exist in the merged config")
+    expect(await graphOf(yaml, {relaxPolicy: true})).toEqual([{role: 'simulator', owner: 'quiz', key: 'user_model_server', server: 'simulator_model', policy: true, enabled: true, defined: true}])
+    // A simulator server of its own is not the policy.
+    const own = await graphOf(`simulator_model:
+  responses_api_models:
+    vllm_model: {entrypoint: app.py}
+quiz:
+  resources_servers:
+    quiz:
+      entrypoint: app.py
+      user_model_server: {type: responses_api_models, name: simulator_model}
+${agent()}`, {relaxPolicy: true})
+    expect(own[0]).toMatchObject({server: 'simulator_model', policy: false})
   })
 
   it('a graph without second models has none', async () => {

@@ -8,6 +8,7 @@
  */
 import type {GymAgent, GymGraph, GymServer} from './types.js'
 import {resourcesServerOf} from './graph.js'
+import {RELAX_GATEWAY_MODEL} from './relax-policy.js'
 
 export type SecondModelRole = 'judge' | 'simulator' | 'model'
 
@@ -51,11 +52,13 @@ function switchedOff(fields: Record<string, unknown>): boolean {
 function collect(server: GymServer, graph: GymGraph, skipKey: string | null): SecondModel[] {
   const found: SecondModel[] = []
   const defined = new Set(graph.models.map((m) => m.id))
+  // Under Relax, a copy of policy_model (`_copy: policy_model`) is the Gateway too: the model being trained.
+  const gatewayCopies = new Set(graph.models.filter((m) => m.implementation === RELAX_GATEWAY_MODEL).map((m) => m.id))
   const off = switchedOff(server.fields)
   const walk = (value: unknown, key: string): void => {
     if (isModelRef(value)) {
       if (key === skipKey) return
-      const policy = value.name === POLICY_MODEL
+      const policy = value.name === POLICY_MODEL || gatewayCopies.has(value.name)
       found.push({role: roleOf(key), owner: server.id, key, server: value.name, policy, enabled: !off, defined: policy || defined.has(value.name)})
       return
     }

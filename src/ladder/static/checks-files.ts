@@ -133,7 +133,7 @@ export const graphNames: Check = {
         const roots = await configRootsOf(configs, ctx)
         if ('missing' in roots) problems.push({status: 'skip', message: `not checked: ${roots.missing} (a config root the start script loads configs from) is set neither in env.sh nor in the environment`, file: start.name, hint: 'Set it in env.sh to the directory holding your own Gym configs.'})
         else if (configs.length > 0 && configs.every((p) => !p.startsWith('/') && (!p.includes('$') || configRootName(p) !== undefined))) {
-          const graph = await loadGymGraph(ctx.options.gymRoot, configs, {extraRoots: roots.roots})
+          const graph = await loadGymGraph(ctx.options.gymRoot, configs, {extraRoots: roots.roots, relaxPolicy: true})
           const servers = [...graph.agents, ...graph.resourcesServers, ...graph.models]
           checkedAgainstGym = true
           const recorded = contract?.gym.behaviour

@@ -112,7 +112,7 @@ async function readGraph(r: Reading, gym: LoadedFile, configs: string[], gymRoot
   const overrides = graphOverrides(gym)
   let graph
   try {
-    graph = await loadGymGraph(gymRoot, configs)
+    graph = await loadGymGraph(gymRoot, configs, {relaxPolicy: true})
   } catch (error) {
     for (const p of GRAPH_VALUES) r.missing(p, `the Gym config could not be read: ${messageOf(error).split('\n')[0]}`)
     return
