@@ -169,6 +169,20 @@ function chooseConfigRoots(given: Array<{name: string; dir: string}>, recorded: 
   return roots
 }
 
+/**
+ * A relative --gym-config that the Gym checkout does not hold but the working directory does,
+ * inside a config root the user named (`--config-root MY_ENV_ROOT=my-env --gym-config
+ * my-env/configs/x.yaml`), is that file; any other path stays relative to --gym-root.
+ */
+async function inConfigRoot(gymRoot: string, roots: Array<{name: string; dir: string}>, config: string): Promise<string> {
+  if (path.isAbsolute(config) || configRootName(config) !== undefined) return config
+  const here = path.resolve(config)
+  if (!roots.some((r) => isInside(path.resolve(r.dir), here))) return config
+  const inGym = await fsp.stat(path.resolve(gymRoot, config)).then(() => true, () => false)
+  const local = await fsp.stat(here).then((s) => s.isFile(), () => false)
+  return !inGym && local ? here : config
+}
+
 /** A --gym-config as recipe.yaml records it: relative to the Gym root, or `${NAME}/…` in a config root. */
 function recordedConfigPath(gymRoot: string, roots: Array<{name: string; dir: string}>, config: string): string {
   if (configRootName(config) !== undefined) return config
@@ -270,12 +284,13 @@ export async function newRecipe(o: NewRecipeOptions): Promise<NewRecipeResult> {
   // An update starts from what recipe.yaml records for every option not given again.
   const onDisk = o.update === true ? await recordedContract(dir) : undefined
   const recorded = onDisk?.contract
-  const gymConfigs = o.gymConfigs.length > 0 ? o.gymConfigs : (recorded?.gym?.config_paths ?? [])
-  if (gymConfigs.length === 0) throw usageError('--gym-config is required', 'Pass the Gym config path relative to --gym-root, e.g. --gym-config environments/calendar/config.yaml.', {field: '--gym-config'})
+  const givenConfigs = o.gymConfigs.length > 0 ? o.gymConfigs : (recorded?.gym?.config_paths ?? [])
+  if (givenConfigs.length === 0) throw usageError('--gym-config is required', 'Pass the Gym config path relative to --gym-root, e.g. --gym-config environments/calendar/config.yaml.', {field: '--gym-config'})
   const recordedModel = recorded?.training?.model
   const model = o.model ?? (recordedModel ? {name: recordedModel.name, slug: recordedModel.slug, configScript: recordedModel.config_script} : undefined)
 
   const configRoots = chooseConfigRoots(o.configRoots ?? [], recorded?.gym?.config_roots ?? [], o.env ?? {})
+  const gymConfigs = await Promise.all(givenConfigs.map((c) => inConfigRoot(o.gymRoot, configRoots, c)))
   const graph = await loadGymGraph(o.gymRoot, gymConfigs, {extraRoots: configRoots, relaxPolicy: true})
   const agent = chooseAgent(graph, o.agent ?? recorded?.gym?.agent?.name)
   const archetypeWanted = o.archetype ?? recorded?.archetype

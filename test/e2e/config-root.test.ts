@@ -88,6 +88,19 @@ describe('a Gym config outside the checkout (--config-root)', () => {
     expect(updated.json.files.every((f: {action: string}) => f.action === 'unchanged')).toBe(true)
   })
 
+  it('takes a --gym-config relative to the working directory when it lies in a named config root and the checkout has no such file', async () => {
+    const {relax, mine} = await tree()
+    const parent = path.dirname(mine)
+    const rel = path.join(path.basename(mine), 'configs/my_calendar.yaml')
+    const made = await runCli(['new', 'rel-cal', '--gym-root', snapshotRoot, '--gym-config', rel, '--config-root', `MY_CAL_ROOT=${path.basename(mine)}`, '--from', 'calendar', '--relax-root', relax, '--dry-run', '--json'], {cwd: parent})
+    expect(made.exitCode, made.stderr).toBe(0)
+    expect(made.json.contract.gym.config_paths).toEqual(['${MY_CAL_ROOT}/configs/my_calendar.yaml'])
+    // Without a named root the path stays relative to --gym-root, where nothing holds it.
+    const unnamed = await runCli(['new', 'rel-cal', '--gym-root', snapshotRoot, '--gym-config', rel, '--from', 'calendar', '--relax-root', relax, '--dry-run', '--json'], {cwd: parent})
+    expect(unnamed.exitCode).toBe(2)
+    expect(unnamed.json.error.message).toContain('was not found under the Gym root')
+  })
+
   it('trains on a task file of the user\'s own: the data rung passes on it', async () => {
     const {relax, mine} = await tree()
     const rows = path.join(mine, 'gym-tasks.jsonl')
