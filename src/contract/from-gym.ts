@@ -314,7 +314,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
       ...(more.length > 0 ? {additional_environments: more} : {}),
       ...(added.length > 0 ? {model_servers: added} : {}),
       ...(endpoints.length > 0 ? {endpoints} : {}),
-      ...(unset.settable.length > 0 ? {unset_values: unset.settable} : {}),
+      ...(unset.length > 0 ? {unset_values: unset} : {}),
       ...(models.length > 0 ? {models: models.map(({role, owner, key, server, policy, enabled}) => ({role, owner, key, server: server !== null && /^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(server) ? server : null, policy, enabled}))} : {}),
       // Only what was read from the checkout's code: an assumed include order is not recorded.
       ...(o.graph.includeOrder.assumed
@@ -390,6 +390,6 @@ function deploymentVariables(o: ContractFromGymOptions, primary: string[], added
     if (owner) known.set(`${owner.id}.${owner.kind}.${owner.implementation}.${m.key}.name`, POLICY_MODEL)
   }
   const unset = unsetValues(o.graph, started, new Set([...graphEnvVars, ...endpointVars].map((v) => v.name)), known)
-  const fromEnv = unset.settable.flatMap((u) => ('env' in u ? [{name: u.env, fallback: null, at: u.path}] : []))
+  const fromEnv = unset.flatMap((u) => ('env' in u ? [{name: u.env, fallback: null, at: u.path}] : []))
   return {graphEnvVars, envVars: [...graphEnvVars, ...endpointVars, ...fromEnv], unset}
 }

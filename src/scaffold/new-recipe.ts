@@ -199,12 +199,13 @@ function recordedConfigPath(gymRoot: string, roots: Array<{name: string; dir: st
  */
 function unsetValueNotes(graph: GymGraph, contract: RecipeContract): string[] {
   const started = environmentsOf(contract).flatMap((e) => [e.agent.name, ...(e.resources_server ? [e.resources_server.name] : [])])
+  // A judge's server name that a model server gymrecipe adds is bound to needs nothing more.
+  const bound = new Set((contract.gym.model_servers ?? []).flatMap((server) => server.binds))
   return graph.problems
     .filter((p) => p.message.includes('is ??? (mandatory value not set)') && started.some((id) => p.pointer.startsWith(`/${id}/`)))
-    // A judge's server name that a model server gymrecipe adds is bound to needs nothing more.
-    .filter((p) => !(contract.gym.model_servers ?? []).some((server) => server.binds.includes(p.message.split(' is ???')[0])))
-    .map((p) => {
-      const key = p.message.split(' is ???')[0]
+    .map((p) => ({p, key: p.message.split(' is ???')[0]}))
+    .filter(({key}) => !bound.has(key))
+    .map(({p, key}) => {
       const where = `${p.file ?? 'the config'}${p.line ? `:${p.line}` : ''}`
       const set = contract.gym.unset_values?.find((u) => u.path === key)
       if (set && 'value' in set) return `${key} is ??? in ${where}: its ${key.split('.').at(-2)} is switched off and never called, so the start script names ${set.value} there (Gym refuses to start with any ??? left)`

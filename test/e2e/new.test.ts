@@ -36,6 +36,31 @@ function newArgs(id: string, relax: string, config = CALENDAR, extra: string[] =
   return ['new', id, '--gym-root', gymRoot, '--gym-config', config, '--relax-root', relax, '--json', ...extra]
 }
 
+/** A docker that only says it was called, in a directory of its own to put first on PATH. */
+async function dockerThatOnlySaysItWasCalled(): Promise<string> {
+  const bin = await mkdtemp(path.join(os.tmpdir(), 'gr-judge-bin-'))
+  await writeFile(path.join(bin, 'docker'), '#!/bin/sh\necho "docker was called" >&2\nexit 97\n', {mode: 0o755})
+  return bin
+}
+
+/** Runs a generated start script with `bin` first on PATH and only the environment given. */
+function startScriptRunner(script: string, bin: string) {
+  return (env: Record<string, string>) => execa('bash', [script], {reject: false, extendEnv: false,
+    env: {PATH: `${bin}:${process.env.PATH}`, GYM_HOST: '127.0.0.1', NEMO_GYM_IMAGE: 'x', NEMO_GYM_CALLBACK_ALLOWED_NETWORKS: '10.0.0.0/8', ...env}})
+}
+
+/** A stand-in model endpoint on 127.0.0.1 that lists judge-8b at /v1/models and records each request. */
+async function judgeModelsEndpoint(): Promise<{port: number; served: string[]; close: () => Promise<unknown>}> {
+  const served: string[] = []
+  const judge = http.createServer((req, res) => {
+    served.push(`${req.method} ${req.url} ${req.headers.authorization ?? ''}`)
+    res.setHeader('content-type', 'application/json')
+    res.end(JSON.stringify({object: 'list', data: [{id: 'judge-8b', object: 'model'}]}))
+  })
+  await new Promise<void>((resolve) => judge.listen(0, '127.0.0.1', resolve))
+  return {port: (judge.address() as AddressInfo).port, served, close: () => new Promise((resolve) => judge.close(resolve))}
+}
+
 describe('gymrecipe new', () => {
   it('generates the seven files and recipe.yaml from the calendar config, then verify --level static passes', async () => {
     const relax = await relaxRoot()
@@ -416,18 +441,8 @@ describe('gymrecipe new', () => {
     expect(update.json.contract.gym.model_servers).toHaveLength(1)
 
     // start asks the judge for its models before anything touches Docker (a docker that only says it was called).
-    const bin = await mkdtemp(path.join(os.tmpdir(), 'gr-judge-bin-'))
-    await writeFile(path.join(bin, 'docker'), '#!/bin/sh\necho "docker was called" >&2\nexit 97\n', {mode: 0o755})
-    const served: string[] = []
-    const judge = http.createServer((req, res) => {
-      served.push(`${req.method} ${req.url} ${req.headers.authorization ?? ''}`)
-      res.setHeader('content-type', 'application/json')
-      res.end(JSON.stringify({object: 'list', data: [{id: 'judge-8b', object: 'model'}]}))
-    })
-    await new Promise<void>((resolve) => judge.listen(0, '127.0.0.1', resolve))
-    const port = (judge.address() as AddressInfo).port
-    const runStart = (env: Record<string, string>) => execa('bash', [path.join(dir, 'start_judged_gym.sh')], {reject: false, extendEnv: false,
-      env: {PATH: `${bin}:${process.env.PATH}`, GYM_HOST: '127.0.0.1', NEMO_GYM_IMAGE: 'x', NEMO_GYM_CALLBACK_ALLOWED_NETWORKS: '10.0.0.0/8', ...env}})
+    const runStart = startScriptRunner(path.join(dir, 'start_judged_gym.sh'), await dockerThatOnlySaysItWasCalled())
+    const {port, served, close} = await judgeModelsEndpoint()
     try {
       const unset = await runStart({})
       expect(unset.exitCode).toBe(2)
@@ -442,7 +457,7 @@ describe('gymrecipe new', () => {
       expect(right.stderr).toContain('docker was called')
       expect(served.at(-1)).toBe('GET /v1/models Bearer EMPTY')
     } finally {
-      await new Promise((resolve) => judge.close(resolve))
+      await close()
     }
     const closed = await runStart({JUDGE_MODEL_BASE_URL: `http://127.0.0.1:${port}/v1`, JUDGE_MODEL_MODEL_NAME: 'judge-8b'})
     expect(closed.exitCode).toBe(3)
@@ -491,16 +506,8 @@ describe('gymrecipe new', () => {
     expect(policyJudge.json.contract.gym.endpoints).toBeUndefined()
 
     // start asks the judge endpoint for its models before anything touches Docker.
-    const bin = await mkdtemp(path.join(os.tmpdir(), 'gr-judge-bin-'))
-    await writeFile(path.join(bin, 'docker'), '#!/bin/sh\necho "docker was called" >&2\nexit 97\n', {mode: 0o755})
-    const judge = http.createServer((_req, res) => {
-      res.setHeader('content-type', 'application/json')
-      res.end(JSON.stringify({object: 'list', data: [{id: 'judge-8b', object: 'model'}]}))
-    })
-    await new Promise<void>((resolve) => judge.listen(0, '127.0.0.1', resolve))
-    const port = (judge.address() as AddressInfo).port
-    const runStart = (env: Record<string, string>) => execa('bash', [path.join(dir, 'start_flatjudge_gym.sh')], {reject: false, extendEnv: false,
-      env: {PATH: `${bin}:${process.env.PATH}`, GYM_HOST: '127.0.0.1', NEMO_GYM_IMAGE: 'x', NEMO_GYM_CALLBACK_ALLOWED_NETWORKS: '10.0.0.0/8', ...env}})
+    const runStart = startScriptRunner(path.join(dir, 'start_flatjudge_gym.sh'), await dockerThatOnlySaysItWasCalled())
+    const {port, close} = await judgeModelsEndpoint()
     try {
       const unset = await runStart({})
       expect(unset.exitCode).toBe(2)
@@ -513,7 +520,7 @@ describe('gymrecipe new', () => {
       expect(right.stdout).toContain(`The judge model server math_with_judge.judge answers at http://127.0.0.1:${port}/v1 and serves judge-8b`)
       expect(right.stderr).toContain('docker was called')
     } finally {
-      await new Promise((resolve) => judge.close(resolve))
+      await close()
     }
   })
 
@@ -557,8 +564,7 @@ exit 96
 `, {mode: 0o755})
     const dataset = path.join(bin, 'swebench.jsonl')
     await writeFile(dataset, '{}\n')
-    const runStart = (env: Record<string, string>) => execa('bash', [path.join(dir, 'start_unsetvals_gym.sh')], {reject: false, extendEnv: false,
-      env: {PATH: `${bin}:${process.env.PATH}`, GYM_HOST: '127.0.0.1', NEMO_GYM_IMAGE: 'x', NEMO_GYM_CALLBACK_ALLOWED_NETWORKS: '10.0.0.0/8', ...env}})
+    const runStart = startScriptRunner(path.join(dir, 'start_unsetvals_gym.sh'), bin)
     const unset = await runStart({CALENDAR_SIMPLE_AGENT_CONTAINER_FORMATTER: 'docker://swebench/{instance_id}'})
     expect(unset.exitCode).toBe(2)
     expect(unset.stderr).toContain('Set CALENDAR_SIMPLE_AGENT_DATASET_PATH in')

@@ -4,6 +4,7 @@
  */
 import type {GymGraph} from './types.js'
 import {forEachLeaf, isMissing, toDotted} from './tree.js'
+import {envPrefixOf, freeName} from './model-servers.js'
 
 export interface EnvReference {
   name: string
@@ -47,33 +48,27 @@ const OVERRIDE_SEGMENT = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/
 /**
  * `???` values left in the servers the recipe starts (by instance id): each becomes a deployment
  * variable named after its instance and field (SWE_AGENTS_DATASET_PATH), unless its path cannot be
- * written as a command-line override (a list index, a key with dots). `taken` are names in use;
+ * written as a command-line override (a list index, a key with dots): `new` lists those. `taken` are names in use;
  * `known` maps a dotted path to the value the recipe sets there itself, or to null when another
  * override sets it already.
  */
-export function unsetValues(graph: GymGraph, started: readonly string[], taken: ReadonlySet<string>, known: ReadonlyMap<string, string | null> = new Map()): {settable: UnsetValue[]; other: string[]} {
+export function unsetValues(graph: GymGraph, started: readonly string[], taken: ReadonlySet<string>, known: ReadonlyMap<string, string | null> = new Map()): UnsetValue[] {
   const settable: UnsetValue[] = []
-  const other: string[] = []
   const used = new Set(taken)
   forEachLeaf(graph.merged, (value, path) => {
     if (!isMissing(value) || !started.includes(String(path[0]))) return
-    const dotted = path.map(String).join('.')
+    const segments = path.map(String)
+    const dotted = segments.join('.')
     if (known.has(dotted)) {
       const fill = known.get(dotted)
       if (fill !== null && fill !== undefined) settable.push({path: dotted, value: fill})
       return
     }
-    const segments = path.map(String)
-    if (segments.length < 4 || !segments.every((s, i) => (i === 2 ? /^[A-Za-z0-9_]+$/.test(s) : OVERRIDE_SEGMENT.test(s)))) {
-      other.push(toDotted(path))
-      return
-    }
-    const wanted = [segments[0], ...segments.slice(3)].join('_').replace(/[^A-Za-z0-9]+/g, '_').replace(/^_+|_+$/g, '').toUpperCase()
-    const base = /^[A-Z]/.test(wanted) ? wanted : `GYM_${wanted}`
-    let env = base
-    for (let i = 2; used.has(env); i++) env = `${base}_${i}`
+    if (segments.length < 4 || !segments.every((s, i) => (i === 2 ? /^[A-Za-z0-9_]+$/.test(s) : OVERRIDE_SEGMENT.test(s)))) return
+    const wanted = envPrefixOf([segments[0], ...segments.slice(3)].join('_'))
+    const env = freeName(/^[A-Z]/.test(wanted) ? wanted : `GYM_${wanted}`, used)
     used.add(env)
-    settable.push({path: segments.join('.'), env})
+    settable.push({path: dotted, env})
   })
-  return {settable, other}
+  return settable
 }

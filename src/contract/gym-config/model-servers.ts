@@ -9,7 +9,7 @@
  * (`${oc.env:<PREFIX>_BASE_URL}` …): deployment values env.sh names, never copied into a file.
  */
 import type {GymServer} from './types.js'
-import type {SecondModel} from './second-models.js'
+import {ENDPOINT_PART, type SecondModel} from './second-models.js'
 import type {ModelServerField} from '../types.js'
 
 export const MODEL_SERVER_TYPES = ['vllm_model', 'openai_model'] as const
@@ -68,9 +68,7 @@ export function addedModelServer(m: SecondModel, ownerPath: string, template: Gy
   for (const [key, value] of Object.entries(template.fields)) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) return `${template.implementation} field "${key}" cannot be set on the command line`
     if (typeof value === 'string') {
-      fields[key] = value.replace(POLICY_REFERENCE, (_all, part: string) =>
-        part === 'base_url' ? `\${oc.env:${vars.baseUrl}}` : part === 'model_name' ? `\${oc.env:${vars.model}}` : `\${oc.env:${vars.apiKey},EMPTY}`,
-      )
+      fields[key] = policyToEnv(value, vars)
     } else if (value === null || typeof value === 'number' || typeof value === 'boolean') {
       fields[key] = value
     } else if (isEmpty(value)) {
@@ -99,21 +97,17 @@ export interface AddedEndpoint {
  */
 export function flatEndpoint(m: SecondModel, ownerPath: string, fields: Record<string, unknown>, taken: ReadonlySet<string>): AddedEndpoint | string {
   const parts = m.key.split('.')
-  const last = parts.pop()!
-  const stem = last.replace(/_(base_url|model|model_name|api_key)$/, '')
+  const stem = parts.pop()!.replace(ENDPOINT_PART, '')
   let parent: unknown = fields
   for (const part of parts) parent = parent && typeof parent === 'object' ? (parent as Record<string, unknown>)[part] : undefined
   if (!parent || typeof parent !== 'object') return `${m.key} is not a field gymrecipe can set`
-  let prefix = envPrefixOf(stem)
-  for (let i = 2; taken.has(prefix); i++) prefix = `${envPrefixOf(stem)}_${i}`
+  const prefix = freeName(envPrefixOf(stem), taken)
   const vars = endpointVariables(prefix)
   const overrides: Record<string, string> = {}
   for (const [key, value] of Object.entries(parent as Record<string, unknown>)) {
-    if (!key.startsWith(`${stem}_`) || !/_(base_url|model|model_name|api_key)$/.test(key) || typeof value !== 'string' || !value.match(POLICY_REFERENCE)) continue
+    if (!key.startsWith(`${stem}_`) || !ENDPOINT_PART.test(key) || typeof value !== 'string' || !value.match(POLICY_REFERENCE)) continue
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(key)) return `field "${key}" cannot be set on the command line`
-    overrides[[ownerPath, ...parts, key].join('.')] = value.replace(POLICY_REFERENCE, (_all, part: string) =>
-      part === 'base_url' ? `\${oc.env:${vars.baseUrl}}` : part === 'model_name' ? `\${oc.env:${vars.model}}` : `\${oc.env:${vars.apiKey},EMPTY}`,
-    )
+    overrides[[ownerPath, ...parts, key].join('.')] = policyToEnv(value, vars)
   }
   if (!Object.values(overrides).some((v) => v.includes(vars.baseUrl))) return `${m.key} takes its endpoint from no \${policy_base_url} field, so gymrecipe cannot point it at ${vars.baseUrl}`
   return {role: m.role, owner: m.owner, env_prefix: prefix, overrides}
@@ -124,7 +118,15 @@ export function endpointOverrides(endpoint: Pick<AddedEndpoint, 'overrides'>): s
   return Object.entries(endpoint.overrides).map(([path, value]) => `++${path}=${hydraValue(value)}`)
 }
 
-function freeName(wanted: string, taken: ReadonlySet<string>): string {
+/** A value reading the policy's endpoint (`${policy_base_url}` …) rewritten to read these variables instead. */
+function policyToEnv(value: string, vars: ReturnType<typeof endpointVariables>): string {
+  return value.replace(POLICY_REFERENCE, (_all, part: string) =>
+    part === 'base_url' ? `\${oc.env:${vars.baseUrl}}` : part === 'model_name' ? `\${oc.env:${vars.model}}` : `\${oc.env:${vars.apiKey},EMPTY}`,
+  )
+}
+
+/** `wanted`, or `wanted_2`, `wanted_3` … the first that is not taken. */
+export function freeName(wanted: string, taken: ReadonlySet<string>): string {
   if (!taken.has(wanted)) return wanted
   for (let i = 2; ; i++) if (!taken.has(`${wanted}_${i}`)) return `${wanted}_${i}`
 }

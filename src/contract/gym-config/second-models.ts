@@ -32,7 +32,7 @@ export const POLICY_MODEL = 'policy_model'
 const OFF_SWITCHES = ['should_use_judge', 'use_judge', 'use_llm_judge', 'enable_judge']
 const FLAT_POLICY = /\$\{\s*(policy_base_url|policy_model_name|policy_api_key)\s*\}/
 /** The part of a flat endpoint value's key after its role (judge_base_url → base_url). */
-const ENDPOINT_PART = /_(base_url|model|model_name|api_key)$/
+export const ENDPOINT_PART = /_(base_url|model|model_name|api_key)$/
 
 function roleOf(key: string): SecondModelRole {
   const last = key.split('.').at(-1) ?? key
