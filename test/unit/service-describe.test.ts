@@ -3,7 +3,7 @@ import path from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {describeService, serviceUrls} from '../../src/ladder/service/describe.js'
-import {parseVerifierOutput, serverErrorTraceback, tracebacksIn} from '../../src/ladder/service/checks.js'
+import {describeOpenPorts, openToNetwork, parseVerifierOutput, serverErrorTraceback, tracebacksIn} from '../../src/ladder/service/checks.js'
 import {resolveRecipe} from '../../src/recipe/target.js'
 import {demuxLogBuffer} from '../../src/runtime/container.js'
 import {generatedRecipe} from '../helpers/recipes.js'
@@ -97,5 +97,26 @@ describe('describeService', () => {
     expect(hand.commit).toBeUndefined()
     expect(hand.verifier).toBeUndefined()
     expect((await describeService(target, {NEMO_GYM_CONTAINER: 'mine'})).container).toBe('mine')
+  })
+})
+
+describe('the private Ray ports open to the network', () => {
+  const labels = new Map([[24118, 'private Ray GCS'], [24119, 'private Ray dashboard']])
+  it('names the GCS and dashboard first, then workers in port order, whatever order the socket table lists them in', () => {
+    const table = [
+      {address: '0.0.0.0', port: 24174},
+      {address: '127.0.0.1', port: 24150},
+      {address: '::', port: 24121},
+      {address: '0.0.0.0', port: 24119},
+      {address: '0.0.0.0', port: 24118},
+    ]
+    const open = openToNetwork(table, labels)
+    expect(open.map((l) => l.port)).toEqual([24118, 24119, 24121, 24174])
+    expect(openToNetwork([...table].reverse(), labels)).toEqual(open)
+    expect(describeOpenPorts(open, labels)).toBe('0.0.0.0 (every interface):24118 (private Ray GCS), 0.0.0.0 (every interface):24119 (private Ray dashboard), :: (every interface):24121 (Ray worker), 0.0.0.0 (every interface):24174 (Ray worker)')
+  })
+  it('shows six and counts the rest', () => {
+    const many = Array.from({length: 9}, (_, i) => ({address: '10.0.0.5', port: 24120 + i}))
+    expect(describeOpenPorts(openToNetwork(many, labels), labels)).toMatch(/^10\.0\.0\.5:24120 \(Ray worker\), .*10\.0\.0\.5:24125 \(Ray worker\), and 3 more$/)
   })
 })

@@ -540,6 +540,20 @@ const RAY_AUTH_PROBE = [
   'found=1; for p in /proc/[0-9]*; do case "$(tr "\\000" " " < "$p/cmdline" 2>/dev/null)" in *gcs_server*|*raylet*) found=0; tr "\\000" "\\n" < "$p/environ" 2>/dev/null | grep -qx "RAY_AUTH_MODE=token" && exit 0;; esac; done; exit $((2 + found))',
 ]
 
+/**
+ * The Ray ports reachable from the network, named ports (the GCS, the dashboard) first and workers after,
+ * each in port order: the ports a reader recognises lead the message, and the order never depends on the socket table.
+ */
+export function openToNetwork<L extends {address: string; port: number}>(listening: L[], labels: Map<number, string>): L[] {
+  return listening.filter((l) => !loopbackOnly(l.address)).sort((a, b) => Number(labels.has(b.port)) - Number(labels.has(a.port)) || a.port - b.port)
+}
+
+/** "0.0.0.0 (every interface):24118 (private Ray GCS), …": the first six, then how many more. */
+export function describeOpenPorts(open: {address: string; port: number}[], labels: Map<number, string>): string {
+  const where = (l: {address: string; port: number}) => `${l.address === '0.0.0.0' || l.address === '::' ? `${l.address} (every interface)` : l.address}:${l.port} (${labels.get(l.port) ?? 'Ray worker'})`
+  return open.slice(0, 6).map(where).join(', ') + (open.length > 6 ? `, and ${open.length - 6} more` : '')
+}
+
 export const privateRayCheck: Check = {
   id: 'service.private-ray',
   title: 'the private Ray of the Gym container is not open to the network',
@@ -555,12 +569,11 @@ export const privateRayCheck: Check = {
     const sockets = await execInContainer(docker, container.id, ['cat', '/proc/net/tcp', '/proc/net/tcp6'], {timeoutMs: 30_000})
     if (sockets.exitCode !== 0) return {status: 'skip', message: `not checked: the socket table could not be read in the container (${(sockets.stderr.trim() || `exit ${sockets.exitCode}`).split('\n')[0]})`}
     const listening = listeningSockets(sockets.stdout).filter((l) => isRayPort(l.port))
-    const open = listening.filter((l) => !loopbackOnly(l.address))
+    const open = openToNetwork(listening, labels)
     const probe = await execInContainer(docker, container.id, RAY_AUTH_PROBE, {timeoutMs: 30_000})
     const tokenAuth = probe.exitCode === 0
     const rayFound = probe.exitCode === 0 || probe.exitCode === 2
-    const where = (l: {address: string; port: number}) => `${l.address === '0.0.0.0' || l.address === '::' ? `${l.address} (every interface)` : l.address}:${l.port} (${labels.get(l.port) ?? 'Ray worker'})`
-    const shown = open.slice(0, 6).map(where).join(', ') + (open.length > 6 ? `, and ${open.length - 6} more` : '')
+    const shown = describeOpenPorts(open, labels)
     const evidence = {listening, open, token_auth: tokenAuth, ray_processes_found: rayFound}
     if (open.length === 0) {
       const what = listening.length > 0 ? `its ${listening.length} listening port(s) are on loopback only` : 'none of its ports is listening'
