@@ -202,8 +202,7 @@ function unsetValueNotes(graph: GymGraph, contract: RecipeContract): string[] {
   // A judge's server name that a model server gymrecipe adds is bound to needs nothing more.
   const bound = new Set((contract.gym.model_servers ?? []).flatMap((server) => server.binds))
   return graph.problems
-    .filter((p) => p.message.includes('is ??? (mandatory value not set)') && started.some((id) => p.pointer.startsWith(`/${id}/`)))
-    .map((p) => ({p, key: p.message.split(' is ???')[0]}))
+    .flatMap((p) => (p.kind === 'unset-value' && p.key && started.some((id) => p.pointer.startsWith(`/${id}/`)) ? [{p, key: p.key}] : []))
     .filter(({key}) => !bound.has(key))
     .map(({p, key}) => {
       const where = `${p.file ?? 'the config'}${p.line ? `:${p.line}` : ''}`

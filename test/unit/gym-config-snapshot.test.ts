@@ -239,8 +239,8 @@ describe('loadGymGraph on the NeMo Gym snapshot', () => {
       {...noSourceDataset, name: 'example', type: 'example', jsonlFpath: 'responses_api_agents/swe_agents/data/example.jsonl'},
     ])
     expect(graph.problems).toEqual([
-      {severity: 'warning', pointer: '/swe_agents/responses_api_agents/swe_agents/container_formatter', file: config, line: 15, message: expect.stringContaining('is ??? (mandatory value not set)')},
-      {severity: 'warning', pointer: '/swe_agents/responses_api_agents/swe_agents/dataset_path', file: config, line: 22, message: expect.stringContaining('is ??? (mandatory value not set)')},
+      {severity: 'warning', kind: 'unset-value', key: 'swe_agents.responses_api_agents.swe_agents.container_formatter', pointer: '/swe_agents/responses_api_agents/swe_agents/container_formatter', file: config, line: 15, message: expect.stringContaining('is ??? (mandatory value not set)')},
+      {severity: 'warning', kind: 'unset-value', key: 'swe_agents.responses_api_agents.swe_agents.dataset_path', pointer: '/swe_agents/responses_api_agents/swe_agents/dataset_path', file: config, line: 22, message: expect.stringContaining('is ??? (mandatory value not set)')},
       missingPolicyModel('swe_agents', 'swe_agents', config, 26),
     ])
   })

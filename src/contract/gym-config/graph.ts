@@ -163,9 +163,12 @@ export function missingValueProblems(config: Mapping, locate: Locate): GymProble
   const problems: GymProblem[] = []
   forEachLeaf(config, (value, path) => {
     if (!isMissing(value)) return
+    const key = toDotted(path)
     problems.push({
       severity: 'warning',
-      message: `${toDotted(path)} is ??? (mandatory value not set); set it with ++${toDotted(path)}=<value> or in a config merged after this one`,
+      kind: 'unset-value',
+      message: `${key} is ??? (mandatory value not set); set it with ++${key}=<value> or in a config merged after this one`,
+      key,
       pointer: toPointer(path),
       ...locate(path),
     })

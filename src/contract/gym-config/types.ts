@@ -43,7 +43,11 @@ export interface GymAgent extends GymServer {
 
 export interface GymProblem {
   severity: 'error' | 'warning'
+  /** What kind of problem, where a caller acts on it: `unset-value` is a `???` left after merging. */
+  kind?: 'unset-value'
   message: string
+  /** The dotted path of the value (`swe_agents.responses_api_agents.swe_agents.dataset_path`), for `unset-value`. */
+  key?: string
   /** JSON pointer into `merged`. */
   pointer: string
   /** Where the value was written (relative to the Gym root), when known. */
