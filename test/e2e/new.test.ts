@@ -49,6 +49,24 @@ function startScriptRunner(script: string, bin: string) {
     env: {PATH: `${bin}:${process.env.PATH}`, GYM_HOST: '127.0.0.1', NEMO_GYM_IMAGE: 'x', NEMO_GYM_CALLBACK_ALLOWED_NETWORKS: '10.0.0.0/8', ...env}})
 }
 
+/** A docker that builds, finds no container and records the arguments of `docker create` (then stops the script with 97). */
+async function recordingDocker(): Promise<{bin: string; createArgs: () => Promise<string[]>}> {
+  const bin = await mkdtemp(path.join(os.tmpdir(), 'gr-docker-bin-'))
+  const created = path.join(bin, 'create-args')
+  await writeFile(path.join(bin, 'docker'), `#!/bin/sh
+case "$1 $2" in
+  "image inspect") echo sha256:0123456789abcdef0123; exit 0 ;;
+  "container inspect") exit 1 ;;
+esac
+case "$1" in
+  build|run) exit 0 ;;
+  create) shift; printf '%s\\n' "$@" > '${created}'; exit 97 ;;
+esac
+exit 96
+`, {mode: 0o755})
+  return {bin, createArgs: async () => (await readFile(created, 'utf8')).split('\n')}
+}
+
 /** A stand-in model endpoint on 127.0.0.1 that lists judge-8b at /v1/models and records each request. */
 async function judgeModelsEndpoint(): Promise<{port: number; served: string[]; close: () => Promise<unknown>}> {
   const served: string[] = []
@@ -548,20 +566,7 @@ describe('gymrecipe new', () => {
     const verified = await runCli(['verify', 'unsetvals', '--level', 'static', '--relax-root', relax, '--gym-root', gymRoot, '--json'])
     expect(verified.exitCode, verified.stdout).toBe(0)
 
-    // A docker that builds, finds no container and records what it is asked to create.
-    const bin = await mkdtemp(path.join(os.tmpdir(), 'gr-unset-bin-'))
-    const created = path.join(bin, 'create-args')
-    await writeFile(path.join(bin, 'docker'), `#!/bin/sh
-case "$1 $2" in
-  "image inspect") echo sha256:0123456789abcdef0123; exit 0 ;;
-  "container inspect") exit 1 ;;
-esac
-case "$1" in
-  build|run) exit 0 ;;
-  create) shift; printf '%s\\n' "$@" > '${created}'; exit 97 ;;
-esac
-exit 96
-`, {mode: 0o755})
+    const {bin, createArgs} = await recordingDocker()
     const dataset = path.join(bin, 'swebench.jsonl')
     await writeFile(dataset, '{}\n')
     const runStart = startScriptRunner(path.join(dir, 'start_unsetvals_gym.sh'), bin)
@@ -570,7 +575,7 @@ exit 96
     expect(unset.stderr).toContain('Set CALENDAR_SIMPLE_AGENT_DATASET_PATH in')
     const given = await runStart({CALENDAR_SIMPLE_AGENT_CONTAINER_FORMATTER: 'docker://swebench/{instance_id}', CALENDAR_SIMPLE_AGENT_DATASET_PATH: dataset})
     expect(given.exitCode, given.stderr).toBe(97)
-    const args = (await readFile(created, 'utf8')).split('\n')
+    const args = await createArgs()
     expect(args).toContain(`${dataset}:${dataset}:ro`)
     expect(args).not.toContain('docker://swebench/{instance_id}:docker://swebench/{instance_id}:ro')
     expect(args.join(' ')).toContain('--env CALENDAR_SIMPLE_AGENT_CONTAINER_FORMATTER --env CALENDAR_SIMPLE_AGENT_DATASET_PATH')
@@ -664,12 +669,23 @@ exit 96
     expect(envSh).toContain('export MY_JUDGE_URL="${MY_JUDGE_URL:-}"')
     expect(envSh).toMatch(/\$\{oc\.env:MY_JUDGE_API_KEY\}; a secret/)
     const start = await readFile(path.join(r.json.dir, 'start_envs_gym.sh'), 'utf8')
-    expect(start).toContain('CREATE_ARGS+=(--env MY_JUDGE_URL --env MY_JUDGE_API_KEY --env MY_SCRATCH)')
-    const run = (env: Record<string, string>) => execa('bash', [path.join(r.json.dir, 'start_envs_gym.sh')], {reject: false, extendEnv: false, env: {PATH: process.env.PATH ?? '', GYM_HOST: '127.0.0.1', NEMO_GYM_IMAGE: 'x', ...env}})
+    expect(start).toContain('PASSED_ENV_VARS=(MY_JUDGE_URL MY_JUDGE_API_KEY MY_SCRATCH)')
+    const {bin, createArgs} = await recordingDocker()
+    const run = startScriptRunner(path.join(r.json.dir, 'start_envs_gym.sh'), bin)
     const missing = await run({MY_JUDGE_URL: 'http://127.0.0.1:9/v1'})
     expect(missing.exitCode).toBe(2)
     expect(missing.stderr).toContain('Set MY_JUDGE_API_KEY in')
     expect(missing.stderr).toContain('the Gym service cannot start without it (its comment there says what reads it)')
+    // env.sh exports every one, empty when not given: an empty one is not passed in, so the config's
+    // own fallback (${oc.env:MY_SCRATCH,/tmp}) applies instead of an empty string.
+    const given = await run({MY_JUDGE_URL: 'http://127.0.0.1:9/v1', MY_JUDGE_API_KEY: 'sk-test', MY_SCRATCH: ''})
+    expect(given.exitCode, given.stderr).toBe(97)
+    const passed = (await createArgs()).join(' ')
+    expect(passed).toContain('--env MY_JUDGE_URL --env MY_JUDGE_API_KEY')
+    expect(passed).not.toContain('MY_SCRATCH')
+    expect(passed).not.toContain('sk-test')
+    await run({MY_JUDGE_URL: 'http://127.0.0.1:9/v1', MY_JUDGE_API_KEY: 'sk-test', MY_SCRATCH: '/scratch'})
+    expect((await createArgs()).join(' ')).toContain('--env MY_JUDGE_URL --env MY_JUDGE_API_KEY --env MY_SCRATCH')
     const verified = await runCli(['verify', 'envs', '--level', 'static', '--relax-root', relax, '--gym-root', gymRoot, '--json'])
     expect(verified.exitCode, verified.stdout).toBe(0)
   })
