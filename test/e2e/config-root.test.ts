@@ -78,6 +78,12 @@ describe('a Gym config outside the checkout (--config-root)', () => {
     const script = await execa('bash', [path.join(dir, 'start_my_cal_gym.sh')], {reject: false, env: {PATH: process.env.PATH, MY_CAL_ROOT: '/nonexistent/tree', GYM_HOST: '127.0.0.1', NEMO_GYM_IMAGE: 'x', NEMO_GYM_CALLBACK_ALLOWED_NETWORKS: '10.0.0.0/8'}, extendEnv: false})
     expect(script.exitCode).toBe(2)
     expect(script.stderr).toContain("Set MY_CAL_ROOT in")
+    // A directory whose path Gym's +config_paths=[…] list would split at its comma is refused too.
+    const split = path.join(await mkdtemp(path.join(os.tmpdir(), 'gr-root-')), 'my,env')
+    await mkdir(split)
+    const splitRun = await execa('bash', [path.join(dir, 'start_my_cal_gym.sh')], {reject: false, env: {PATH: process.env.PATH, MY_CAL_ROOT: split, GYM_HOST: '127.0.0.1', NEMO_GYM_IMAGE: 'x', NEMO_GYM_CALLBACK_ALLOWED_NETWORKS: '10.0.0.0/8'}, extendEnv: false})
+    expect(splitRun.exitCode).toBe(2)
+    expect(splitRun.stderr).toContain('MY_CAL_ROOT may hold only letters, digits and _ . / -')
 
     // --update finds the tree again from the environment (env.sh exports it); without it, it asks.
     const asked = await runCli(['new', 'my-cal', '--gym-root', snapshotRoot, '--relax-root', relax, '--update', '--json'])
