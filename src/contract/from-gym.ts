@@ -376,7 +376,8 @@ function usedRoots(o: ContractFromGymOptions): string[] {
 
 /**
  * What the start line reads from the environment: the config's own ${oc.env:…} values, the
- * endpoints of added model servers and moved judges, and the ??? values of the servers it starts.
+ * endpoints of added model servers and moved judges, the ??? values of the servers it starts and
+ * the keys references name that no config sets.
  */
 function deploymentVariables(o: ContractFromGymOptions, primary: string[], added: AddedModelServer[], endpoints: AddedEndpoint[], models: SecondModel[]): {graphEnvVars: DeploymentVariable[]; envVars: DeploymentVariable[]; unset: ReturnType<typeof unsetValues>} {
   const graphEnvVars = envReferences(o.graph)
@@ -384,7 +385,10 @@ function deploymentVariables(o: ContractFromGymOptions, primary: string[], added
   const started = [...primary, ...(o.additionalEnvironments ?? []).flatMap((e) => [e.agent.name, ...(e.resources_server ? [e.resources_server.name] : [])])]
   // A server name an added model server binds is set by its override; a switched-off judge's
   // server left ??? is never called, so it names the policy (as Gym's own docs start it).
-  const known = new Map<string, string | null>(added.flatMap((server) => server.binds.map((bind) => [bind, null] as const)))
+  const known = new Map<string, string | null>([
+    ...added.flatMap((server) => server.binds.map((bind) => [bind, null] as const)),
+    ...endpoints.flatMap((e) => Object.keys(e.overrides).map((field) => [field, null] as const)),
+  ])
   for (const m of models.filter((x) => !x.enabled && x.server === '???')) {
     const owner = [...o.graph.agents, ...o.graph.resourcesServers].find((s) => s.id === m.owner)
     if (owner) known.set(`${owner.id}.${owner.kind}.${owner.implementation}.${m.key}.name`, POLICY_MODEL)

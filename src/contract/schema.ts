@@ -307,7 +307,8 @@ export const recipeSchema = {
               {required: ['value'], properties: {value: {type: 'string'}}},
             ],
             properties: {
-              path: {type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_-]{0,63}\\.(resources_servers|responses_api_agents)\\.[A-Za-z0-9_]+(\\.[A-Za-z_][A-Za-z0-9_-]{0,63})+$'},
+              // A field of a server (instance.kind.implementation.field…) or a key of its own that a reference names.
+              path: {type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_-]{0,63}(\\.[A-Za-z0-9_][A-Za-z0-9_-]{0,63}){0,15}$'},
               env: {type: 'string', pattern: '^[A-Z][A-Z0-9_]{0,63}$'},
               value: {type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_-]{0,63}$'},
             },

@@ -193,7 +193,8 @@ function recordedConfigPath(gymRoot: string, roots: Array<{name: string; dir: st
 }
 
 /**
- * `???` values left in the servers the recipe starts: Gym refuses to start them until each is set.
+ * `???` values left in the servers the recipe starts, and keys references name that no config
+ * sets: Gym refuses to start until each is set.
  * Said now, with where each is written and the env.sh variable that sets it, rather than at
  * `gym env start`.
  */
@@ -201,7 +202,14 @@ function unsetValueNotes(graph: GymGraph, contract: RecipeContract): string[] {
   const started = environmentsOf(contract).flatMap((e) => [e.agent.name, ...(e.resources_server ? [e.resources_server.name] : [])])
   // A judge's server name that a model server gymrecipe adds is bound to needs nothing more.
   const bound = new Set((contract.gym.model_servers ?? []).flatMap((server) => server.binds))
-  return graph.problems
+  const references = graph.problems.filter((p) => p.kind === 'unset-reference' && p.key)
+  const referenceNotes = [...new Set(references.map((p) => p.key!))].flatMap((key) => {
+    const set = contract.gym.unset_values?.find((u) => u.path === key)
+    if (!set || !('env' in set)) return []
+    const at = references.filter((p) => p.key === key).map((p) => `${p.file ?? 'the config'}${p.line ? `:${p.line}` : ''}`)
+    return [`value to give before start: \${${key}} is read at ${at.join(', ')} and no loaded config sets it (Gym expects it in env.yaml); set ${set.env} in env.sh (the start script passes it as ++${key})`]
+  })
+  return [...referenceNotes, ...graph.problems
     .flatMap((p) => (p.kind === 'unset-value' && p.key && started.some((id) => p.pointer.startsWith(`/${id}/`)) ? [{p, key: p.key}] : []))
     .filter(({key}) => !bound.has(key))
     .map(({p, key}) => {
@@ -210,7 +218,7 @@ function unsetValueNotes(graph: GymGraph, contract: RecipeContract): string[] {
       if (set && 'value' in set) return `${key} is ??? in ${where}: its ${key.split('.').at(-2)} is switched off and never called, so the start script names ${set.value} there (Gym refuses to start with any ??? left)`
       if (set) return `value to give before start: ${key} is ??? in ${where}; set ${set.env} in env.sh (the start script passes it as ++${key}, and mounts a host path given there read-only at the same path)`
       return `value to give before start: ${key} is ??? in ${where}; the generated start script cannot set it (add ++${key}=<value> to its gym env start line, or set it in a config merged after this one)`
-    })
+    })]
 }
 
 /** Contract problems that come from the --verifier file, reported against that file. */

@@ -562,7 +562,7 @@ describe('gymrecipe new', () => {
     const start = await readFile(path.join(dir, 'start_unsetvals_gym.sh'), 'utf8')
     const q = "'\\''"
     expect(start).toContain(`'++calendar_simple_agent.responses_api_agents.simple_agent.dataset_path=${q}\${oc.env:CALENDAR_SIMPLE_AGENT_DATASET_PATH}${q}'`)
-    expect(await readFile(path.join(dir, 'env.sh'), 'utf8')).toContain('# The Gym config leaves calendar_simple_agent.responses_api_agents.simple_agent.dataset_path ??? (required)')
+    expect(await readFile(path.join(dir, 'env.sh'), 'utf8')).toContain('# The Gym config needs calendar_simple_agent.responses_api_agents.simple_agent.dataset_path and no loaded config sets it (required)')
     const verified = await runCli(['verify', 'unsetvals', '--level', 'static', '--relax-root', relax, '--gym-root', gymRoot, '--json'])
     expect(verified.exitCode, verified.stdout).toBe(0)
 
@@ -644,6 +644,35 @@ describe('gymrecipe new', () => {
     expect(r.exitCode).toBe(2)
     expect(r.json.error.code).toBe('E_GYM_CONFIG')
     expect(r.json.error.message).toBe("calendar_simple_agent is implemented by responses_api_agents/conversational/simple_agent, a nested directory: the gym env start line sets each server's host and port with a Hydra override, and Hydra's override keys take no '/', so this server cannot be placed")
+  })
+
+  it('a key a ${…} reference names and no config sets is a required env.sh variable the start line sets', async () => {
+    const relax = await relaxRoot()
+    // As finance_sec_search reads ${tavily_api_key}, which Gym's docs have users put in env.yaml.
+    const gymRoot = await editedGym(CALENDAR, (text) => text.replace('      entrypoint: app.py\n      resources_server:', '      entrypoint: app.py\n      search_key: ${search_api_key}\n      note: calls ${search_host}/v1\n      broken: ${calendar.resources_servers.calendar.nowhere}\n      resources_server:'))
+    const r = await runCli(newArgs('refs', relax, CALENDAR, ['--from', 'calendar'], gymRoot))
+    expect(r.exitCode, r.stderr).toBe(0)
+    // Two keys of their own; a reference into a server the config defines is a config error, left to the warnings.
+    expect(r.json.contract.gym.unset_values).toEqual([{path: 'search_api_key', env: 'SEARCH_API_KEY'}, {path: 'search_host', env: 'SEARCH_HOST'}])
+    expect(r.json.contract.gym.env_vars).toEqual([{name: 'SEARCH_API_KEY', required: true}, {name: 'SEARCH_HOST', required: true}])
+    expect(r.json.notes).toContain(`value to give before start: \${search_api_key} is read at ${CALENDAR}:13 and no loaded config sets it (Gym expects it in env.yaml); set SEARCH_API_KEY in env.sh (the start script passes it as ++search_api_key)`)
+    const dir = r.json.dir
+    const q = "'\\''"
+    const start = await readFile(path.join(dir, 'start_refs_gym.sh'), 'utf8')
+    expect(start).toContain(`'++search_api_key=${q}\${oc.env:SEARCH_API_KEY}${q}'`)
+    expect(start).toContain(`'++search_host=${q}\${oc.env:SEARCH_HOST}${q}'`)
+    expect(start).not.toContain('nowhere=')
+    const envSh = await readFile(path.join(dir, 'env.sh'), 'utf8')
+    expect(envSh).toContain('# The Gym config needs search_api_key and no loaded config sets it (required)')
+    expect(envSh).toMatch(/search_api_key and no loaded config sets it \(required\): start_refs_gym\.sh\n# sets it to this value; a secret: export it from your shell/)
+    const verified = await runCli(['verify', 'refs', '--level', 'static', '--relax-root', relax, '--gym-root', gymRoot, '--json'])
+    expect(verified.exitCode, verified.stdout).toBe(0)
+    const {bin} = await recordingDocker()
+    const runStart = startScriptRunner(path.join(dir, 'start_refs_gym.sh'), bin)
+    const without = await runStart({SEARCH_HOST: 'http://127.0.0.1:9'})
+    expect(without.exitCode).toBe(2)
+    expect(without.stderr).toContain('Set SEARCH_API_KEY in')
+    expect((await runStart({SEARCH_HOST: 'http://127.0.0.1:9', SEARCH_API_KEY: 'sk-test'})).exitCode).toBe(97)
   })
 
   it('names every ??? value left in the servers it starts, with where it is written', async () => {

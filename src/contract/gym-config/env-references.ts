@@ -45,12 +45,38 @@ export type UnsetValue =
 /** A key Hydra takes on the command line, one segment of a dotted override path. */
 const OVERRIDE_SEGMENT = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/
 
+/** The dotted path of a JSON pointer into the merged config. */
+function dottedPointer(pointer: string): string {
+  return pointer.split('/').slice(1).map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~')).join('.')
+}
+
 /**
- * `???` values left in the servers the recipe starts (by instance id): each becomes a deployment
- * variable named after its instance and field (SWE_AGENTS_DATASET_PATH), unless its path cannot be
- * written as a command-line override (a list index, a key with dots): `new` lists those. `taken` are names in use;
- * `known` maps a dotted path to the value the recipe sets there itself, or to null when another
- * override sets it already.
+ * Keys that `${key}` references name and no loaded config sets (`${tavily_api_key}`, which Gym
+ * expects from env.yaml): Gym resolves every reference when it starts and stops at the first one
+ * missing, so each becomes a deployment variable named after the key (TAVILY_API_KEY). A reference
+ * written in a value the recipe overrides (a judge endpoint moved off the policy) is gone by then.
+ */
+function unsetReferences(graph: GymGraph, known: ReadonlyMap<string, string | null>, used: Set<string>): UnsetValue[] {
+  const settable: UnsetValue[] = []
+  for (const p of graph.problems) {
+    if (p.kind !== 'unset-reference' || !p.key || known.has(dottedPointer(p.pointer)) || known.has(p.key) || settable.some((u) => u.path === p.key)) continue
+    // Only a key of its own: a dangling reference into a server the config defines is a config error, not a value to give.
+    if (!p.key.split('.').every((s) => OVERRIDE_SEGMENT.test(s)) || Object.hasOwn(graph.merged, p.key.split('.')[0])) continue
+    const wanted = envPrefixOf(p.key.replaceAll('.', '_'))
+    const env = freeName(/^[A-Z]/.test(wanted) ? wanted : `GYM_${wanted}`, used)
+    used.add(env)
+    settable.push({path: p.key, env})
+  }
+  return settable
+}
+
+/**
+ * What Gym needs and no loaded config sets: `???` values left in the servers the recipe starts (by
+ * instance id), each a deployment variable named after its instance and field
+ * (SWE_AGENTS_DATASET_PATH), and keys `${…}` references name (see unsetReferences). A path that
+ * cannot be written as a command-line override (a list index, a key with dots) is not recorded:
+ * `new` lists those. `taken` are names in use; `known` maps a dotted path to the value the recipe
+ * sets there itself, or to null when another override sets it already.
  */
 export function unsetValues(graph: GymGraph, started: readonly string[], taken: ReadonlySet<string>, known: ReadonlyMap<string, string | null> = new Map()): UnsetValue[] {
   const settable: UnsetValue[] = []
@@ -70,5 +96,5 @@ export function unsetValues(graph: GymGraph, started: readonly string[], taken: 
     used.add(env)
     settable.push({path: dotted, env})
   })
-  return settable
+  return [...settable, ...unsetReferences(graph, known, used)]
 }

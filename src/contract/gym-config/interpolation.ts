@@ -1,7 +1,7 @@
 import type {GymProblem} from './types.js'
 import {gymConfigError} from './errors.js'
 import type {Origin} from './provenance.js'
-import {deepClone, getAt, hasKey, isMapping, isMissing, type Mapping, type Path, setKey, toPointer} from './tree.js'
+import {deepClone, getAt, hasKey, isMapping, isMissing, type Mapping, type Path, setKey, toDotted, toPointer} from './tree.js'
 
 /** `${ref}` without nesting; a `:` inside marks a resolver call (`${oc.env:HOME}`), which only runs in Gym. */
 const INTERPOLATION = /\$\{([^${}]*)\}/g
@@ -91,9 +91,12 @@ class InterpolationResolver {
   private reference(expression: string, path: Path): Lookup {
     const target = referencedPath(expression.trim(), path)
     const result = target ? this.valueAt(target) : {found: false as const, reason: 'unset' as const}
-    if (!result.found && (result.reason === 'unset' || result.reason === 'cycle')) {
-      const why = result.reason === 'cycle' ? 'is part of an interpolation cycle' : 'refers to a key that no loaded config sets'
-      this.problems.push({severity: 'warning', message: `\${${expression}} ${why}; it is left unresolved`, pointer: toPointer(path), ...this.locate(path)})
+    if (!result.found && result.reason === 'cycle') {
+      this.problems.push({severity: 'warning', message: `\${${expression}} is part of an interpolation cycle; it is left unresolved`, pointer: toPointer(path), ...this.locate(path)})
+    } else if (!result.found && result.reason === 'unset') {
+      // Gym resolves every reference when it starts: one no config sets must come from the command line or env.yaml.
+      const key = target ? toDotted(target) : undefined
+      this.problems.push({severity: 'warning', ...(key ? {kind: 'unset-reference' as const, key} : {}), message: `\${${expression}} refers to a key that no loaded config sets; it is left unresolved`, pointer: toPointer(path), ...this.locate(path)})
     }
     return result
   }

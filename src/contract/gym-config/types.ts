@@ -43,10 +43,13 @@ export interface GymAgent extends GymServer {
 
 export interface GymProblem {
   severity: 'error' | 'warning'
-  /** What kind of problem, where a caller acts on it: `unset-value` is a `???` left after merging. */
-  kind?: 'unset-value'
+  /**
+   * What kind of problem, where a caller acts on it: `unset-value` is a `???` left after merging,
+   * `unset-reference` a `${key}` that no loaded config sets (Gym expects it from env.yaml).
+   */
+  kind?: 'unset-value' | 'unset-reference'
   message: string
-  /** The dotted path of the value (`swe_agents.responses_api_agents.swe_agents.dataset_path`), for `unset-value`. */
+  /** The dotted path of the value left `???`, or of the key a reference names (`tavily_api_key`). */
   key?: string
   /** JSON pointer into `merged`. */
   pointer: string
