@@ -6,7 +6,7 @@
  * checkout's example rows; admission limits from the recipe's own Gateway section.
  */
 import type {GymGraph} from './gym-config.js'
-import {assertPlaceable, chooseAgent, definedResourcesServer, type ExampleRowsSummary, gatewayConfigName, verifierFieldsFrom} from './from-gym.js'
+import {assertPlaceable, chooseAgent, definedResourcesServer, type ExampleRowsSummary, gatewayConfigName, serverRefs, verifierFieldsFrom} from './from-gym.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
 import type {AdditionalEnvironment, RecipeContract} from './types.js'
 
@@ -38,8 +38,7 @@ export function additionalEnvironment(graph: GymGraph, input: AdditionalEnvironm
   return {
     environment,
     gateway_config: known ? known.gym.gateway_config : gatewayConfigName(environment),
-    agent: {name: agent.id, type: agent.implementation, max_steps: agent.maxSteps},
-    resources_server: resource ? {name: resource.id, implementation: resource.implementation} : null,
+    ...serverRefs(graph, agent, resource),
     max_concurrency: base.gateway.max_concurrency,
     queue_capacity: base.gateway.queue_capacity,
     max_deadline_s: limits.max_deadline_s,

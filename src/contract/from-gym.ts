@@ -99,6 +99,20 @@ export function assertPlaceable(servers: Array<GymServer | null | undefined>): v
   })
 }
 
+/** An instance that inherits another is placed (host, port) through that source: see GymGraph.inheritedFrom. */
+function placedVia(graph: GymGraph, server: GymServer): {placed_via?: string} {
+  const source = graph.inheritedFrom[server.id]
+  return source ? {placed_via: source} : {}
+}
+
+/** The agent and resources server as recipe.yaml records them. */
+export function serverRefs(graph: GymGraph, agent: GymAgent, resource: GymServer | null): Pick<AdditionalEnvironment, 'agent' | 'resources_server'> {
+  return {
+    agent: {name: agent.id, type: agent.implementation, max_steps: agent.maxSteps, ...placedVia(graph, agent)},
+    resources_server: resource ? {name: resource.id, implementation: resource.implementation, ...placedVia(graph, resource)} : null,
+  }
+}
+
 export function chooseAgent(graph: GymGraph, wanted: string | undefined): GymAgent {
   const names = graph.agents.map((a) => a.id)
   if (graph.agents.length === 0) {
@@ -307,8 +321,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
       ...(envVars.length > 0 ? {env_vars: envVars.map((v) => ({name: v.name, required: v.fallback === null}))} : {}),
       environment,
       gateway_config: gatewayConfig,
-      agent: {name: agent.id, type: agent.implementation, max_steps: agent.maxSteps},
-      resources_server: resource ? {name: resource.id, implementation: resource.implementation} : null,
+      ...serverRefs(o.graph, agent, resource),
       venv_dirs: venvDirs,
       // A server left ??? (only possible when switched off) is recorded as unnamed.
       ...(more.length > 0 ? {additional_environments: more} : {}),

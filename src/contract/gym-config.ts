@@ -81,6 +81,7 @@ export async function loadGymGraph(gymRoot: string, configPaths: string[], optio
     resourcesServers: graph.resourcesServers,
     agents: graph.agents,
     models: graph.models,
+    inheritedFrom: Object.fromEntries(directives.moves.filter((m) => m.kind === 'inherit' && m.target.length === 1 && m.source.length === 1).map((m) => [String(m.target[0]), String(m.source[0])])),
     problems: uniqueProblems(problems),
     merged: verbatim(config),
   }

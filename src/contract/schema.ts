@@ -112,6 +112,7 @@ const AGENT = {
     name: {type: 'string', pattern: NAME},
     type: {type: 'string', pattern: NAME},
     max_steps: {anyOf: [{type: 'null'}, POSITIVE]},
+    placed_via: {type: 'string', pattern: NAME},
   },
 } as const
 const RESOURCES_SERVER = {
@@ -121,7 +122,7 @@ const RESOURCES_SERVER = {
       type: 'object',
       additionalProperties: false,
       required: ['name', 'implementation'],
-      properties: {name: {type: 'string', pattern: NAME}, implementation: {type: 'string', pattern: NAME}},
+      properties: {name: {type: 'string', pattern: NAME}, implementation: {type: 'string', pattern: NAME}, placed_via: {type: 'string', pattern: NAME}},
     },
   ],
 } as const

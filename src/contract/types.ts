@@ -67,8 +67,9 @@ export interface RecipeContract {
     env_vars?: Array<{name: string; required: boolean}>
     environment: string
     gateway_config: string
-    agent: {name: string; type: string; max_steps: number | null}
-    resources_server: {name: string; implementation: string} | null
+    /** placed_via: the instance it inherits from, whose host and port the start line sets (see GymGraph.inheritedFrom). */
+    agent: {name: string; type: string; max_steps: number | null; placed_via?: string}
+    resources_server: {name: string; implementation: string; placed_via?: string} | null
     venv_dirs: string[]
     /**
      * Model servers the graph calls besides the policy (judges, user simulators), as read from
@@ -310,8 +311,8 @@ export type ModelServerField = string | number | boolean | null | {[key: string]
 export interface AdditionalEnvironment {
   environment: string
   gateway_config: string
-  agent: {name: string; type: string; max_steps: number | null}
-  resources_server: {name: string; implementation: string} | null
+  agent: {name: string; type: string; max_steps: number | null; placed_via?: string}
+  resources_server: {name: string; implementation: string; placed_via?: string} | null
   max_concurrency: number
   queue_capacity: number
   max_deadline_s: number

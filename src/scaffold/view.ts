@@ -70,10 +70,14 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
   const environments = allEnvironments.map((e, i) => ({
     ...e,
     hasResource: e.resources_server !== null,
+    // The instance whose host and port the start line sets: an inherited one is placed through its source.
+    agentPlacedAs: e.agent.placed_via ?? e.agent.name,
+    resourcePlacedAs: e.resources_server?.placed_via ?? e.resources_server?.name,
     agentOffset: placed[i].agent - ports.gateway,
     resourceOffset: placed[i].resource - ports.gateway,
     portVar: i === 0 ? '' : `env${i + 1}_`,
     portLabel: multiEnvironment ? `${e.environment} ` : '',
+    placedThroughSource: [e.agent, ...(e.resources_server ? [e.resources_server] : [])].flatMap((s) => (s.placed_via ? [{name: s.name, source: s.placed_via}] : [])),
     // The Gateway waits on these before it reports ready: agent first, then the resources server.
     readiness: (['agent', 'resource'] as const).filter((server) => e.readiness.includes(server)),
     maxDeadline: num(e.max_deadline_s),

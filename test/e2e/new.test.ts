@@ -304,6 +304,21 @@ describe('gymrecipe new', () => {
     expect(smoke.json.notes.join('\n')).toContain("SMOKE: it is the Gym checkout's own example data")
     // Verifier examples from the resources server's rollouts, matched to its example rows.
     expect(smoke.json.contract.verifier.task).toMatchObject({file: 'resources_servers/math_with_judge/data/example.jsonl'})
+    // Both servers _inherit_from the generic ones: the pinned Gym merges a host and port into them only
+    // through those sources (set on the instance itself, it stops with "Key 'port' is not in struct").
+    expect(smoke.json.contract.gym.agent).toMatchObject({name: 'gsm8k_math_with_judge_simple_agent', placed_via: 'math_with_judge_simple_agent'})
+    expect(smoke.json.contract.gym.resources_server).toEqual({name: 'gsm8k_math_with_judge_resources_server', implementation: 'math_with_judge', placed_via: 'math_with_judge'})
+    const start = await readFile(path.join(smoke.json.dir, 'start_gsm8k_gym.sh'), 'utf8')
+    expect(start).toContain('++math_with_judge_simple_agent.responses_api_agents.simple_agent.port="${agent_port}"')
+    expect(start).toContain('++math_with_judge.resources_servers.math_with_judge.port="${resource_port}"')
+    expect(start).not.toContain('++gsm8k_math_with_judge_resources_server.')
+    const staticRung = await runCli(['verify', 'gsm8k', '--level', 'static', '--relax-root', relax, '--gym-root', snapshotRoot, '--json'])
+    expect(staticRung.exitCode, staticRung.stdout).toBe(0)
+    // Placed under its own name, the static rung names what recipe.yaml records instead.
+    await writeFile(path.join(smoke.json.dir, 'start_gsm8k_gym.sh'), start.replaceAll('++math_with_judge.resources_servers.', '++gsm8k_math_with_judge_resources_server.resources_servers.'))
+    const renamed = await runCli(['verify', 'gsm8k', '--level', 'static', '--relax-root', relax, '--gym-root', snapshotRoot, '--json'])
+    const graphNames = renamed.json.rungs[0].checks.filter((c: {id: string}) => c.id === 'static.graph-names').map((c: {message: string}) => c.message)
+    expect(graphNames).toContain('start script does not start resources_servers math_with_judge (math_with_judge) recorded in recipe.yaml')
 
     const told = await runCli(newArgs('gsm8k', relax, gsm8k, ['--data', examples, '--training-data', '--force']))
     expect(told.exitCode, told.stderr).toBe(0)

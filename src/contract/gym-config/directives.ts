@@ -141,7 +141,7 @@ class DirectiveResolver {
         throw this.error(`${directiveName(directive)} cycle: ${chain}`, directive.at, 'inherit-cycle')
       }
       const value = this.resolveSource(directive)
-      this.moves.push({target: requester, source: directive.source})
+      this.moves.push({target: requester, source: directive.source, kind: directive.kind})
       if (directive.kind === 'inherit') this.swappedSources.push(directive.source)
       return value
     } finally {

@@ -10,6 +10,8 @@ export interface Origin {
 export interface Move {
   target: Path
   source: Path
+  /** `_inherit_from` removes the source after the merge; `_copy` keeps it. */
+  kind: 'inherit' | 'copy'
 }
 
 /**

@@ -68,6 +68,12 @@ export interface GymGraph {
   resourcesServers: GymServer[]
   agents: GymAgent[]
   models: GymServer[]
+  /**
+   * Instances that `_inherit_from` another top-level instance, by id, with that source's id. The
+   * pinned Gym merges a command-line key the source lacks (a host, a port) into such an instance
+   * only through the source: it refuses one set on the instance itself ("not in struct").
+   */
+  inheritedFrom: Record<string, string>
   /** Dangling references, `???` values, malformed dataset entries, ... The graph is still usable. */
   problems: GymProblem[]
   /** The fully merged config (for debugging / `--json`). May hold secrets: see redactSecrets. */

@@ -100,8 +100,9 @@ export const graphNames: Check = {
       if (contract) {
         const wanted: Array<[string, string, string]> = []
         for (const e of environmentsOf(contract)) {
-          wanted.push([e.agent.name, 'responses_api_agents', e.agent.type])
-          if (e.resources_server) wanted.push([e.resources_server.name, 'resources_servers', e.resources_server.implementation])
+          // An inherited instance is placed through the instance it inherits from.
+          wanted.push([e.agent.placed_via ?? e.agent.name, 'responses_api_agents', e.agent.type])
+          if (e.resources_server) wanted.push([e.resources_server.placed_via ?? e.resources_server.name, 'resources_servers', e.resources_server.implementation])
         }
         for (const server of contract.gym.model_servers ?? []) wanted.push([server.name, 'responses_api_models', server.type])
         for (const [id, kind, impl] of wanted) {
@@ -149,7 +150,8 @@ export const graphNames: Check = {
           const added = contract?.gym.model_servers ?? []
           for (const o of overrides) {
             if (o.id === 'policy_model' || added.some((m) => m.name === o.id && o.kind === 'responses_api_models' && m.type === o.implementation)) continue
-            if (!servers.some((s) => s.id === o.id && s.kind === o.kind && s.implementation === o.implementation)) {
+            const placed = (s: (typeof servers)[number]) => s.id === o.id || graph.inheritedFrom[s.id] === o.id
+            if (!servers.some((s) => placed(s) && s.kind === o.kind && s.implementation === o.implementation)) {
               problems.push({status: 'fail', message: `${o.id}.${o.kind}.${o.implementation} is not in the Gym config (${configs.join(', ')})`, file: start.name, line: o.line, hint: `Instances in the config: ${servers.map((s) => `${s.id} (${s.implementation})`).join(', ')}`})
             }
           }
