@@ -50,7 +50,7 @@ export function additionalEnvironment(graph: GymGraph, input: AdditionalEnvironm
 }
 
 /** Environments, Gateway configs and agents must each be distinct across the recipe. */
-export function assertDistinct(environments: Array<Pick<AdditionalEnvironment, 'environment' | 'gateway_config' | 'agent'>>): void {
+export function assertDistinct(environments: Array<Pick<AdditionalEnvironment, 'environment' | 'gateway_config' | 'agent' | 'resources_server'>>): void {
   for (const key of ['environment', 'gateway_config'] as const) {
     const seen = new Set<string>()
     for (const e of environments) {
@@ -62,6 +62,20 @@ export function assertDistinct(environments: Array<Pick<AdditionalEnvironment, '
   for (const e of environments) {
     if (agents.has(e.agent.name)) throw usageError(`agent ${e.agent.name} is named twice`, 'Name each agent once with --agent.', {field: '--agent'})
     agents.add(e.agent.name)
+  }
+  // Host and port go through the instance a server inherits from: two servers inheriting one source would share a port.
+  const placedBy = new Map<string, string>()
+  for (const server of environments.flatMap((e) => [e.agent, ...(e.resources_server ? [e.resources_server] : [])])) {
+    const at = server.placed_via ?? server.name
+    const other = placedBy.get(at)
+    if (other !== undefined && other !== server.name) {
+      throw new GymError(`${other} and ${server.name} both take their host and port through ${at} (each inherits it with _inherit_from), so Gym would place them on one port`, {
+        code: 'E_GYM_CONFIG',
+        exit: ExitCode.usage,
+        hint: 'Train these environments in recipes of their own, or give one of them a config of its own that does not inherit the other\'s server.',
+      })
+    }
+    placedBy.set(at, server.name)
   }
 }
 

@@ -293,7 +293,7 @@ export function contractFromGym(o: ContractFromGymOptions): ContractDraft {
   const gpus = o.gpus ?? base.training.gpus
   const more = o.additionalEnvironments ?? []
   if (more.length > 0) {
-    assertDistinct([{environment, gateway_config: sameEnvironment ? base.gym.gateway_config : gatewayConfigName(environment), agent: {name: agent.id, type: agent.implementation, max_steps: agent.maxSteps}}, ...more])
+    assertDistinct([{environment, gateway_config: sameEnvironment ? base.gym.gateway_config : gatewayConfigName(environment), ...serverRefs(o.graph, agent, resource)}, ...more])
   }
   const gatewayConfig = sameEnvironment ? base.gym.gateway_config : gatewayConfigName(environment)
   const mix = more.length > 0 && !o.dataFile ? mixOf(o, [{environment, gateway_config: gatewayConfig, dataset}, ...more.map((e) => ({environment: e.environment, gateway_config: e.gateway_config, dataset: chooseMixDataset(o, e)}))]) : undefined
