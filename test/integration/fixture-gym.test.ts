@@ -579,6 +579,31 @@ describe('calendar service start-up on the host emulator', () => {
 
 // ================================================================== CLIs
 
+describe('fixture Gym config loading, as real Gym reads it through Hydra', () => {
+  const service = path.resolve('test/fixtures/relax-checkout/examples/nemo_gym_agentic/service')
+  const load = (overrides: string[]) => execa('python3', ['-c', [
+    'import json, sys',
+    'from fixture_gym.config import build_global_config, ConfigError',
+    'try:',
+    '    cfg, _ = build_global_config(json.loads(sys.argv[1]), sys.argv[2])',
+    '    print(json.dumps({k: v for k, v in cfg.items() if k.startswith(("gsm8k", "math_with_judge"))}))',
+    'except ConfigError as e:',
+    '    print(e); sys.exit(3)',
+  ].join('\n'), JSON.stringify(['+config_paths=[benchmarks/gsm8k/config.yaml]', ...overrides]), SNAPSHOT_DIR], {cwd: service, reject: false})
+
+  it('refuses a port set on an instance that _inherit_from another, and carries one set on its source', async () => {
+    const own = await load(['++gsm8k_math_with_judge_resources_server.resources_servers.math_with_judge.port=24002'])
+    expect(own.exitCode).toBe(3)
+    expect(own.stdout).toBe("Key 'port' is not in struct\n    full_key: math_with_judge.resources_servers.math_with_judge.port\n    object_type=dict")
+    const viaSource = await load(['++math_with_judge.resources_servers.math_with_judge.port=24002', '++math_with_judge.resources_servers.math_with_judge.host=127.0.0.1'])
+    expect(viaSource.exitCode, viaSource.stdout).toBe(0)
+    const config = JSON.parse(viaSource.stdout)
+    expect(config.gsm8k_math_with_judge_resources_server.resources_servers.math_with_judge).toMatchObject({port: 24002, host: '127.0.0.1'})
+    // The source is removed: only the inheriting instance is started.
+    expect(config.math_with_judge).toBeUndefined()
+  })
+})
+
 describe('fixture ray and gym CLIs', () => {
   it('ray start --head refuses when RAY_ADDRESS is set, and when the GCS port is taken', async () => {
     const layout = layoutAt(await freePortBlock(6, 21600))
