@@ -318,7 +318,7 @@ describe('gymrecipe new', () => {
     await writeFile(path.join(smoke.json.dir, 'start_gsm8k_gym.sh'), start.replaceAll('++math_with_judge.resources_servers.', '++gsm8k_math_with_judge_resources_server.resources_servers.'))
     const renamed = await runCli(['verify', 'gsm8k', '--level', 'static', '--relax-root', relax, '--gym-root', snapshotRoot, '--json'])
     const graphNames = renamed.json.rungs[0].checks.filter((c: {id: string}) => c.id === 'static.graph-names').map((c: {message: string}) => c.message)
-    expect(graphNames).toContain('start script does not start resources_servers math_with_judge (math_with_judge) recorded in recipe.yaml')
+    expect(graphNames).toContain('start script does not start resources_servers gsm8k_math_with_judge_resources_server (math_with_judge) recorded in recipe.yaml through math_with_judge, the instance it inherits from (Gym takes a host and port for it only there)')
 
     const told = await runCli(newArgs('gsm8k', relax, gsm8k, ['--data', examples, '--training-data', '--force']))
     expect(told.exitCode, told.stderr).toBe(0)

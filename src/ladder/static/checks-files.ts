@@ -98,16 +98,18 @@ export const graphNames: Check = {
       const agents = overrides.filter((o) => o.kind === 'responses_api_agents')
       if (agents.length === 0) problems.push({status: 'fail', message: 'the start script overrides no agent (++<agent>.responses_api_agents.<type>.port=...)', file: start.name})
       if (contract) {
-        const wanted: Array<[string, string, string]> = []
+        // [the instance the overrides name, kind, implementation, the server recorded]: an inherited
+        // instance is placed through the instance it inherits from.
+        const wanted: Array<[string, string, string, string]> = []
         for (const e of environmentsOf(contract)) {
-          // An inherited instance is placed through the instance it inherits from.
-          wanted.push([e.agent.placed_via ?? e.agent.name, 'responses_api_agents', e.agent.type])
-          if (e.resources_server) wanted.push([e.resources_server.placed_via ?? e.resources_server.name, 'resources_servers', e.resources_server.implementation])
+          wanted.push([e.agent.placed_via ?? e.agent.name, 'responses_api_agents', e.agent.type, e.agent.name])
+          if (e.resources_server) wanted.push([e.resources_server.placed_via ?? e.resources_server.name, 'resources_servers', e.resources_server.implementation, e.resources_server.name])
         }
-        for (const server of contract.gym.model_servers ?? []) wanted.push([server.name, 'responses_api_models', server.type])
-        for (const [id, kind, impl] of wanted) {
+        for (const server of contract.gym.model_servers ?? []) wanted.push([server.name, 'responses_api_models', server.type, server.name])
+        for (const [id, kind, impl, name] of wanted) {
           if (!overrides.some((o) => o.id === id && o.kind === kind && o.implementation === impl)) {
-            problems.push({status: 'fail', message: `start script does not start ${kind} ${id} (${impl}) recorded in recipe.yaml`, file: start.name, hint: 'Regenerate the recipe; never rename graph instances by hand.'})
+            const how = id === name ? '' : ` through ${id}, the instance it inherits from (Gym takes a host and port for it only there)`
+            problems.push({status: 'fail', message: `start script does not start ${kind} ${name} (${impl}) recorded in recipe.yaml${how}`, file: start.name, hint: 'Regenerate the recipe; never rename graph instances by hand.'})
           }
         }
         for (const o of overrides) {
