@@ -36,6 +36,10 @@ describe('gymrecipe inspect', () => {
       ['gsm8k_math_with_judge_simple_agent', 'gsm8k_math_with_judge_resources_server', ['gsm8k']],
     ])
     expect(Object.keys(graph.merged)).not.toContain('math_with_judge')
+    // Each inherits a generic instance, through which Gym takes its command-line host and port.
+    expect(graph.inherited_from).toEqual({gsm8k_math_with_judge_resources_server: 'math_with_judge', gsm8k_math_with_judge_simple_agent: 'math_with_judge_simple_agent'})
+    const text = await runCli(['inspect', '--gym-root', snapshotRoot, '--gym-config', 'benchmarks/gsm8k/config.yaml'])
+    expect(text.stdout).toContain('  gsm8k_math_with_judge_resources_server  implementation: math_with_judge  (inherits math_with_judge: its host and port are set there)')
   })
 
   it('shows max_steps and merges repeated --gym-config left to right', async () => {

@@ -17,11 +17,11 @@ function renderLines(graph: GymGraph, gymRoot: string): string[] {
     ...(graph.behaviour.waitsForModelEndpoints ? ['Start     `gym env start` of this checkout waits for every model endpoint to answer before it serves'] : []),
     ...(graph.behaviour.guardsOpenaiVersion ? ['Parse     this checkout refuses an openai outside its constraint unless allow_openai_version_skew=true'] : []),
     '',
-    ...section('Resources servers', graph.resourcesServers, renderServer),
+    ...section('Resources servers', graph.resourcesServers, (server) => renderServer(server, graph)),
     '',
     ...section('Agents', graph.agents, (agent) => renderAgent(agent as GymAgent, graph)),
     '',
-    ...section('Model servers', graph.models, renderServer),
+    ...section('Model servers', graph.models, (server) => renderServer(server, graph)),
     ...renderProblems(graph.problems),
   ]
 }
@@ -31,15 +31,21 @@ function section<T>(title: string, items: T[], render: (item: T) => string[]): s
   return [`${title} (${items.length})`, ...items.flatMap(render)]
 }
 
-function renderServer(server: GymServer): string[] {
-  return [`  ${server.id}  implementation: ${server.implementation}`]
+/** An instance that inherits another takes a command-line host and port only through its source. */
+function inherits(server: GymServer, graph: GymGraph): string {
+  const source = graph.inheritedFrom[server.id]
+  return source ? `  (inherits ${source}: its host and port are set there)` : ''
+}
+
+function renderServer(server: GymServer, graph: GymGraph): string[] {
+  return [`  ${server.id}  implementation: ${server.implementation}${inherits(server, graph)}`]
 }
 
 function renderAgent(agent: GymAgent, graph: GymGraph): string[] {
   const defined = (id: string | null, servers: GymServer[]) =>
     id === null ? NONE : servers.some((server) => server.id === id) ? id : `${id} (not defined in these configs)`
   return [
-    `  ${agent.id}  type: ${agent.implementation}`,
+    `  ${agent.id}  type: ${agent.implementation}${inherits(agent, graph)}`,
     `    resources_server  ${defined(agent.resourcesServer, graph.resourcesServers)}`,
     `    model_server      ${defined(agent.modelServer, graph.models)}`,
     `    max_steps         ${agent.maxSteps ?? NONE}`,
