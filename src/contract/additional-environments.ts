@@ -6,7 +6,8 @@
  * checkout's example rows; admission limits from the recipe's own Gateway section.
  */
 import type {GymGraph} from './gym-config.js'
-import {assertPlaceable, chooseAgent, definedResourcesServer, type ExampleRowsSummary, gatewayConfigName, serverRefs, verifierFieldsFrom} from './from-gym.js'
+import {chooseAgent, definedResourcesServer, type ExampleRowsSummary, gatewayConfigName, verifierFieldsFrom} from './from-gym.js'
+import {assertDistinctPlacements, assertPlaceable, serverRefs} from './placement.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
 import type {AdditionalEnvironment, RecipeContract} from './types.js'
 
@@ -63,20 +64,7 @@ export function assertDistinct(environments: Array<Pick<AdditionalEnvironment, '
     if (agents.has(e.agent.name)) throw usageError(`agent ${e.agent.name} is named twice`, 'Name each agent once with --agent.', {field: '--agent'})
     agents.add(e.agent.name)
   }
-  // Host and port go through the instance a server inherits from: two servers inheriting one source would share a port.
-  const placedBy = new Map<string, string>()
-  for (const server of environments.flatMap((e) => [e.agent, ...(e.resources_server ? [e.resources_server] : [])])) {
-    const at = server.placed_via ?? server.name
-    const other = placedBy.get(at)
-    if (other !== undefined && other !== server.name) {
-      throw new GymError(`${other} and ${server.name} both take their host and port through ${at} (each inherits it with _inherit_from), so Gym would place them on one port`, {
-        code: 'E_GYM_CONFIG',
-        exit: ExitCode.usage,
-        hint: 'Train these environments in recipes of their own, or give one of them a config of its own that does not inherit the other\'s server.',
-      })
-    }
-    placedBy.set(at, server.name)
-  }
+  assertDistinctPlacements(environments.flatMap((e) => [e.agent, ...(e.resources_server ? [e.resources_server] : [])]))
 }
 
 /**

@@ -12,6 +12,7 @@ import {RELAX_POLICY_MODEL_CONFIG} from './gym-config/relax-policy.js'
 import {checkSecondModels, type DeploymentVariable, endpointReferences, flatEndpointReferences} from './second-model-rules.js'
 import {draftNotes} from './draft-notes.js'
 import {ExitCode, GymError, usageError} from '../errors.js'
+import {assertPlaceable, serverRefs} from './placement.js'
 import type {AdditionalEnvironment, Archetype, DataSource, GymDataSource, MixPart, RecipeContract, Split} from './types.js'
 import {defaultErrorProbe, SPLITS} from './types.js'
 
@@ -82,35 +83,6 @@ export function definedResourcesServer(graph: GymGraph, agent: GymAgent): GymSer
     throw usageError(`agent ${agent.id} references resources server "${agent.resourcesServer}", which the config does not define`, 'Pass every config the graph needs with repeated --gym-config.')
   }
   return resource
-}
-
-/**
- * The start line places every server with `++<id>.<kind>.<implementation>.port=…`; Hydra's override
- * keys take no '/', so an implementation in a nested directory (Gym after the pinned commit, e.g.
- * conversational_tool_use/simulation) cannot be placed there.
- */
-export function assertPlaceable(servers: Array<GymServer | null | undefined>): void {
-  const nested = servers.find((s) => s?.implementation.includes('/'))
-  if (!nested) return
-  throw new GymError(`${nested.id} is implemented by ${nested.kind}/${nested.implementation}, a nested directory: the gym env start line sets each server's host and port with a Hydra override, and Hydra's override keys take no '/', so this server cannot be placed`, {
-    code: 'E_GYM_CONFIG',
-    exit: ExitCode.usage,
-    hint: 'Use a Gym checkout whose implementations sit one directory deep (the commit Relax pins has only those), or wrap this one in a directory of its own with a config of your own (--config-root).',
-  })
-}
-
-/** An instance that inherits another is placed (host, port) through that source: see GymGraph.inheritedFrom. */
-function placedVia(graph: GymGraph, server: GymServer): {placed_via?: string} {
-  const source = graph.inheritedFrom[server.id]
-  return source ? {placed_via: source} : {}
-}
-
-/** The agent and resources server as recipe.yaml records them. */
-export function serverRefs(graph: GymGraph, agent: GymAgent, resource: GymServer | null): Pick<AdditionalEnvironment, 'agent' | 'resources_server'> {
-  return {
-    agent: {name: agent.id, type: agent.implementation, max_steps: agent.maxSteps, ...placedVia(graph, agent)},
-    resources_server: resource ? {name: resource.id, implementation: resource.implementation, ...placedVia(graph, resource)} : null,
-  }
 }
 
 export function chooseAgent(graph: GymGraph, wanted: string | undefined): GymAgent {

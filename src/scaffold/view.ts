@@ -1,4 +1,4 @@
-import type {RecipeContract, ScriptedTurn} from '../contract/types.js'
+import type {AdditionalEnvironment, RecipeContract, ScriptedTurn} from '../contract/types.js'
 import {describeMix, environmentPorts, environmentsOf, modelServerPorts, recipeFileNames, RECIPES_DIR, servicePorts, trainingSchedule} from '../contract/types.js'
 import {RAY_COMPONENT_PORTS} from '../contract/ports.js'
 import {endpointOverrides, endpointVariables, hydraValue, modelServerOverrides} from '../contract/gym-config/model-servers.js'
@@ -10,6 +10,15 @@ import {isSecretName} from '../redact.js'
 export function formatNumber(n: number): string {
   if (n !== 0 && Math.abs(n) < 1e-3) return n.toExponential().replace('e-', 'e-').replace(/\.0+e/, 'e')
   return String(n)
+}
+
+/** The instances whose host and port the start line sets: an inherited one is placed through its source. */
+function placement(e: AdditionalEnvironment) {
+  return {
+    agentPlacedAs: e.agent.placed_via ?? e.agent.name,
+    resourcePlacedAs: e.resources_server?.placed_via ?? e.resources_server?.name,
+    placedThroughSource: [e.agent, ...(e.resources_server ? [e.resources_server] : [])].flatMap((s) => (s.placed_via ? [{name: s.name, source: s.placed_via}] : [])),
+  }
 }
 
 function underscored(id: string): string {
@@ -70,14 +79,11 @@ export function buildView(contract: RecipeContract, deployment: RenderDeployment
   const environments = allEnvironments.map((e, i) => ({
     ...e,
     hasResource: e.resources_server !== null,
-    // The instance whose host and port the start line sets: an inherited one is placed through its source.
-    agentPlacedAs: e.agent.placed_via ?? e.agent.name,
-    resourcePlacedAs: e.resources_server?.placed_via ?? e.resources_server?.name,
+    ...placement(e),
     agentOffset: placed[i].agent - ports.gateway,
     resourceOffset: placed[i].resource - ports.gateway,
     portVar: i === 0 ? '' : `env${i + 1}_`,
     portLabel: multiEnvironment ? `${e.environment} ` : '',
-    placedThroughSource: [e.agent, ...(e.resources_server ? [e.resources_server] : [])].flatMap((s) => (s.placed_via ? [{name: s.name, source: s.placed_via}] : [])),
     // The Gateway waits on these before it reports ready: agent first, then the resources server.
     readiness: (['agent', 'resource'] as const).filter((server) => e.readiness.includes(server)),
     maxDeadline: num(e.max_deadline_s),
