@@ -153,7 +153,7 @@ describe('a recipe that trains several environments (--agent repeated)', () => {
     expect(messages).toContain('5 row(s) name no registered environment/config pair (registered: math_with_judge/math-with-judge-v1, workplace_assistant/workplace-assistant-v1)')
     expect(messages).toContain('line 1: environment math_with_judge / config math-v2 is not registered')
     expect(messages).toContain('5 workplace_assistant row(s) lack ground_truth, which its grader reads (first at line 6)')
-  })
+  }, 240_000) // a dozen CLI runs and three data rungs with Docker: far over the default on a loaded machine
 
   it('a further environment no built-in knows takes its verifier and trial from its own example rollouts', async () => {
     const relax = await mkdtemp(path.join(os.tmpdir(), 'gr-multi-own-'))
