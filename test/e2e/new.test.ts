@@ -338,7 +338,7 @@ describe('gymrecipe new', () => {
     const orphan = await runCli(['new', 'x', '--gym-root', snapshotRoot, '--gym-config', gsm8k, '--relax-root', relax, '--training-data'])
     expect(orphan.exitCode).toBe(2)
     expect(orphan.stderr).toContain('--data')
-  })
+  }, 180_000)
 
   it('a benchmark whose checkout has no example rows takes its verifier fields from the --verifier payload, never from calendar', async () => {
     const relax = await relaxRoot()
@@ -555,7 +555,7 @@ describe('gymrecipe new', () => {
     } finally {
       await close()
     }
-  })
+  }, 180_000)
 
   it('a value the config leaves ??? in a started server is set from an env.sh variable; a host path there is mounted read-only', async () => {
     const relax = await relaxRoot()

@@ -429,7 +429,7 @@ describe('train: submit, follow, prove', () => {
     const human = await train([])
     expect(human.exitCode).toBe(1)
     expect(human.stdout).toContain('  | RuntimeError: stub failure in the driver')
-  })
+  }, 180_000)
 
   it('Ctrl+C with --stop-on-interrupt stops only its own submission, by id (never `ray stop`)', async () => {
     await useStub('sleep')
@@ -562,7 +562,7 @@ describe('train: submit, follow, prove', () => {
     } finally {
       await secured.stop()
     }
-  })
+  }, 180_000)
 })
 
 describe('Ray 2.58 in front of the cluster', () => {
