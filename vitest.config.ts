@@ -6,7 +6,9 @@ export default defineConfig({
     disableConsoleIntercept: true,
     // A scratch TMPDIR per run (removed afterwards) and the Docker test base image.
     globalSetup: ['test/helpers/global-setup.ts'],
-    testTimeout: 60_000,
+    // End-to-end tests run the built CLI and the generated scripts several times each: on a 2-vCPU
+    // machine many take 30-50 s, so the default leaves room for a busy runner.
+    testTimeout: 120_000,
     hookTimeout: 300_000,
     // Docker-backed suites share one daemon; files run in parallel, tests inside a file in order.
     fileParallelism: true,
