@@ -5,6 +5,7 @@
 import type {GymGraph} from './types.js'
 import {forEachLeaf, isMissing, toDotted} from './tree.js'
 import {envPrefixOf, freeName} from './model-servers.js'
+import {pointerPath} from '../../schema-errors.js'
 
 export interface EnvReference {
   name: string
@@ -45,11 +46,6 @@ export type UnsetValue =
 /** A key Hydra takes on the command line, one segment of a dotted override path. */
 const OVERRIDE_SEGMENT = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/
 
-/** The dotted path of a JSON pointer into the merged config. */
-function dottedPointer(pointer: string): string {
-  return pointer.split('/').slice(1).map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~')).join('.')
-}
-
 /**
  * Keys that `${key}` references name and no loaded config sets (`${tavily_api_key}`, which Gym
  * expects from env.yaml): Gym resolves every reference when it starts and stops at the first one
@@ -59,9 +55,10 @@ function dottedPointer(pointer: string): string {
 function unsetReferences(graph: GymGraph, known: ReadonlyMap<string, string | null>, used: Set<string>): UnsetValue[] {
   const settable: UnsetValue[] = []
   for (const p of graph.problems) {
-    if (p.kind !== 'unset-reference' || !p.key || known.has(dottedPointer(p.pointer)) || known.has(p.key) || settable.some((u) => u.path === p.key)) continue
+    if (p.kind !== 'unset-reference' || !p.key || known.has(toDotted(pointerPath(p.pointer))) || known.has(p.key) || settable.some((u) => u.path === p.key)) continue
     // Only a key of its own: a dangling reference into a server the config defines is a config error, not a value to give.
-    if (!p.key.split('.').every((s) => OVERRIDE_SEGMENT.test(s)) || Object.hasOwn(graph.merged, p.key.split('.')[0])) continue
+    const segments = p.key.split('.')
+    if (!segments.every((s) => OVERRIDE_SEGMENT.test(s)) || Object.hasOwn(graph.merged, segments[0])) continue
     const wanted = envPrefixOf(p.key.replaceAll('.', '_'))
     const env = freeName(/^[A-Z]/.test(wanted) ? wanted : `GYM_${wanted}`, used)
     used.add(env)
