@@ -21,6 +21,11 @@ export function assertPlaceable(servers: Array<GymServer | null | undefined>): v
   })
 }
 
+/** The instance whose host and port the start line sets for this server: its own, or the one it inherits from. */
+export function placedAs(server: {name: string; placed_via?: string}): string {
+  return server.placed_via ?? server.name
+}
+
 /** An instance that inherits another is placed (host, port) through that source: see GymGraph.inheritedFrom. */
 function placedVia(graph: GymGraph, server: GymServer): {placed_via?: string} {
   const source = graph.inheritedFrom[server.id]
@@ -39,7 +44,7 @@ export function serverRefs(graph: GymGraph, agent: GymAgent, resource: GymServer
 export function assertDistinctPlacements(servers: Array<{name: string; placed_via?: string}>): void {
   const placedBy = new Map<string, string>()
   for (const server of servers) {
-    const at = server.placed_via ?? server.name
+    const at = placedAs(server)
     const other = placedBy.get(at)
     if (other !== undefined && other !== server.name) {
       throw new GymError(`${other} and ${server.name} both take their host and port through ${at} (each inherits it with _inherit_from), so Gym would place them on one port`, {

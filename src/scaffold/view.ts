@@ -1,6 +1,7 @@
 import type {AdditionalEnvironment, RecipeContract, ScriptedTurn} from '../contract/types.js'
 import {describeMix, environmentPorts, environmentsOf, modelServerPorts, recipeFileNames, RECIPES_DIR, servicePorts, trainingSchedule} from '../contract/types.js'
 import {RAY_COMPONENT_PORTS} from '../contract/ports.js'
+import {placedAs} from '../contract/placement.js'
 import {endpointOverrides, endpointVariables, hydraValue, modelServerOverrides} from '../contract/gym-config/model-servers.js'
 import {trainingLogName} from '../contract/endpoints.js'
 import {configRootName} from '../contract/gym-config/paths.js'
@@ -15,8 +16,8 @@ export function formatNumber(n: number): string {
 /** The instances whose host and port the start line sets: an inherited one is placed through its source. */
 function placement(e: AdditionalEnvironment) {
   return {
-    agentPlacedAs: e.agent.placed_via ?? e.agent.name,
-    resourcePlacedAs: e.resources_server?.placed_via ?? e.resources_server?.name,
+    agentPlacedAs: placedAs(e.agent),
+    resourcePlacedAs: e.resources_server ? placedAs(e.resources_server) : undefined,
     placedThroughSource: [e.agent, ...(e.resources_server ? [e.resources_server] : [])].flatMap((s) => (s.placed_via ? [{name: s.name, source: s.placed_via}] : [])),
   }
 }

@@ -1,5 +1,6 @@
 import {environmentsOf} from '../../contract/types.js'
 import {loadGymGraph} from '../../contract/gym-config.js'
+import {placedAs} from '../../contract/placement.js'
 import {configRootName} from '../../contract/gym-config/paths.js'
 import {messageOf} from '../../errors.js'
 import {scriptEnv} from '../scratch.js'
@@ -102,8 +103,8 @@ export const graphNames: Check = {
         // instance is placed through the instance it inherits from.
         const wanted: Array<[string, string, string, string]> = []
         for (const e of environmentsOf(contract)) {
-          wanted.push([e.agent.placed_via ?? e.agent.name, 'responses_api_agents', e.agent.type, e.agent.name])
-          if (e.resources_server) wanted.push([e.resources_server.placed_via ?? e.resources_server.name, 'resources_servers', e.resources_server.implementation, e.resources_server.name])
+          wanted.push([placedAs(e.agent), 'responses_api_agents', e.agent.type, e.agent.name])
+          if (e.resources_server) wanted.push([placedAs(e.resources_server), 'resources_servers', e.resources_server.implementation, e.resources_server.name])
         }
         for (const server of contract.gym.model_servers ?? []) wanted.push([server.name, 'responses_api_models', server.type, server.name])
         for (const [id, kind, impl, name] of wanted) {
